@@ -1,0 +1,25 @@
+# The manager image: a static binary in a distroless, non-root image.
+# Machines without a Docker engine build the same image with the scripts in hack/.
+ARG BASE_IMAGE=golang:1.26
+FROM ${BASE_IMAGE} AS builder
+ARG TARGETOS
+ARG TARGETARCH
+
+WORKDIR /workspace
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY api/ api/
+COPY cmd/ cmd/
+COPY controllers/ controllers/
+COPY webhook/ webhook/
+
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o manager ./cmd/manager
+
+FROM gcr.io/distroless/static:nonroot
+WORKDIR /
+COPY --from=builder /workspace/manager .
+USER 65532:65532
+
+ENTRYPOINT ["/manager"]
