@@ -1,0 +1,340 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// RunSpec says which Scene to run and with what.
+// +kubebuilder:validation:XValidation:rule="self.sceneRef == oldSelf.sceneRef",fieldPath=".sceneRef",reason="FieldValueForbidden",message="sceneRef is immutable; create a new Run to run another Scene"
+// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",fieldPath=".params",reason="FieldValueForbidden",message="params are immutable; create a new Run with other params"
+// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",fieldPath=".cancel",reason="FieldValueForbidden",message="a cancelled Run cannot be resumed; create a new Run"
+type RunSpec struct {
+	// sceneRef names the Scene to run, in the Run's namespace.
+	// +required
+	SceneRef corev1.LocalObjectReference `json:"sceneRef"`
+
+	// params set the Scene's params by name. Params the Scene takes from Secrets cannot be
+	// set here.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
+
+	// timeout bounds the whole Run, for example 2h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 2h"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// cancel, set to true, stops the Run's pods and ends it Cancelled. It cannot be undone.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
+
+	// ttlSecondsAfterFinished deletes the Run this long after it finished.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// RunPhase is where a Run is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Cancelled
+type RunPhase string
+
+// Run phases.
+const (
+	RunPending   RunPhase = "Pending"
+	RunRunning   RunPhase = "Running"
+	RunWaiting   RunPhase = "Waiting"
+	RunSucceeded RunPhase = "Succeeded"
+	RunFailed    RunPhase = "Failed"
+	RunCancelled RunPhase = "Cancelled"
+)
+
+// Finished reports whether the phase is terminal.
+func (p RunPhase) Finished() bool {
+	return p == RunSucceeded || p == RunFailed || p == RunCancelled
+}
+
+// StepPhase is where a step is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Waiting;Retrying;Succeeded;Failed;Skipped;Cancelled
+type StepPhase string
+
+// Step phases.
+const (
+	StepPending   StepPhase = "Pending"
+	StepRunning   StepPhase = "Running"
+	StepWaiting   StepPhase = "Waiting"
+	StepRetrying  StepPhase = "Retrying"
+	StepSucceeded StepPhase = "Succeeded"
+	StepFailed    StepPhase = "Failed"
+	StepSkipped   StepPhase = "Skipped"
+	StepCancelled StepPhase = "Cancelled"
+)
+
+// Finished reports whether the phase is terminal.
+func (p StepPhase) Finished() bool {
+	switch p {
+	case StepSucceeded, StepFailed, StepSkipped, StepCancelled:
+		return true
+	}
+	return false
+}
+
+// RunStatus is the story of a Run.
+type RunStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase of the Run.
+	// +optional
+	Phase RunPhase `json:"phase,omitempty"`
+
+	// conditions of the Run. Succeeded is Unknown while it runs, then True or False.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// startedAt is when the Run started executing.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// finishedAt is when the Run ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+
+	// sceneGeneration is the generation of the Scene the snapshot was taken from.
+	// +optional
+	SceneGeneration int64 `json:"sceneGeneration,omitempty"`
+
+	// sceneSnapshot is the Scene spec this Run executes, taken when it started. Later changes
+	// to the Scene do not change a Run that is running. It has the schema of Scene.spec,
+	// which the Scene's admission already checked; it is not validated again here.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	SceneSnapshot *SceneSpec `json:"sceneSnapshot,omitempty"`
+
+	// progress counts finished steps of all steps, for example 3/7.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+
+	// steps holds the state of each step that has started or been decided.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// outputs of the Run: those of its final steps (the steps no other step depends on),
+	// by step name.
+	// +optional
+	Outputs map[string]OutputValue `json:"outputs,omitempty"`
+}
+
+// StepStatus is the state of one step of a Run.
+type StepStatus struct {
+	// name of the step.
+	// +required
+	Name string `json:"name"`
+
+	// phase of the step.
+	// +required
+	Phase StepPhase `json:"phase"`
+
+	// reason is a CamelCase word for why the step is in its phase, for example StepTimedOut.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// message says the same for people.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// attempts is how many attempts have started.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// podName is the pod of the current or last attempt.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// gate is the Gate a gate step waits on.
+	// +optional
+	Gate string `json:"gate,omitempty"`
+
+	// childRun is the Run a scene step started.
+	// +optional
+	ChildRun string `json:"childRun,omitempty"`
+
+	// decision is the option a gate step's Gate decided.
+	// +optional
+	Decision string `json:"decision,omitempty"`
+
+	// startedAt is when the first attempt started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// finishedAt is when the step ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+
+	// nextAttemptAt is when a Retrying step starts its next attempt.
+	// +optional
+	NextAttemptAt *metav1.Time `json:"nextAttemptAt,omitempty"`
+
+	// output of the step.
+	// +optional
+	Output *OutputValue `json:"output,omitempty"`
+
+	// usage sums the model use of an agent step.
+	// +optional
+	Usage *AgentUsage `json:"usage,omitempty"`
+
+	// history records each finished attempt, oldest first.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=21
+	// +optional
+	History []AttemptStatus `json:"history,omitempty"`
+}
+
+// AttemptStatus is the record of one attempt of a step.
+type AttemptStatus struct {
+	// attempt number, from 1.
+	// +required
+	Attempt int32 `json:"attempt"`
+
+	// podName of the attempt.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// phase the attempt ended in.
+	// +required
+	Phase StepPhase `json:"phase"`
+
+	// reason the attempt ended so.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// message says the same for people.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// exitCode of the step's container.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// startedAt is when the attempt started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// finishedAt is when the attempt ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+}
+
+// OutputValue is a step's output: a preview inline, the whole value in a ConfigMap.
+type OutputValue struct {
+	// preview is the start of the output, at most 1 KiB.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Preview string `json:"preview,omitempty"`
+
+	// size of the whole output in bytes.
+	// +optional
+	Size int64 `json:"size,omitempty"`
+
+	// sha256 of the whole output, hex encoded.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// ref locates the whole output when it is longer than the preview.
+	// +optional
+	Ref *OutputRef `json:"ref,omitempty"`
+}
+
+// OutputRef locates an output kept in a ConfigMap owned by the Run.
+type OutputRef struct {
+	// configMap is the ConfigMap's name, in the Run's namespace.
+	// +required
+	ConfigMap string `json:"configMap"`
+
+	// key of the ConfigMap that holds the output.
+	// +required
+	Key string `json:"key"`
+}
+
+// AgentUsage sums the model use of an agent step.
+type AgentUsage struct {
+	// turns is the number of model calls.
+	// +optional
+	Turns int32 `json:"turns,omitempty"`
+
+	// promptTokens as reported by the API.
+	// +optional
+	PromptTokens int64 `json:"promptTokens,omitempty"`
+
+	// completionTokens as reported by the API.
+	// +optional
+	CompletionTokens int64 `json:"completionTokens,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rn,categories=ergon
+// +kubebuilder:printcolumn:name="Scene",type=string,JSONPath=`.spec.sceneRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Started",type=date,JSONPath=`.status.startedAt`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Run is one execution of a Scene. Every executable step becomes a pod; the status tells the
+// whole story.
+type Run struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is a standard object metadata
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec says what to run.
+	// +required
+	Spec RunSpec `json:"spec"`
+
+	// status is what happened.
+	// +optional
+	Status RunStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// RunList contains a list of Run
+type RunList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitzero"`
+	Items           []Run `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(SchemeGroupVersion, &Run{}, &RunList{})
+		return nil
+	})
+}

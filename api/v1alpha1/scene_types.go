@@ -1,0 +1,492 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Limits of one Scene. They keep a Run, which carries a snapshot of its Scene, well under the
+// API server's object size limit, and bound the cost of the CEL rules below.
+const (
+	// MaxSteps is the largest number of steps in one Scene.
+	MaxSteps = 1000
+	// MaxParams is the largest number of params in one Scene.
+	MaxParams = 64
+)
+
+// SceneSpec describes a workflow: a graph of steps and what they need.
+//
+// The graph is checked where one object suffices: every dependsOn names a step of this Scene.
+// Cycles, templates and expressions are checked by the admission webhook.
+// +kubebuilder:validation:XValidation:rule="[self.steps.transformMapEntry(i, s, {s.name: true})].all(names, self.steps.all(s, !has(s.dependsOn) || s.dependsOn.all(d, d in names)))",fieldPath=".steps",reason="FieldValueInvalid",message="every dependsOn must name a step of this Scene; add the missing step or fix the name"
+type SceneSpec struct {
+	// description says what the Scene does, for people reading it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// params are the inputs of the Scene. A Run sets them by name; a param without a default
+	// or valueFrom is required. Templates read them as {{ .params.NAME }}, CEL as params.NAME.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Params []ParamSpec `json:"params,omitempty"`
+
+	// models are the chat models agent steps may use, by name. An agent step picks one with
+	// its model field, "default" when it names none.
+	// +kubebuilder:validation:MaxProperties=16
+	// +optional
+	Models map[string]ModelSpec `json:"models,omitempty"`
+
+	// workspace binds the Scene to a Workspace in the same namespace: steps then run against
+	// its volume, and agent steps may use the filesystem and shell tools.
+	// +optional
+	Workspace *corev1.LocalObjectReference `json:"workspace,omitempty"`
+
+	// parallelism is the largest number of step pods of one Run that run at once.
+	// Unset means no limit besides the manager's own.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Parallelism *int32 `json:"parallelism,omitempty"`
+
+	// steps are the nodes of the graph. Each has exactly one kind: container, agent, gate or
+	// scene. A step starts once every step it dependsOn has ended.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1000
+	// +required
+	Steps []Step `json:"steps"`
+}
+
+// ParamSpec declares one input of a Scene.
+// +kubebuilder:validation:XValidation:rule="!(has(self.default) && has(self.valueFrom))",message="a param takes its value from default or from valueFrom, not both; remove one"
+type ParamSpec struct {
+	// name of the param, an identifier usable in templates and CEL: letters, digits and
+	// underscores, not starting with a digit.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
+	Name string `json:"name"`
+
+	// description says what the param means.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// default is the value used when a Run does not set the param.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	Default *string `json:"default,omitempty"`
+
+	// valueFrom takes the value from a Secret. It is resolved only inside step pods, as an
+	// environment variable; it never appears in the Run, its events or its outputs.
+	// +optional
+	ValueFrom *ParamValueSource `json:"valueFrom,omitempty"`
+}
+
+// ParamValueSource says where a param's value comes from.
+type ParamValueSource struct {
+	// secretKeyRef selects a key of a Secret in the Run's namespace.
+	// +required
+	SecretKeyRef corev1.SecretKeySelector `json:"secretKeyRef"`
+}
+
+// ModelSpec points at an OpenAI-compatible chat completions API.
+type ModelSpec struct {
+	// baseURL of the API, for example http://llm.example/v1.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +required
+	BaseURL string `json:"baseURL"`
+
+	// model is the model name the API expects.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +required
+	Model string `json:"model"`
+
+	// apiKeySecretRef selects the API key. It reaches the agent's pod as an environment
+	// variable from the Secret and nowhere else.
+	// +optional
+	APIKeySecretRef *corev1.SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+
+	// temperature as a decimal string from "0" to "2", for example "0.2".
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,3})?|1(\.[0-9]{1,3})?|2(\.0{1,3})?)$`
+	// +optional
+	Temperature *string `json:"temperature,omitempty"`
+
+	// seed asks the API for reproducible sampling where it supports it.
+	// +optional
+	Seed *int64 `json:"seed,omitempty"`
+}
+
+// Step is one node of a Scene's graph.
+// +kubebuilder:validation:XValidation:rule="[has(self.container), has(self.agent), has(self.gate), has(self.scene)].filter(k, k).size() == 1",message="a step has exactly one kind: set one of container, agent, gate or scene"
+// +kubebuilder:validation:XValidation:rule="!has(self.dependsOn) || !(self.name in self.dependsOn)",fieldPath=".dependsOn",reason="FieldValueInvalid",message="a step cannot depend on itself; remove its own name from dependsOn"
+type Step struct {
+	// name of the step, a DNS-1123 label (lower case letters, digits and '-'), unique in the
+	// Scene. Pods, Gates and child Runs of the step are named after it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// dependsOn names the steps that must end before this one starts. The step runs when
+	// none of them failed and at least one succeeded (or it has none); otherwise it is Skipped.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// when is a CEL expression over params, steps and run; the step is Skipped unless it
+	// is true, for example: steps.review.decision == 'approve'.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	When string `json:"when,omitempty"`
+
+	// retry runs a failed step again, each attempt in a new pod.
+	// +optional
+	Retry *RetryPolicy `json:"retry,omitempty"`
+
+	// timeout bounds one attempt of the step, for example 15m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s or 15m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// continueOnFailure lets the Run go on when this step fails after its retries: the step
+	// counts as failed for its dependents, but it does not fail the Run.
+	// +optional
+	ContinueOnFailure bool `json:"continueOnFailure,omitempty"`
+
+	// container runs an image. Its output is what it writes to the file $ERGON_OUTPUT; its
+	// exit code decides success.
+	// +optional
+	Container *ContainerStep `json:"container,omitempty"`
+
+	// agent runs Ergon's agent loop against a chat model, with tools and an output contract.
+	// +optional
+	Agent *AgentStep `json:"agent,omitempty"`
+
+	// gate waits for a person to decide, through a Gate object.
+	// +optional
+	Gate *GateStep `json:"gate,omitempty"`
+
+	// scene runs another Scene as a child Run; its output becomes this step's output.
+	// +optional
+	Scene *SceneCall `json:"scene,omitempty"`
+}
+
+// RetryPolicy says how often and when a failed step runs again.
+type RetryPolicy struct {
+	// limit is the number of retries after the first attempt.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +required
+	Limit int32 `json:"limit"`
+
+	// backoff spaces the attempts out; without it a retry starts at once.
+	// +optional
+	Backoff *Backoff `json:"backoff,omitempty"`
+}
+
+// Backoff is an exponential delay: duration, then duration*factor, ... at most maxDuration.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxDuration) || !has(self.duration) || duration(self.maxDuration) >= duration(self.duration)",message="maxDuration must not be shorter than duration"
+type Backoff struct {
+	// duration before the first retry, for example 10s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="duration must be a duration such as 10s"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// factor multiplies the delay after each retry.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=2
+	// +optional
+	Factor *int32 `json:"factor,omitempty"`
+
+	// maxDuration caps the delay.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="maxDuration must be a duration such as 5m"
+	// +optional
+	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
+}
+
+// ContainerStep runs an image as the step's pod.
+type ContainerStep struct {
+	// image to run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	Image string `json:"image"`
+
+	// imagePullPolicy of the container, as in a Pod.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// command replaces the image's entrypoint. Each item is a template.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// args are passed to the command. Each item is a template.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// env sets environment variables; values are templates, secrets come by secretKeyRef.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// envFrom sets environment variables from ConfigMaps and Secrets.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// resources of the container, as in a Pod.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// workingDir of the command.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	WorkingDir string `json:"workingDir,omitempty"`
+}
+
+// AgentTool names a tool an agent step may call.
+// +kubebuilder:validation:Enum=read_file;write_file;list_files;shell;http_fetch
+type AgentTool string
+
+// Tools agent steps may use. The filesystem and shell tools need a Workspace.
+const (
+	ToolReadFile  AgentTool = "read_file"
+	ToolWriteFile AgentTool = "write_file"
+	ToolListFiles AgentTool = "list_files"
+	ToolShell     AgentTool = "shell"
+	ToolHTTPFetch AgentTool = "http_fetch"
+)
+
+// AgentStep runs Ergon's agent loop in the step's pod.
+type AgentStep struct {
+	// model names an entry of the Scene's models.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:default=default
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// system is the system prompt, a template.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	System string `json:"system,omitempty"`
+
+	// prompt is the task, a template. Context it takes from the Scene is wrapped in
+	// delimiters and the model is told to treat it as data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=262144
+	// +required
+	Prompt string `json:"prompt"`
+
+	// tools the agent may call.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Tools []AgentTool `json:"tools,omitempty"`
+
+	// output is the contract the agent's answer must meet.
+	// +optional
+	Output *OutputContract `json:"output,omitempty"`
+
+	// maxTurns bounds the model calls of one attempt.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +kubebuilder:default=20
+	// +optional
+	MaxTurns *int32 `json:"maxTurns,omitempty"`
+
+	// maxTokens bounds the tokens of one attempt, as the API reports them.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxTokens *int64 `json:"maxTokens,omitempty"`
+}
+
+// OutputContract is the type an agent's answer must have. Invalid answers are sent back to
+// the model for repair, at most maxRepairs times, before the step fails.
+type OutputContract struct {
+	// format of the answer: text, markdown, json, yaml, or another registered format.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,31}$`
+	// +kubebuilder:default=text
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// schema is a JSON Schema the parsed answer must satisfy (json and yaml formats).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
+
+	// maxRepairs is how many times an invalid answer is sent back for repair.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=2
+	// +optional
+	MaxRepairs *int32 `json:"maxRepairs,omitempty"`
+}
+
+// GateStep asks a person to decide before the Run goes on.
+// +kubebuilder:validation:XValidation:rule="!has(self.onTimeout) || !has(self.options) || self.onTimeout in self.options",fieldPath=".onTimeout",reason="FieldValueInvalid",message="onTimeout must be one of the options"
+// +kubebuilder:validation:XValidation:rule="!has(self.onTimeout) || has(self.timeout)",fieldPath=".onTimeout",reason="FieldValueRequired",message="onTimeout needs a timeout; set timeout or remove onTimeout"
+type GateStep struct {
+	// message shown to the approver, a template.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// options the approver chooses from.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:Pattern=`^[a-z][a-z0-9_-]{0,31}$`
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:default={approve,reject}
+	// +optional
+	Options []string `json:"options,omitempty"`
+
+	// approvers may decide, besides anyone granted the verb approve on gates by RBAC.
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+
+	// minApprovals is how many different people must approve; any rejection decides.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=1
+	// +optional
+	MinApprovals *int32 `json:"minApprovals,omitempty"`
+
+	// forbidSelfApproval keeps the person who created the Run from deciding its Gate.
+	// +optional
+	ForbidSelfApproval bool `json:"forbidSelfApproval,omitempty"`
+
+	// timeout after which onTimeout decides.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 24h"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// onTimeout is the option chosen when the timeout passes.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_-]{0,31}$`
+	// +optional
+	OnTimeout string `json:"onTimeout,omitempty"`
+}
+
+// Approvers lists who may decide a Gate by name, besides RBAC.
+type Approvers struct {
+	// users by their Kubernetes user name.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=512
+	// +optional
+	Users []string `json:"users,omitempty"`
+
+	// groups by their Kubernetes group name.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=512
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+}
+
+// SceneCall runs another Scene of the same namespace as a child Run.
+type SceneCall struct {
+	// name of the Scene to run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// params of the child Run; values are templates.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// SceneStatus is what Ergon observed of a Scene.
+type SceneStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions of the Scene.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=scn,categories=ergon
+// +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Scene is a workflow definition: a graph of container, agent, gate and sub-scene steps.
+// A Run executes it.
+type Scene struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is a standard object metadata
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec is the workflow.
+	// +required
+	Spec SceneSpec `json:"spec"`
+
+	// status is what Ergon observed of the Scene.
+	// +optional
+	Status SceneStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// SceneList contains a list of Scene
+type SceneList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitzero"`
+	Items           []Scene `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(SchemeGroupVersion, &Scene{}, &SceneList{})
+		return nil
+	})
+}
