@@ -235,6 +235,9 @@ type Backoff struct {
 }
 
 // ContainerStep runs an image as the step's pod.
+//
+// command is required: Ergon runs it through a small entrypoint of its own that hands the
+// output back, and it cannot see an image's ENTRYPOINT without asking its registry.
 type ContainerStep struct {
 	// image to run.
 	// +kubebuilder:validation:MinLength=1
@@ -247,10 +250,12 @@ type ContainerStep struct {
 	// +optional
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
-	// command replaces the image's entrypoint. Each item is a template.
+	// command to run, as in a Pod; the image's entrypoint is not used. Each item is a
+	// template.
+	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
-	// +optional
-	Command []string `json:"command,omitempty"`
+	// +required
+	Command []string `json:"command"`
 
 	// args are passed to the command. Each item is a template.
 	// +kubebuilder:validation:MaxItems=256

@@ -189,7 +189,7 @@ var _ = Describe("The API contract", func() {
 
 	It("accepts a Scene of 1,000 steps that fan out from one", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		busybox := &ergonv1alpha1.ContainerStep{Image: "busybox:1.36"}
+		busybox := &ergonv1alpha1.ContainerStep{Image: "busybox:1.36", Command: []string{"true"}}
 		steps := []ergonv1alpha1.Step{{Name: "root", Container: busybox}}
 		for i := 1; i < ergonv1alpha1.MaxSteps; i++ {
 			steps = append(steps, ergonv1alpha1.Step{
