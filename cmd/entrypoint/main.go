@@ -1,0 +1,160 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command entrypoint runs a step's command inside its pod and hands its output back.
+//
+//	entrypoint copy DEST          copy this binary to DEST (the init container does this)
+//	entrypoint run -- CMD ARG...  run CMD, then report $ERGON_OUTPUT and the exit code
+//
+// The report goes into the container's termination message (internal/outputs), so the pod
+// needs no credentials. The exit code is CMD's, so the pod fails when the command does.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/ergon-dev/ergon/internal/outputs"
+)
+
+const defaultTerminationLog = "/dev/termination-log"
+
+func main() {
+	if len(os.Args) < 3 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "copy":
+		if err := copySelf(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "entrypoint:", err)
+			os.Exit(1)
+		}
+	case "run":
+		args := os.Args[2:]
+		if args[0] == "--" {
+			args = args[1:]
+		}
+		if len(args) == 0 {
+			usage()
+		}
+		os.Exit(run(args))
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST | entrypoint run -- CMD [ARG...]")
+	os.Exit(2)
+}
+
+func copySelf(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dest, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o555)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// run runs the command with this process's stdio, passes signals on, and reports.
+func run(args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	code := 0
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "entrypoint:", err)
+		code = 127
+	} else {
+		signals := make(chan os.Signal, 4)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		go func() {
+			for s := range signals {
+				_ = cmd.Process.Signal(s)
+			}
+		}()
+		code = exitCode(cmd.Wait())
+		signal.Stop(signals)
+	}
+	if err := report(code); err != nil {
+		fmt.Fprintln(os.Stderr, "entrypoint: handing the output back:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+			return 128 + int(status.Signal())
+		}
+		return exit.ExitCode()
+	default:
+		return 1
+	}
+}
+
+// report reads the output file and writes the report into the termination message.
+func report(code int) error {
+	var output []byte
+	if path := os.Getenv("ERGON_OUTPUT"); path != "" {
+		f, err := os.Open(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			// Read one byte past the limit, so an oversized output is reported as such.
+			output, err = io.ReadAll(io.LimitReader(f, outputs.MaxSize+1))
+			_ = f.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	msg, err := outputs.Write(os.Stdout, output, code)
+	if err != nil {
+		return err
+	}
+	path := os.Getenv("ERGON_TERMINATION_LOG")
+	if path == "" {
+		path = defaultTerminationLog
+	}
+	return os.WriteFile(path, msg, 0o644)
+}

@@ -1,0 +1,249 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package compile turns a Scene spec into what the engine executes: its graph, and every
+// template and condition of its steps compiled and checked once. A Scene that compiles can
+// only fail at run time on data (an output that lacks a key), never on its own text. The
+// admission webhook and the Run controller share it, so both refuse the same Scenes.
+package compile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/dag"
+	"github.com/ergon-dev/ergon/controllers/internal/expr"
+	"github.com/ergon-dev/ergon/controllers/internal/template"
+)
+
+// Scene is a compiled Scene spec.
+type Scene struct {
+	Spec  *ergonv1alpha1.SceneSpec
+	Graph *dag.Graph
+	// Steps by name.
+	Steps map[string]*Step
+	// SecretParams are the params taken from Secrets, which only pods see.
+	SecretParams []ergonv1alpha1.ParamSpec
+}
+
+// Step is a compiled step.
+type Step struct {
+	Name  string
+	Index int
+	Spec  *ergonv1alpha1.Step
+	// When is the step's condition, nil when it has none.
+	When *expr.Program
+
+	command, args []*template.Template
+	env           map[int]*template.Template
+	sceneParams   map[string]*template.Template
+	gateMessage   *template.Template
+}
+
+// Rendered is a step with its templates filled in.
+type Rendered struct {
+	Command, Args []string
+	Env           []corev1.EnvVar
+	SceneParams   map[string]string
+	GateMessage   string
+}
+
+// Compile compiles and checks a Scene spec. The errors name field paths under spec.
+func Compile(spec *ergonv1alpha1.SceneSpec) (*Scene, field.ErrorList) {
+	c := &compiler{spec: spec, path: field.NewPath("spec")}
+	return c.compile()
+}
+
+type compiler struct {
+	spec *ergonv1alpha1.SceneSpec
+	path *field.Path
+	errs field.ErrorList
+	// params and secrets by name
+	params, secrets map[string]bool
+	graph           *dag.Graph
+}
+
+func (c *compiler) compile() (*Scene, field.ErrorList) {
+	nodes := make([]dag.Node, len(c.spec.Steps))
+	for i, s := range c.spec.Steps {
+		nodes[i] = dag.Node{Name: s.Name, DependsOn: s.DependsOn}
+	}
+	graph, err := dag.Build(nodes)
+	if err != nil {
+		if e, ok := err.(*dag.Error); ok {
+			return nil, field.ErrorList{field.Invalid(fieldPath(e.Field), nil, e.Detail)}
+		}
+		return nil, field.ErrorList{field.Invalid(c.path.Child("steps"), nil, err.Error())}
+	}
+	c.graph = graph
+	c.params, c.secrets = map[string]bool{}, map[string]bool{}
+	scene := &Scene{Spec: c.spec, Graph: graph, Steps: map[string]*Step{}}
+	for _, p := range c.spec.Params {
+		if p.ValueFrom != nil {
+			c.secrets[p.Name] = true
+			scene.SecretParams = append(scene.SecretParams, p)
+		} else {
+			c.params[p.Name] = true
+		}
+	}
+	for i := range c.spec.Steps {
+		scene.Steps[c.spec.Steps[i].Name] = c.step(i)
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return scene, nil
+}
+
+// fieldPath turns a dag error's "spec.steps[3].dependsOn[1]" into a field.Path.
+func fieldPath(s string) *field.Path {
+	return field.NewPath(s)
+}
+
+func (c *compiler) step(i int) *Step {
+	spec := &c.spec.Steps[i]
+	path := c.path.Child("steps").Index(i)
+	st := &Step{Name: spec.Name, Index: i, Spec: spec}
+	upstream := map[string]bool{}
+	for _, a := range c.graph.Ancestors(spec.Name) {
+		upstream[a] = true
+	}
+	if spec.When != "" {
+		p, err := expr.CompileCondition(path.Child("when").String(), spec.When)
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(path.Child("when"), spec.When, err.Error()))
+		} else {
+			for _, ref := range p.StepReferences() {
+				c.checkStep(path.Child("when"), spec.When, ref, upstream)
+			}
+			st.When = p
+		}
+	}
+	tmpl := func(p *field.Path, text string) *template.Template {
+		t, err := template.Compile(p.String(), text)
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(p, text, err.Error()))
+			return nil
+		}
+		for _, ref := range t.References() {
+			c.checkRef(p, text, ref, upstream)
+		}
+		return t
+	}
+	switch {
+	case spec.Container != nil:
+		cp := path.Child("container")
+		for j, s := range spec.Container.Command {
+			st.command = append(st.command, tmpl(cp.Child("command").Index(j), s))
+		}
+		for j, s := range spec.Container.Args {
+			st.args = append(st.args, tmpl(cp.Child("args").Index(j), s))
+		}
+		st.env = map[int]*template.Template{}
+		for j, e := range spec.Container.Env {
+			if e.ValueFrom == nil {
+				st.env[j] = tmpl(cp.Child("env").Index(j).Child("value"), e.Value)
+			}
+		}
+	case spec.Scene != nil:
+		st.sceneParams = map[string]*template.Template{}
+		for _, k := range slices.Sorted(maps.Keys(spec.Scene.Params)) {
+			st.sceneParams[k] = tmpl(path.Child("scene", "params").Key(k), spec.Scene.Params[k])
+		}
+	case spec.Gate != nil:
+		st.gateMessage = tmpl(path.Child("gate", "message"), spec.Gate.Message)
+	}
+	return st
+}
+
+// checkRef refuses template references to unknown or secret params, to steps that do not
+// run before this one, and to unknown fields.
+func (c *compiler) checkRef(p *field.Path, text string, ref template.Ref, upstream map[string]bool) {
+	switch ref.Kind {
+	case "params":
+		switch {
+		case c.secrets[ref.Name]:
+			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf(
+				"param %q comes from a Secret and is never rendered into a template; read it in the step from $%s",
+				ref.Name, SecretParamEnv(ref.Name))))
+		case !c.params[ref.Name]:
+			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("template references unknown param %q; declare it in spec.params", ref.Name)))
+		}
+	case "steps":
+		c.checkStep(p, text, ref.Name, upstream)
+	}
+}
+
+func (c *compiler) checkStep(p *field.Path, text, step string, upstream map[string]bool) {
+	if _, ok := c.graph.Index(step); !ok {
+		c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("references unknown step %q", step)))
+		return
+	}
+	if !upstream[step] {
+		c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf(
+			"references step %q, which does not run before this step; add it to dependsOn", step)))
+	}
+}
+
+// SecretParamEnv is the environment variable that carries a secret param into step pods.
+func SecretParamEnv(param string) string {
+	return "ERGON_PARAM_" + param
+}
+
+// Render fills in the step's templates over data, as template.Data.Map returns it; callers
+// that render many steps convert their data once.
+func (s *Step) Render(data map[string]any) (*Rendered, error) {
+	r := &Rendered{}
+	var err error
+	exec := func(t *template.Template) string {
+		if t == nil || err != nil {
+			return ""
+		}
+		var out string
+		out, err = t.ExecuteMap(data)
+		return out
+	}
+	for _, t := range s.command {
+		r.Command = append(r.Command, exec(t))
+	}
+	for _, t := range s.args {
+		r.Args = append(r.Args, exec(t))
+	}
+	if s.Spec.Container != nil {
+		for j, e := range s.Spec.Container.Env {
+			if t, ok := s.env[j]; ok {
+				e.Value = exec(t)
+			}
+			r.Env = append(r.Env, e)
+		}
+	}
+	if s.sceneParams != nil {
+		r.SceneParams = map[string]string{}
+		for k, t := range s.sceneParams {
+			r.SceneParams[k] = exec(t)
+		}
+	}
+	r.GateMessage = exec(s.gateMessage)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

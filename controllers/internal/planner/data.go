@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/expr"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/controllers/internal/template"
+)
+
+// PreviewSize is how much of an output the Run's status shows inline.
+const PreviewSize = 1024
+
+// OutputKey is the ConfigMap key that holds a step's whole output.
+const OutputKey = "output"
+
+// ResolveParams returns the Run's params with the Scene's defaults filled in. Params taken
+// from Secrets are not among them: they exist only inside pods.
+func ResolveParams(scene *ergonv1alpha1.SceneSpec, given map[string]string) map[string]string {
+	params := map[string]string{}
+	for _, p := range scene.Params {
+		if v, ok := given[p.Name]; ok {
+			params[p.Name] = v
+		} else if p.Default != nil {
+			params[p.Name] = *p.Default
+		}
+	}
+	return params
+}
+
+// templateData is what step templates see: params, the steps recorded so far and the Run.
+// It is built once per pass and kept current as steps end, so rendering many steps costs
+// one conversion, not one per step.
+func (p *planner) templateData() map[string]any {
+	if p.data != nil {
+		return p.data
+	}
+	d := template.Data{
+		Params: p.params,
+		Steps:  map[string]template.StepData{},
+		Run:    template.RunData{Name: p.f.Run.Name, Namespace: p.f.Run.Namespace, UID: string(p.f.Run.UID)},
+	}
+	for name, s := range p.steps {
+		d.Steps[name] = p.stepData(name, s)
+	}
+	p.data = d.Map()
+	p.vars = expr.Vars{Params: p.params, Steps: map[string]map[string]any{}, Run: p.data[template.KindRun].(map[string]any)}
+	for name, v := range p.data[template.KindSteps].(map[string]any) {
+		p.vars.Steps[name] = v.(map[string]any)
+	}
+	return p.data
+}
+
+// exprVars is what `when` conditions see: the same data as templates.
+func (p *planner) exprVars() expr.Vars {
+	p.templateData()
+	return p.vars
+}
+
+// refresh updates the data templates and conditions see after a step changed.
+func (p *planner) refresh(name string) {
+	if p.data == nil {
+		return
+	}
+	one := template.Data{Steps: map[string]template.StepData{name: p.stepData(name, p.steps[name])}}.Map()
+	entry := one[template.KindSteps].(map[string]any)[name].(map[string]any)
+	p.data[template.KindSteps].(map[string]any)[name] = entry
+	p.vars.Steps[name] = entry
+}
+
+func (p *planner) stepData(name string, s *ergonv1alpha1.StepStatus) template.StepData {
+	value := p.value(name, s)
+	return template.StepData{Output: value, Outputs: jsonFields(value), Decision: s.Decision, Phase: string(s.Phase)}
+}
+
+// value is a step's whole output: collected this pass, kept in a ConfigMap, or the preview.
+func (p *planner) value(name string, s *ergonv1alpha1.StepStatus) string {
+	if v, ok := p.f.Values[name]; ok {
+		return v
+	}
+	if s.PodName != "" {
+		if out, ok := p.f.Outputs[s.PodName]; ok && out.Err == "" {
+			return out.Value
+		}
+	}
+	if c, ok := p.f.Children[s.ChildRun]; ok && s.ChildRun != "" {
+		return c.Value
+	}
+	if s.Output != nil {
+		return s.Output.Preview
+	}
+	return ""
+}
+
+// jsonFields parses an output that is a JSON object into its fields, nil otherwise.
+func jsonFields(value string) map[string]any {
+	if len(value) == 0 || value[0] != '{' {
+		return nil
+	}
+	var fields map[string]any
+	if json.Unmarshal([]byte(value), &fields) != nil {
+		return nil
+	}
+	return fields
+}
+
+// OutputValue describes a whole output for the Run's status: a preview, its size and digest,
+// and where the whole value is kept when the preview does not hold it all.
+func OutputValue(run, step, value string) *ergonv1alpha1.OutputValue {
+	sum := sha256.Sum256([]byte(value))
+	out := &ergonv1alpha1.OutputValue{
+		Preview: Preview(value), Size: int64(len(value)), SHA256: hex.EncodeToString(sum[:]),
+	}
+	if len(value) > len(out.Preview) {
+		out.Ref = &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: OutputKey}
+	}
+	return out
+}
+
+// Preview is the start of a value, at most PreviewSize bytes, cut at a rune boundary.
+func Preview(value string) string {
+	if len(value) <= PreviewSize {
+		return value
+	}
+	cut := PreviewSize
+	for cut > 0 && !utf8.RuneStart(value[cut]) {
+		cut--
+	}
+	return value[:cut]
+}
+
+// ChildRunName names the child Run of a scene step after the Run and the (scene, params)
+// pair, so that one parent Run runs each pair once, whichever step asks for it.
+func ChildRunName(run, scene string, params map[string]string) string {
+	parts := []string{scene}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		parts = append(parts, k, params[k])
+	}
+	return naming.ChildRunName(run, scene, naming.Hash(parts...))
+}

@@ -1,0 +1,112 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package planner decides what a Run does next. It is pure: from the Run, its compiled
+// snapshot and what exists in the cluster (the facts) it computes the Run's next status and
+// the children to create or delete (the plan). The Run controller gathers the facts and
+// carries the plan out; every decision of the engine is tested here without a cluster.
+package planner
+
+import (
+	"time"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+)
+
+// Facts is everything the planner knows about one Run at one moment.
+type Facts struct {
+	// Now is the planner's clock.
+	Now time.Time
+	// Run is the Run as last persisted: its spec and status.
+	Run *ergonv1alpha1.Run
+	// Scene is the Run's snapshot, compiled.
+	Scene *compile.Scene
+	// Pods holds the step pods that exist (or that the status names and that are gone), by
+	// step name.
+	Pods map[string][]PodState
+	// Children holds the child Runs of the Run, by name.
+	Children map[string]ChildState
+	// Gates holds the Gates of the Run, by name.
+	Gates map[string]GateState
+	// Outputs are the outputs handed back by succeeded pods, by pod name.
+	Outputs map[string]Output
+	// Values are the whole outputs of finished steps, by step name, for templates and
+	// conditions of the steps after them.
+	Values map[string]string
+	// PodBudget is how many more step pods the manager-wide cap allows now; negative means
+	// no cap.
+	PodBudget int
+	// Depth is how deep this Run is nested under parent Runs; MaxDepth bounds it.
+	Depth, MaxDepth int
+}
+
+// PodState is what was observed of one step pod.
+type PodState struct {
+	Name    string
+	Attempt int32
+	// Phase is Pending, Running, Succeeded or Failed as the pod reports it; Gone when the
+	// pod was expected but no longer exists.
+	Phase PodPhase
+	// Reason and Message explain a failure, e.g. DeadlineExceeded from activeDeadlineSeconds.
+	Reason, Message string
+	// ExitCode of the step container, once it terminated.
+	ExitCode *int32
+	// StartedAt and FinishedAt are zero while unknown.
+	StartedAt, FinishedAt time.Time
+}
+
+// PodPhase is the observed phase of a step pod.
+type PodPhase string
+
+// Observed pod phases.
+const (
+	PodPending   PodPhase = "Pending"
+	PodRunning   PodPhase = "Running"
+	PodSucceeded PodPhase = "Succeeded"
+	PodFailed    PodPhase = "Failed"
+	PodGone      PodPhase = "Gone"
+)
+
+// ChildState is what was observed of one child Run.
+type ChildState struct {
+	Phase   ergonv1alpha1.RunPhase
+	Message string
+	// Output is the child's output: that of its final step.
+	Output *ergonv1alpha1.OutputValue
+	// Value is the child's whole output, for templates of later steps.
+	Value string
+}
+
+// GateState is what was observed of one Gate.
+type GateState struct {
+	// Decided is true once the Gate has an outcome; Option is that outcome.
+	Decided bool
+	Option  string
+	// DecidedBy is who decided, or "timeout".
+	DecidedBy string
+}
+
+// Output is a step pod's output as collected by the controller, or why it could not be.
+type Output struct {
+	// Value is the whole output.
+	Value string
+	// Stored is true when Value is larger than a preview and is kept in the step's output
+	// ConfigMap.
+	Stored bool
+	// Err says why the output could not be collected; the attempt then fails.
+	Err string
+}

@@ -1,0 +1,400 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/expr"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+)
+
+// Plan is what the Run controller does next: create these children, delete those, write
+// this status, and come back after RequeueAfter if nothing else wakes it first.
+type Plan struct {
+	// Status is the Run's next status.
+	Status ergonv1alpha1.RunStatus
+	// Pods to create, one per started attempt.
+	Pods []PodRequest
+	// Children are child Runs to create.
+	Children []ChildRequest
+	// Gates to create.
+	Gates []GateRequest
+	// DeletePods are running pods to stop (cancellation, Run timeout).
+	DeletePods []string
+	// CancelChildren are child Runs to cancel.
+	CancelChildren []string
+	// RequeueAfter is when time alone changes the plan (a retry is due, the Run times out).
+	// Zero means only a change in the cluster does.
+	RequeueAfter time.Duration
+	// Events are the transitions worth telling people about.
+	Events []Event
+}
+
+// PodRequest asks for the pod of one attempt of a container or agent step.
+type PodRequest struct {
+	Name     string
+	Step     *compile.Step
+	Attempt  int32
+	Rendered *compile.Rendered
+}
+
+// ChildRequest asks for a child Run.
+type ChildRequest struct {
+	Name   string
+	Step   string
+	Scene  string
+	Params map[string]string
+}
+
+// GateRequest asks for the Gate of a gate step.
+type GateRequest struct {
+	Name    string
+	Step    *compile.Step
+	Message string
+}
+
+// Event is a transition worth an Event on the Run.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// planner holds one planning pass.
+type planner struct {
+	f      *Facts
+	now    metav1.Time
+	plan   *Plan
+	steps  map[string]*ergonv1alpha1.StepStatus
+	order  []string // step names in status order
+	active int      // pod steps of this Run that are running
+	// stopReason is set when the Run stops everything: Cancelled or RunTimedOut.
+	stopReason string
+	// failedStep is the first step whose failure fails the Run.
+	failedStep string
+	params     map[string]string
+	requeue    time.Time
+	// data and vars are what templates and conditions see; see templateData.
+	data map[string]any
+	vars expr.Vars
+}
+
+// Decide computes the plan for one Run.
+func Decide(f *Facts) *Plan {
+	p := &planner{
+		f:      f,
+		now:    metav1.NewTime(f.Now),
+		plan:   &Plan{},
+		steps:  map[string]*ergonv1alpha1.StepStatus{},
+		params: ResolveParams(f.Scene.Spec, f.Run.Spec.Params),
+	}
+	status := f.Run.Status.DeepCopy()
+	status.ObservedGeneration = f.Run.Generation
+	if status.StartedAt == nil {
+		status.StartedAt = &p.now
+	}
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		p.steps[s.Name] = s
+		p.order = append(p.order, s.Name)
+		if isPodStep(f.Scene.Steps[s.Name]) && s.Phase == ergonv1alpha1.StepRunning {
+			p.active++
+		}
+		if s.Phase == ergonv1alpha1.StepFailed && !f.Scene.Steps[s.Name].Spec.ContinueOnFailure && p.failedStep == "" {
+			p.failedStep = s.Name
+		}
+	}
+	p.stopReason = p.stopping(status)
+
+	for _, name := range f.Scene.Graph.TopologicalOrder() {
+		p.decide(f.Scene.Steps[name])
+	}
+
+	status.Steps = status.Steps[:0]
+	for _, name := range p.order {
+		status.Steps = append(status.Steps, *p.steps[name])
+	}
+	p.finish(status)
+	p.plan.Status = *status
+	if !p.requeue.IsZero() && !status.Phase.Finished() {
+		p.plan.RequeueAfter = max(p.requeue.Sub(f.Now), time.Millisecond)
+	}
+	return p.plan
+}
+
+// stopping says why the Run stops everything, or "" when it does not.
+func (p *planner) stopping(status *ergonv1alpha1.RunStatus) string {
+	if p.f.Run.Spec.Cancel {
+		return ergonv1alpha1.ReasonCancelled
+	}
+	if t := p.f.Run.Spec.Timeout; t != nil && status.StartedAt != nil {
+		deadline := status.StartedAt.Add(t.Duration)
+		if !p.f.Now.Before(deadline) {
+			return ergonv1alpha1.ReasonRunTimedOut
+		}
+		p.wakeAt(deadline)
+	}
+	return ""
+}
+
+// state returns the status of a step, nil while it is Pending and has not been recorded.
+func (p *planner) state(name string) *ergonv1alpha1.StepStatus {
+	return p.steps[name]
+}
+
+// record returns the status entry of a step, creating it.
+func (p *planner) record(name string) *ergonv1alpha1.StepStatus {
+	if s, ok := p.steps[name]; ok {
+		return s
+	}
+	s := &ergonv1alpha1.StepStatus{Name: name, Phase: ergonv1alpha1.StepPending}
+	p.steps[name] = s
+	p.order = append(p.order, name)
+	return s
+}
+
+func (p *planner) wakeAt(t time.Time) {
+	if p.requeue.IsZero() || t.Before(p.requeue) {
+		p.requeue = t
+	}
+}
+
+func (p *planner) event(warning bool, reason, format string, args ...any) {
+	p.plan.Events = append(p.plan.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// decide moves one step forward as far as the facts allow.
+func (p *planner) decide(step *compile.Step) {
+	s := p.state(step.Name)
+	if s != nil && s.Phase.Finished() {
+		return
+	}
+	if p.stopReason != "" {
+		p.stop(step, s)
+		return
+	}
+	switch {
+	case isPodStep(step):
+		p.decidePodStep(step, s)
+	case step.Spec.Scene != nil:
+		p.decideSceneStep(step, s)
+	case step.Spec.Gate != nil:
+		p.decideGateStep(step, s)
+	}
+}
+
+// stop ends a step that has not finished because the whole Run stops.
+func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
+	if s == nil {
+		// A step that never started needs no record: it counts as cancelled in the progress.
+		return
+	}
+	if isPodStep(step) && s.PodName != "" && s.Phase == ergonv1alpha1.StepRunning {
+		p.plan.DeletePods = append(p.plan.DeletePods, s.PodName)
+	}
+	if s.ChildRun != "" {
+		p.plan.CancelChildren = append(p.plan.CancelChildren, s.ChildRun)
+	}
+	p.end(s, ergonv1alpha1.StepCancelled, p.stopReason, "the Run stopped: "+stopMessage(p.stopReason))
+}
+
+func stopMessage(reason string) string {
+	if reason == ergonv1alpha1.ReasonRunTimedOut {
+		return "it ran past its timeout"
+	}
+	return "it was cancelled"
+}
+
+// end moves a step to a terminal phase.
+func (p *planner) end(s *ergonv1alpha1.StepStatus, phase ergonv1alpha1.StepPhase, reason, message string) {
+	s.Phase, s.Reason, s.Message = phase, reason, message
+	s.FinishedAt = &p.now
+	s.NextAttemptAt = nil
+	p.refresh(s.Name)
+	switch phase {
+	case ergonv1alpha1.StepSucceeded:
+		p.event(false, "StepSucceeded", "Step %s succeeded", s.Name)
+	case ergonv1alpha1.StepFailed:
+		p.event(true, "StepFailed", "Step %s failed: %s", s.Name, message)
+	case ergonv1alpha1.StepSkipped:
+		p.event(false, "StepSkipped", "Step %s skipped: %s", s.Name, message)
+	}
+}
+
+// ready decides whether a step that has not started may start: it returns false while a
+// dependency is running, and skips the step (returning false) when it must not run.
+func (p *planner) ready(step *compile.Step) bool {
+	deps := p.f.Scene.Graph.Dependencies(step.Name)
+	succeeded, failed := 0, ""
+	for _, d := range deps {
+		ds := p.state(d)
+		if ds == nil || !ds.Phase.Finished() {
+			return false
+		}
+		switch ds.Phase {
+		case ergonv1alpha1.StepSucceeded:
+			succeeded++
+		case ergonv1alpha1.StepFailed:
+			if failed == "" {
+				failed = d
+			}
+		}
+	}
+	skip := func(reason, format string, args ...any) bool {
+		p.end(p.record(step.Name), ergonv1alpha1.StepSkipped, reason, fmt.Sprintf(format, args...))
+		return false
+	}
+	switch {
+	case p.failedStep != "":
+		return skip(ReasonRunFailing, "step %s failed, so no new step starts", p.failedStep)
+	case failed != "":
+		return skip(ReasonDependencyFailed, "its dependency %s failed", failed)
+	case len(deps) > 0 && succeeded == 0:
+		return skip(ReasonDependenciesSkipped, "none of its dependencies succeeded")
+	}
+	if step.When != nil {
+		ok, err := step.When.Eval(p.exprVars())
+		if err != nil {
+			p.fail(p.record(step.Name), step, ReasonWhenError, fmt.Sprintf("when: %v", err))
+			return false
+		}
+		if !ok {
+			return skip(ReasonWhenFalse, "its condition %q is false", step.Spec.When)
+		}
+	}
+	return true
+}
+
+// fail ends a step Failed; unless the step may fail, no new step of the Run starts.
+func (p *planner) fail(s *ergonv1alpha1.StepStatus, step *compile.Step, reason, message string) {
+	p.end(s, ergonv1alpha1.StepFailed, reason, message)
+	if !step.Spec.ContinueOnFailure && p.failedStep == "" {
+		p.failedStep = step.Name
+	}
+}
+
+// render renders a step's templates, failing the step when they do not render.
+func (p *planner) render(step *compile.Step) (*compile.Rendered, bool) {
+	r, err := step.Render(p.templateData())
+	if err != nil {
+		p.fail(p.record(step.Name), step, ReasonTemplateError, err.Error())
+		return nil, false
+	}
+	return r, true
+}
+
+// start records that a step starts now.
+func (p *planner) start(s *ergonv1alpha1.StepStatus) {
+	if s.StartedAt == nil {
+		s.StartedAt = &p.now
+		p.event(false, "StepStarted", "Step %s started", s.Name)
+	}
+}
+
+// decideSceneStep runs another Scene as a child Run and mirrors its outcome.
+func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
+	if s == nil {
+		if !p.ready(step) {
+			return
+		}
+		if p.f.Depth+1 > p.f.MaxDepth {
+			p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonDepthExceeded,
+				fmt.Sprintf("sub-scenes nest deeper than %d Runs; is there a cycle of Scenes calling each other?", p.f.MaxDepth))
+			return
+		}
+		r, ok := p.render(step)
+		if !ok {
+			return
+		}
+		s = p.record(step.Name)
+		s.ChildRun = ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
+		s.Attempts = 1
+		s.Phase = ergonv1alpha1.StepRunning
+		p.start(s)
+		if _, exists := p.f.Children[s.ChildRun]; !exists {
+			p.plan.Children = append(p.plan.Children, ChildRequest{
+				Name: s.ChildRun, Step: step.Name, Scene: step.Spec.Scene.Name, Params: r.SceneParams,
+			})
+		}
+		return
+	}
+	child, ok := p.f.Children[s.ChildRun]
+	if !ok {
+		return // created, not observed yet
+	}
+	switch child.Phase {
+	case ergonv1alpha1.RunSucceeded:
+		s.Output = child.Output
+		p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
+	case ergonv1alpha1.RunFailed, ergonv1alpha1.RunCancelled:
+		p.fail(s, step, ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", s.ChildRun, child.Phase, child.Message))
+	}
+}
+
+// decideGateStep creates the step's Gate and waits for its decision.
+func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
+	if s == nil {
+		if !p.ready(step) {
+			return
+		}
+		r, ok := p.render(step)
+		if !ok {
+			return
+		}
+		s = p.record(step.Name)
+		s.Gate = naming.GateName(p.f.Run.Name, step.Name)
+		s.Attempts = 1
+		s.Phase = ergonv1alpha1.StepWaiting
+		p.start(s)
+		if _, exists := p.f.Gates[s.Gate]; !exists {
+			p.plan.Gates = append(p.plan.Gates, GateRequest{Name: s.Gate, Step: step, Message: r.GateMessage})
+		}
+		return
+	}
+	gate, ok := p.f.Gates[s.Gate]
+	if !ok || !gate.Decided {
+		return
+	}
+	s.Decision = gate.Option
+	p.end(s, ergonv1alpha1.StepSucceeded, ReasonDecided, fmt.Sprintf("%s decided %s", gate.DecidedBy, gate.Option))
+}
+
+func isPodStep(step *compile.Step) bool {
+	return step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
+}
+
+// Reasons of step phases, besides the Run's condition reasons in the API package.
+const (
+	ReasonRunFailing          = "RunFailing"
+	ReasonDependencyFailed    = "DependencyFailed"
+	ReasonDependenciesSkipped = "DependenciesSkipped"
+	ReasonWhenFalse           = "WhenFalse"
+	ReasonWhenError           = "WhenError"
+	ReasonTemplateError       = "TemplateError"
+	ReasonChildRunFailed      = "ChildRunFailed"
+	ReasonDecided             = "Decided"
+	ReasonError               = "Error"
+	ReasonOutputError         = "OutputError"
+	ReasonPodDeleted          = "PodDeleted"
+	ReasonNotSupported        = "NotSupported"
+)

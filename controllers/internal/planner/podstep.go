@@ -1,0 +1,238 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+)
+
+// decidePodStep moves a container or agent step: start an attempt, follow its pod, retry or
+// end it.
+func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
+	if step.Spec.Agent != nil {
+		// The agent runtime is not part of Ergon yet; say so instead of running a pod that
+		// cannot work.
+		if s == nil && p.ready(step) {
+			p.fail(p.record(step.Name), step, ReasonNotSupported, "agent steps need Ergon's agent runtime, which this version does not have")
+		}
+		return
+	}
+	latest := latestPod(p.f.Pods[step.Name])
+	if latest == nil && (s == nil || s.Phase == ergonv1alpha1.StepPending) {
+		if p.hasCapacity() && p.ready(step) {
+			p.startAttempt(step, p.record(step.Name), 1)
+		}
+		return
+	}
+	if s == nil {
+		// A pod exists that the status does not know: the last status write was lost.
+		// Adopt the pod rather than start the attempt again.
+		s = p.record(step.Name)
+	}
+	if latest != nil && (latest.Attempt > s.Attempts || (latest.Attempt == s.Attempts && !ended(s, latest.Attempt))) {
+		s.Attempts = latest.Attempt
+		p.follow(step, s, latest)
+		return
+	}
+	if s.Phase == ergonv1alpha1.StepRetrying && s.NextAttemptAt != nil {
+		if p.f.Now.Before(s.NextAttemptAt.Time) {
+			p.wakeAt(s.NextAttemptAt.Time)
+			return
+		}
+		p.startAttempt(step, s, s.Attempts+1)
+		return
+	}
+	if s.Phase == ergonv1alpha1.StepRunning && latest == nil {
+		// The pod of the current attempt is gone: the controller looked it up live, so
+		// it was deleted by someone else.
+		p.attemptFailed(step, s, PodState{Name: s.PodName, Attempt: s.Attempts, Phase: PodGone,
+			Reason: ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
+	}
+}
+
+// hasCapacity reports whether the Run's parallelism and the manager's cap allow one more pod.
+func (p *planner) hasCapacity() bool {
+	if par := p.f.Scene.Spec.Parallelism; par != nil && p.active >= int(*par) {
+		return false
+	}
+	return p.f.PodBudget != 0
+}
+
+// startAttempt asks for the pod of an attempt when the Run's and the manager's limits allow.
+func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, attempt int32) {
+	if !p.hasCapacity() {
+		return
+	}
+	r, ok := p.render(step)
+	if !ok {
+		return
+	}
+	if p.f.PodBudget > 0 {
+		p.f.PodBudget--
+	}
+	p.active++
+	name := naming.StepPodName(p.f.Run.Name, step.Name, attempt)
+	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRunning, "", ""
+	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil
+	p.start(s)
+	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r})
+}
+
+// follow mirrors the pod of the current attempt into the step's status.
+func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *PodState) {
+	s.PodName = pod.Name
+	switch pod.Phase {
+	case PodPending, PodRunning:
+		if s.Phase != ergonv1alpha1.StepRunning {
+			p.active++
+		}
+		s.Phase, s.NextAttemptAt = ergonv1alpha1.StepRunning, nil
+		p.start(s)
+	case PodSucceeded:
+		out, collected := p.f.Outputs[pod.Name]
+		if !collected {
+			return // the controller collects it before the next plan
+		}
+		if out.Err != "" {
+			pod.Phase, pod.Reason, pod.Message = PodFailed, ReasonOutputError, out.Err
+			p.attemptFailed(step, s, *pod)
+			return
+		}
+		if s.Phase == ergonv1alpha1.StepRunning {
+			p.active--
+		}
+		p.history(s, pod, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
+		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
+		p.start(s)
+		p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
+	case PodFailed, PodGone:
+		p.attemptFailed(step, s, *pod)
+	}
+}
+
+// attemptFailed records a failed attempt, then retries the step or fails it.
+func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus, pod PodState) {
+	reason, message := ergonv1alpha1.ReasonStepFailed, pod.Message
+	switch {
+	case pod.Reason == "DeadlineExceeded":
+		reason, message = ergonv1alpha1.ReasonStepTimedOut, fmt.Sprintf("the attempt ran past its timeout of %s", step.Spec.Timeout.Duration)
+	case pod.Reason != "":
+		reason = pod.Reason
+	}
+	if message == "" && pod.ExitCode != nil {
+		message = fmt.Sprintf("the command exited with code %d", *pod.ExitCode)
+	}
+	if s.Phase == ergonv1alpha1.StepRunning {
+		p.active--
+	}
+	p.history(s, &pod, ergonv1alpha1.StepFailed, reason, message)
+	p.start(s)
+	retry := step.Spec.Retry
+	if retry == nil || s.Attempts > retry.Limit {
+		if retry != nil {
+			message = fmt.Sprintf("%s (attempt %d of %d)", message, s.Attempts, retry.Limit+1)
+		}
+		p.fail(s, step, reason, message)
+		return
+	}
+	finished := pod.FinishedAt
+	if finished.IsZero() {
+		finished = p.f.Now
+	}
+	next := finished.Add(Backoff(retry.Backoff, s.Attempts))
+	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRetrying, reason, message
+	s.NextAttemptAt = &metav1.Time{Time: next}
+	p.event(true, "StepRetrying", "Step %s attempt %d failed (%s); attempt %d starts at %s",
+		step.Name, s.Attempts, message, s.Attempts+1, next.UTC().Format(time.RFC3339))
+	if p.f.Now.Before(next) {
+		p.wakeAt(next)
+		return
+	}
+	p.startAttempt(step, s, s.Attempts+1)
+}
+
+// history records how an attempt ended, once.
+func (p *planner) history(s *ergonv1alpha1.StepStatus, pod *PodState, phase ergonv1alpha1.StepPhase, reason, message string) {
+	if ended(s, pod.Attempt) {
+		return
+	}
+	h := ergonv1alpha1.AttemptStatus{
+		Attempt: pod.Attempt, PodName: pod.Name, Phase: phase, Reason: reason, Message: message,
+		ExitCode: pod.ExitCode, FinishedAt: &p.now,
+	}
+	if !pod.StartedAt.IsZero() {
+		h.StartedAt = &metav1.Time{Time: pod.StartedAt}
+	}
+	if !pod.FinishedAt.IsZero() {
+		h.FinishedAt = &metav1.Time{Time: pod.FinishedAt}
+	}
+	s.History = append(s.History, h)
+}
+
+// ended reports whether the status already records how an attempt ended.
+func ended(s *ergonv1alpha1.StepStatus, attempt int32) bool {
+	for _, h := range s.History {
+		if h.Attempt == attempt {
+			return true
+		}
+	}
+	return false
+}
+
+// latestPod is the pod of the highest attempt.
+func latestPod(pods []PodState) *PodState {
+	var latest *PodState
+	for i := range pods {
+		if latest == nil || pods[i].Attempt > latest.Attempt {
+			latest = &pods[i]
+		}
+	}
+	return latest
+}
+
+// Backoff is the delay before the attempt after the given failed one: duration times factor
+// to the power of the failed attempts before it, capped at maxDuration.
+func Backoff(b *ergonv1alpha1.Backoff, failedAttempt int32) time.Duration {
+	if b == nil || b.Duration == nil {
+		return 0
+	}
+	factor := int32(2)
+	if b.Factor != nil {
+		factor = *b.Factor
+	}
+	limit := time.Duration(math.MaxInt64)
+	if b.MaxDuration != nil {
+		limit = b.MaxDuration.Duration
+	}
+	d := b.Duration.Duration
+	for i := int32(1); i < failedAttempt && d < limit; i++ {
+		if d > limit/time.Duration(factor) {
+			d = limit
+			break
+		}
+		d *= time.Duration(factor)
+	}
+	return min(d, limit)
+}

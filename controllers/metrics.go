@@ -1,0 +1,93 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+)
+
+// Prometheus metrics of the Run engine, served by the manager with controller-runtime's own
+// (reconcile counts, errors and durations per controller).
+var (
+	runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_runs_finished_total",
+		Help: "Runs that finished, by phase.",
+	}, []string{"phase"})
+	runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ergon_runs_started_total",
+		Help: "Runs that started executing.",
+	})
+	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ergon_step_duration_seconds",
+		Help:    "Time from a step's start to its end, by kind and phase.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14),
+	}, []string{"kind", "phase"})
+	stepPodsActive = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ergon_step_pods_active",
+		Help: "Step pods this manager started that have not finished.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive)
+}
+
+// observeTransitions records the metrics of what changed between two statuses of a Run.
+func observeTransitions(before, after *ergonv1alpha1.RunStatus, scene *compile.Scene) {
+	if before.SceneSnapshot == nil && after.SceneSnapshot != nil {
+		runsStarted.Inc()
+	}
+	if !before.Phase.Finished() && after.Phase.Finished() {
+		runsFinished.WithLabelValues(string(after.Phase)).Inc()
+	}
+	was := map[string]ergonv1alpha1.StepPhase{}
+	for _, s := range before.Steps {
+		was[s.Name] = s.Phase
+	}
+	for _, s := range after.Steps {
+		step := scene.Steps[s.Name]
+		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
+		if pod && s.Phase == ergonv1alpha1.StepRunning && was[s.Name] != ergonv1alpha1.StepRunning {
+			stepPodsActive.Inc()
+		}
+		if pod && s.Phase != ergonv1alpha1.StepRunning && was[s.Name] == ergonv1alpha1.StepRunning {
+			stepPodsActive.Dec()
+		}
+		if s.Phase.Finished() && !was[s.Name].Finished() && s.StartedAt != nil && s.FinishedAt != nil {
+			stepDuration.WithLabelValues(stepKind(step), string(s.Phase)).Observe(s.FinishedAt.Sub(s.StartedAt.Time).Seconds())
+		}
+	}
+}
+
+func stepKind(step *compile.Step) string {
+	switch {
+	case step == nil:
+		return "unknown"
+	case step.Spec.Container != nil:
+		return "container"
+	case step.Spec.Agent != nil:
+		return "agent"
+	case step.Spec.Gate != nil:
+		return "gate"
+	default:
+		return "scene"
+	}
+}

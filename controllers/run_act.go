@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/controllers/internal/planner"
+)
+
+// act carries a plan out, before its status is written: outputs are stored first, so a
+// status that points at a ConfigMap never points at nothing; children are created by
+// deterministic names, so doing it twice creates nothing twice.
+func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
+	logger := log.FromContext(ctx)
+	for _, s := range plan.Status.Steps {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil || stepFinished(run, s.Name) {
+			continue
+		}
+		out, ok := f.Outputs[s.PodName]
+		if !ok {
+			continue // a child Run's output, kept by the child
+		}
+		cm := outputConfigMap(run, s.Name, out.Value)
+		if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, req := range plan.Pods {
+		logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
+		if err := r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage)); err != nil {
+			return err
+		}
+	}
+	for _, req := range plan.Children {
+		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
+		if err := r.create(ctx, childRun(run, req, f.Depth)); err != nil {
+			return err
+		}
+	}
+	for _, req := range plan.Gates {
+		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
+		if err := r.create(ctx, gateFor(run, req)); err != nil {
+			return err
+		}
+	}
+	for _, name := range plan.DeletePods {
+		pod := &corev1.Pod{}
+		pod.Name, pod.Namespace = name, run.Namespace
+		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	for _, name := range plan.CancelChildren {
+		child := &ergonv1alpha1.Run{}
+		child.Name, child.Namespace = name, run.Namespace
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`))
+		if err := r.Patch(ctx, child, patch); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return r.cleanupPods(ctx, run, f)
+}
+
+// create creates a child; one that exists already is what was wanted.
+func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {
+	if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// cleanupPods deletes the pods whose attempts the stored status records as ended: their
+// outputs are safe. With KeepFailedPods, the pods of failed attempts stay for debugging.
+func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+	var pods []string
+	if f != nil {
+		for _, states := range f.Pods {
+			for _, p := range states {
+				if p.Phase != planner.PodGone {
+					pods = append(pods, p.Name)
+				}
+			}
+		}
+	} else {
+		list := &corev1.PodList{}
+		if err := r.List(ctx, list, client.InNamespace(run.Namespace),
+			client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
+			return err
+		}
+		for _, p := range list.Items {
+			if metav1IsControlledBy(&p, run) && p.DeletionTimestamp.IsZero() {
+				pods = append(pods, p.Name)
+			}
+		}
+	}
+	ended := map[string]ergonv1alpha1.StepPhase{}
+	for _, s := range run.Status.Steps {
+		for _, h := range s.History {
+			ended[h.PodName] = h.Phase
+		}
+		if s.Phase == ergonv1alpha1.StepCancelled && s.PodName != "" {
+			ended[s.PodName] = s.Phase
+		}
+	}
+	for _, name := range pods {
+		phase, ok := ended[name]
+		if !ok || (r.Config.KeepFailedPods && phase == ergonv1alpha1.StepFailed) {
+			continue
+		}
+		pod := &corev1.Pod{}
+		pod.Name, pod.Namespace = name, run.Namespace
+		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}

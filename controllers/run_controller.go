@@ -1,0 +1,183 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/planner"
+)
+
+// RunConfig holds the manager-wide settings of the Run engine.
+type RunConfig struct {
+	// EntrypointImage is the image whose entrypoint binary step pods copy in: Ergon's own.
+	EntrypointImage string
+	// MaxActivePods caps the step pods of all Runs running at once; 0 means no cap.
+	MaxActivePods int
+	// MaxDepth bounds how deep sub-scene Runs nest.
+	MaxDepth int
+	// KeepFailedPods keeps the pods of failed attempts for debugging.
+	KeepFailedPods bool
+}
+
+// RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
+// it, and writes the Run's status once.
+type RunReconciler struct {
+	client.Client
+	// APIReader reads around the cache, to tell a pod that is gone from one not seen yet.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	Logs      PodLogs
+	Config    RunConfig
+
+	// scenes caches each running Run's compiled snapshot, so templates and conditions are
+	// compiled once per Run, not once per reconcile.
+	scenes sync.Map // namespace/name -> compiledScene
+}
+
+type compiledScene struct {
+	uid   types.UID
+	scene *compile.Scene
+}
+
+// +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=ergon.dev,resources=runs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ergon.dev,resources=scenes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ergon.dev,resources=gates,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create
+
+// Reconcile moves one Run forward.
+func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	run := &ergonv1alpha1.Run{}
+	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.scenes.Delete(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !run.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if run.Status.Phase.Finished() {
+		r.scenes.Delete(req.String())
+		return r.reconcileFinished(ctx, run)
+	}
+	if run.Status.SceneSnapshot == nil {
+		return r.reconcileStart(ctx, run)
+	}
+	return r.reconcileRunning(ctx, run.DeepCopy(), run)
+}
+
+// reconcileRunning plans and acts on a Run that has its snapshot. base is the Run as stored,
+// which the status patch is computed against.
+func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	scene, err := r.compiled(run)
+	if err != nil {
+		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene, err.Error())
+	}
+	facts, err := r.gather(ctx, run, scene)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := planner.Decide(facts)
+	if err := r.act(ctx, run, scene, facts, plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, e := range plan.Events {
+		eventType := corev1.EventTypeNormal
+		if e.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
+	}
+	observeTransitions(&run.Status, &plan.Status, scene)
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// compiled returns the Run's compiled snapshot.
+func (r *RunReconciler) compiled(run *ergonv1alpha1.Run) (*compile.Scene, error) {
+	key := client.ObjectKeyFromObject(run).String()
+	if c, ok := r.scenes.Load(key); ok && c.(compiledScene).uid == run.UID {
+		return c.(compiledScene).scene, nil
+	}
+	scene, errs := compile.Compile(run.Status.SceneSnapshot)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	r.scenes.Store(key, compiledScene{uid: run.UID, scene: scene})
+	return scene, nil
+}
+
+// patchStatus writes the status once, when it differs from base's, with an optimistic lock:
+// a plan made from a stale cache is refused and made again.
+func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha1.Run, status *ergonv1alpha1.RunStatus) error {
+	if equality.Semantic.DeepEqual(&base.Status, status) {
+		return nil
+	}
+	run.Status = *status
+	return r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// reconcileFinished deletes the pods a finished Run no longer needs, and the Run itself once
+// its time to live has passed.
+func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	if err := r.cleanupPods(ctx, run, nil); err != nil {
+		return ctrl.Result{}, err
+	}
+	if run.Spec.TTLSecondsAfterFinished == nil || run.Status.FinishedAt == nil {
+		return ctrl.Result{}, nil
+	}
+	expires := run.Status.FinishedAt.Add(time.Duration(*run.Spec.TTLSecondsAfterFinished) * time.Second)
+	if wait := expires.Sub(r.Clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	log.FromContext(ctx).Info("Deleting finished Run after its time to live")
+	err := r.Delete(ctx, run, client.Preconditions{UID: &run.UID}, client.PropagationPolicy("Background"))
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// SetupWithManager registers the controller: Runs, and the pods, Gates and child Runs they
+// own.
+func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ergonv1alpha1.Run{}).
+		Owns(&corev1.Pod{}).
+		Owns(&ergonv1alpha1.Run{}).
+		Owns(&ergonv1alpha1.Gate{}).
+		Named("run").
+		Complete(r)
+}

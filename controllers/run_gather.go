@@ -1,0 +1,337 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/controllers/internal/planner"
+	"github.com/ergon-dev/ergon/internal/outputs"
+)
+
+// PodLogs reads a container's log; the kubelet serves it through pods/log.
+type PodLogs interface {
+	Read(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error)
+}
+
+// KubeletLogs reads logs through the API server.
+type KubeletLogs struct{ Clientset kubernetes.Interface }
+
+// Read streams the whole log of a container.
+func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error) {
+	return k.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+}
+
+// gather reads everything the planner needs about a Run.
+func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene) (*planner.Facts, error) {
+	f := &planner.Facts{
+		Now: r.Clock.Now(), Run: run, Scene: scene,
+		Pods: map[string][]planner.PodState{}, Children: map[string]planner.ChildState{},
+		Gates: map[string]planner.GateState{}, Outputs: map[string]planner.Output{}, Values: map[string]string{},
+		PodBudget: -1, MaxDepth: r.Config.MaxDepth, Depth: depth(run),
+	}
+	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(run.Namespace), inRun); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !metav1IsControlledBy(pod, run) {
+			continue
+		}
+		state := podState(pod)
+		step := pod.Labels[ergonv1alpha1.LabelStep]
+		f.Pods[step] = append(f.Pods[step], state)
+		seen[pod.Name] = true
+		if state.Phase == planner.PodSucceeded && !stepFinished(run, step) {
+			f.Outputs[pod.Name] = r.collect(ctx, pod)
+		}
+	}
+	// A pod the status says is running but the cache does not have is either not in the
+	// cache yet or gone; ask the API server which.
+	for _, s := range run.Status.Steps {
+		if s.Phase != ergonv1alpha1.StepRunning || s.PodName == "" || seen[s.PodName] {
+			continue
+		}
+		pod := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.PodName}, pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
+				Reason: planner.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
+		case err != nil:
+			return nil, err
+		default:
+			f.Pods[s.Name] = append(f.Pods[s.Name], podState(pod))
+		}
+	}
+	if err := r.gatherChildren(ctx, run, f); err != nil {
+		return nil, err
+	}
+	if err := r.gatherGates(ctx, run, f); err != nil {
+		return nil, err
+	}
+	if err := r.gatherValues(ctx, run, scene, f); err != nil {
+		return nil, err
+	}
+	if r.Config.MaxActivePods > 0 {
+		active, err := r.activeStepPods(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.PodBudget = max(r.Config.MaxActivePods-active, 0)
+	}
+	return f, nil
+}
+
+func metav1IsControlledBy(obj client.Object, run *ergonv1alpha1.Run) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.UID == run.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func depth(run *ergonv1alpha1.Run) int {
+	d, _ := strconv.Atoi(run.Annotations[annotationDepth])
+	return d
+}
+
+func stepFinished(run *ergonv1alpha1.Run, step string) bool {
+	for _, s := range run.Status.Steps {
+		if s.Name == step {
+			return s.Phase.Finished()
+		}
+	}
+	return false
+}
+
+// podState is what the planner needs to know of a step pod.
+func podState(pod *corev1.Pod) planner.PodState {
+	attempt, _ := strconv.Atoi(pod.Labels[ergonv1alpha1.LabelAttempt])
+	s := planner.PodState{Name: pod.Name, Attempt: int32(attempt), Reason: pod.Status.Reason, Message: pod.Status.Message}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		s.Phase = planner.PodSucceeded
+	case corev1.PodFailed:
+		s.Phase = planner.PodFailed
+	case corev1.PodRunning:
+		s.Phase = planner.PodRunning
+	default:
+		s.Phase = planner.PodPending
+	}
+	if !pod.DeletionTimestamp.IsZero() && s.Phase != planner.PodSucceeded {
+		s.Phase, s.Reason, s.Message = planner.PodGone, planner.ReasonPodDeleted, "the step's pod was deleted before it finished"
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != stepContainer {
+			continue
+		}
+		if t := cs.State.Terminated; t != nil {
+			s.ExitCode = &t.ExitCode
+			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
+			if s.Message == "" && s.Phase == planner.PodFailed {
+				if rep, err := outputs.ParseReport(t.Message); err == nil && rep.Error != "" {
+					s.Message = rep.Error
+				}
+			}
+		} else if rs := cs.State.Running; rs != nil {
+			s.StartedAt = rs.StartedAt.Time
+		}
+	}
+	return s
+}
+
+// collect reads the output a succeeded pod handed back.
+func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Output {
+	var message string
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == stepContainer && cs.State.Terminated != nil {
+			message = cs.State.Terminated.Message
+		}
+	}
+	rep, err := outputs.ParseReport(message)
+	if err != nil {
+		return planner.Output{Err: err.Error()}
+	}
+	value, inline, err := rep.Inline()
+	if !inline {
+		var logs io.ReadCloser
+		logs, err = r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
+		if err == nil {
+			value, err = rep.FromLog(logs)
+			_ = logs.Close()
+		}
+	}
+	if err != nil {
+		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+	}
+	return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+}
+
+// gatherChildren reads the Run's child Runs and their outputs.
+func (r *RunReconciler) gatherChildren(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+	children := &ergonv1alpha1.RunList{}
+	if err := r.List(ctx, children, client.InNamespace(run.Namespace),
+		client.MatchingLabels{ergonv1alpha1.LabelParentRun: naming.LabelValue(run.Name)}); err != nil {
+		return err
+	}
+	for i := range children.Items {
+		child := &children.Items[i]
+		if !metav1IsControlledBy(child, run) {
+			continue
+		}
+		state := planner.ChildState{Phase: child.Status.Phase}
+		if c := meta.FindStatusCondition(child.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
+			state.Message = c.Message
+		}
+		if names := sortedKeys(child.Status.Outputs); len(names) > 0 {
+			out := child.Status.Outputs[names[len(names)-1]]
+			state.Output = &out
+			value, err := r.outputValue(ctx, child.Namespace, &out)
+			if err != nil {
+				return err
+			}
+			state.Value = value
+		}
+		f.Children[child.Name] = state
+	}
+	return nil
+}
+
+// gatherGates reads the Run's Gates.
+func (r *RunReconciler) gatherGates(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+	gates := &ergonv1alpha1.GateList{}
+	if err := r.List(ctx, gates, client.InNamespace(run.Namespace),
+		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
+		return err
+	}
+	for i := range gates.Items {
+		g := &gates.Items[i]
+		if !metav1IsControlledBy(g, run) {
+			continue
+		}
+		state := planner.GateState{}
+		switch {
+		case g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending:
+			state = planner.GateState{Decided: true, Option: g.Status.Option, DecidedBy: g.Status.DecidedBy}
+		case g.Spec.Decision != nil:
+			state = planner.GateState{Decided: true, Option: g.Spec.Decision.Option, DecidedBy: g.Spec.Decision.User}
+		}
+		f.Gates[g.Name] = state
+	}
+	return nil
+}
+
+// gatherValues reads the whole outputs of finished steps, for the templates of the steps
+// after them.
+func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
+	for _, s := range run.Status.Steps {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil {
+			continue
+		}
+		if !neededLater(scene, s.Name, run) {
+			continue
+		}
+		value, err := r.outputValue(ctx, run.Namespace, s.Output)
+		if err != nil {
+			return err
+		}
+		f.Values[s.Name] = value
+	}
+	return nil
+}
+
+// neededLater reports whether a step that has not started yet depends on this one.
+func neededLater(scene *compile.Scene, step string, run *ergonv1alpha1.Run) bool {
+	for _, d := range scene.Graph.Dependents(step) {
+		if !stepStarted(run, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func stepStarted(run *ergonv1alpha1.Run, step string) bool {
+	for _, s := range run.Status.Steps {
+		if s.Name == step {
+			return s.Phase != ergonv1alpha1.StepPending
+		}
+	}
+	return false
+}
+
+// outputValue reads a whole output: inline, or from its ConfigMap.
+func (r *RunReconciler) outputValue(ctx context.Context, namespace string, out *ergonv1alpha1.OutputValue) (string, error) {
+	if out.Ref == nil {
+		return out.Preview, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Not in the cache yet: written just before the status that names it.
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
+				return "", err
+			}
+		} else {
+			return "", err
+		}
+	}
+	v, _ := configMapValue(cm)
+	return v, nil
+}
+
+// activeStepPods counts the step pods of all Runs that have not finished.
+func (r *RunReconciler) activeStepPods(ctx context.Context) (int, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.HasLabels{ergonv1alpha1.LabelAttempt},
+		client.MatchingLabels{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

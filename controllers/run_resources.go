@@ -1,0 +1,210 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"strconv"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/controllers/internal/planner"
+)
+
+// The pieces of a step pod.
+const (
+	stepContainer  = "step"
+	initContainer  = "ergon-init"
+	binDir         = "/ergon/bin"
+	outputDir      = "/ergon/output"
+	entrypointPath = binDir + "/entrypoint"
+	// EntrypointInImage is where Ergon's image keeps the entrypoint binary.
+	EntrypointInImage = "/ergon-entrypoint"
+	// stepUID is the user step containers run as unless their image says otherwise.
+	stepUID = 65532
+	// annotationDepth is how deep a Run is nested under parent Runs.
+	annotationDepth = "ergon.dev/depth"
+)
+
+// ownerRef makes a Run the controlling owner of a child.
+func ownerRef(run *ergonv1alpha1.Run) metav1.OwnerReference {
+	return *metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind("Run"))
+}
+
+func childLabels(run *ergonv1alpha1.Run, step string) map[string]string {
+	l := map[string]string{
+		ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
+		ergonv1alpha1.LabelRun:       naming.LabelValue(run.Name),
+	}
+	if step != "" {
+		l[ergonv1alpha1.LabelStep] = step
+	}
+	return l
+}
+
+// restrictedContainer is the security context that meets the Pod Security "restricted"
+// profile.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: new(false),
+		ReadOnlyRootFilesystem:   new(true),
+		RunAsNonRoot:             new(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func emptyDir(name, size string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: new(resource.MustParse(size))},
+	}}
+}
+
+// stepPod builds the pod of one attempt of a container step. The user's command runs under
+// Ergon's entrypoint, copied in by an init container, which hands the output back through
+// the termination message or the log: the pod has no credentials and needs none.
+func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, entrypointImage string) *corev1.Pod {
+	spec := req.Step.Spec
+	c := spec.Container
+	labels := childLabels(run, req.Step.Name)
+	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
+
+	env := []corev1.EnvVar{{Name: "ERGON_OUTPUT", Value: outputDir + "/value"}}
+	for _, p := range scene.SecretParams {
+		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),
+		}})
+	}
+	env = append(env, req.Rendered.Env...)
+
+	args := append([]string{"run", "--"}, req.Rendered.Command...)
+	args = append(args, req.Rendered.Args...)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: run.Namespace, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: new(false),
+			EnableServiceLinks:           new(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   new(true),
+				RunAsUser:      ptr.To[int64](stepUID),
+				RunAsGroup:     ptr.To[int64](stepUID),
+				FSGroup:        ptr.To[int64](stepUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: []corev1.Volume{emptyDir("ergon-bin", "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
+			InitContainers: []corev1.Container{{
+				Name: initContainer, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{EntrypointInImage, "copy", entrypointPath},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "ergon-bin", MountPath: binDir}},
+				SecurityContext: restrictedContainer(),
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name: stepContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
+				Command: []string{entrypointPath}, Args: args,
+				Env: env, EnvFrom: c.EnvFrom, WorkingDir: c.WorkingDir, Resources: c.Resources,
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "ergon-bin", MountPath: binDir, ReadOnly: true},
+					{Name: "ergon-output", MountPath: outputDir},
+					{Name: "tmp", MountPath: "/tmp"},
+				},
+				SecurityContext:          restrictedContainer(),
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+		},
+	}
+	if spec.Timeout != nil {
+		pod.Spec.ActiveDeadlineSeconds = new(max(int64(spec.Timeout.Seconds()), 1))
+	}
+	return pod
+}
+
+// childRun builds the Run of a scene step.
+func childRun(parent *ergonv1alpha1.Run, req planner.ChildRequest, depth int) *ergonv1alpha1.Run {
+	labels := childLabels(parent, "")
+	delete(labels, ergonv1alpha1.LabelRun)
+	labels[ergonv1alpha1.LabelParentRun] = naming.LabelValue(parent.Name)
+	labels[ergonv1alpha1.LabelScene] = naming.LabelValue(req.Scene)
+	return &ergonv1alpha1.Run{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: parent.Namespace, Labels: labels,
+			Annotations:     map[string]string{annotationDepth: strconv.Itoa(depth + 1)},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(parent)},
+		},
+		Spec: ergonv1alpha1.RunSpec{
+			SceneRef: corev1.LocalObjectReference{Name: req.Scene},
+			Params:   req.Params,
+		},
+	}
+}
+
+// gateFor builds the Gate of a gate step.
+func gateFor(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	g := req.Step.Spec.Gate
+	return &ergonv1alpha1.Gate{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: run.Namespace, Labels: childLabels(run, req.Step.Name),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Spec: ergonv1alpha1.GateSpec{
+			RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
+			Message: req.Message, Options: g.Options, Approvers: g.Approvers.DeepCopy(),
+			MinApprovals: g.MinApprovals, ForbidSelfApproval: g.ForbidSelfApproval,
+			Timeout: g.Timeout, OnTimeout: g.OnTimeout,
+		},
+	}
+}
+
+// outputConfigMap keeps a step's whole output.
+func outputConfigMap(run *ergonv1alpha1.Run, step, value string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: naming.OutputConfigMapName(run.Name, step), Namespace: run.Namespace,
+			Labels:          childLabels(run, step),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Immutable: new(true),
+	}
+	if utf8.ValidString(value) {
+		cm.Data = map[string]string{planner.OutputKey: value}
+	} else {
+		cm.BinaryData = map[string][]byte{planner.OutputKey: []byte(value)}
+	}
+	return cm
+}
+
+// configMapValue reads the output a ConfigMap keeps.
+func configMapValue(cm *corev1.ConfigMap) (string, bool) {
+	if v, ok := cm.Data[planner.OutputKey]; ok {
+		return v, true
+	}
+	b, ok := cm.BinaryData[planner.OutputKey]
+	return string(b), ok
+}

@@ -1,0 +1,114 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/compile"
+)
+
+// sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet:
+// GitOps may apply the Run before its Scene.
+const sceneNotFoundRetry = 10 * time.Second
+
+// reconcileStart resolves the Run's Scene and params and takes the snapshot the Run executes
+// to its end.
+func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	scene := &ergonv1alpha1.Scene{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
+	if apierrors.IsNotFound(err) {
+		status := run.Status.DeepCopy()
+		status.Phase = ergonv1alpha1.RunPending
+		status.ObservedGeneration = run.Generation
+		r.setSucceeded(status, run, metav1.ConditionUnknown, ergonv1alpha1.ReasonSceneNotFound,
+			fmt.Sprintf("Scene %q does not exist in namespace %s; the Run starts when it does", run.Spec.SceneRef.Name, run.Namespace))
+		return ctrl.Result{RequeueAfter: sceneNotFoundRetry}, r.patchStatus(ctx, run.DeepCopy(), run, status)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if msg := checkParams(&scene.Spec, run.Spec.Params); msg != "" {
+		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidParams, msg)
+	}
+	if _, errs := compile.Compile(&scene.Spec); len(errs) > 0 {
+		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene,
+			fmt.Sprintf("Scene %s does not compile: %v", scene.Name, errs.ToAggregate()))
+	}
+	base := run.DeepCopy()
+	run.Status.SceneSnapshot = scene.Spec.DeepCopy()
+	run.Status.SceneGeneration = scene.Generation
+	return r.reconcileRunning(ctx, base, run)
+}
+
+// checkParams says what is wrong with a Run's params for its Scene, or "".
+func checkParams(scene *ergonv1alpha1.SceneSpec, given map[string]string) string {
+	declared := map[string]ergonv1alpha1.ParamSpec{}
+	var problems []string
+	for _, p := range scene.Params {
+		declared[p.Name] = p
+		_, set := given[p.Name]
+		switch {
+		case p.ValueFrom != nil && set:
+			problems = append(problems, fmt.Sprintf("spec.params.%s comes from a Secret and cannot be set by a Run", p.Name))
+		case p.ValueFrom == nil && p.Default == nil && !set:
+			problems = append(problems, fmt.Sprintf("spec.params.%s is required by the Scene; set it", p.Name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		if _, ok := declared[name]; !ok {
+			problems = append(problems, fmt.Sprintf("spec.params.%s is not a param of the Scene", name))
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// finishInvalid ends a Run that cannot execute.
+func (r *RunReconciler) finishInvalid(ctx context.Context, run *ergonv1alpha1.Run, reason, message string) (ctrl.Result, error) {
+	status := run.Status.DeepCopy()
+	now := metav1.NewTime(r.Clock.Now())
+	status.Phase = ergonv1alpha1.RunFailed
+	status.ObservedGeneration = run.Generation
+	status.FinishedAt = &now
+	r.setSucceeded(status, run, metav1.ConditionFalse, reason, message)
+	if err := r.patchStatus(ctx, run.DeepCopy(), run, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Start", "Run %s cannot start: %s", run.Name, message)
+	return ctrl.Result{}, nil
+}
+
+func (r *RunReconciler) setSucceeded(status *ergonv1alpha1.RunStatus, run *ergonv1alpha1.Run,
+	s metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: ergonv1alpha1.ConditionSucceeded, Status: s, Reason: reason, Message: message,
+		ObservedGeneration: run.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+	})
+}

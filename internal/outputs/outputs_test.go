@@ -1,0 +1,101 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package outputs
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func handBack(t *testing.T, output []byte, noise string) ([]byte, error) {
+	t.Helper()
+	var log bytes.Buffer
+	log.WriteString(noise)
+	msg, err := Write(&log, output, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg) > 4096 {
+		t.Fatalf("the report is %d bytes, more than a termination message holds", len(msg))
+	}
+	r, err := ParseReport(string(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, inline, err := r.Inline()
+	if inline {
+		return out, err
+	}
+	return r.FromLog(&log)
+}
+
+func TestOutputsTravelBack(t *testing.T) {
+	cases := map[string][]byte{
+		"an empty output travels inline":                    {},
+		"a small output travels inline":                     []byte(`{"title":"Sprint 43"}`),
+		"an output of exactly the inline size stays inline": bytes.Repeat([]byte("a"), InlineSize),
+		"an output just over the inline size is framed":     bytes.Repeat([]byte("b"), InlineSize+1),
+		"a 500 KiB output is framed":                        bytes.Repeat([]byte("0123456789abcdef\n"), 500*1024/17),
+		"an output of the largest size is framed":           bytes.Repeat([]byte{0xff}, MaxSize),
+	}
+	for name, output := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := handBack(t, output, "the command's own log\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, output) {
+				t.Fatalf("got %d bytes back, want %d", len(got), len(output))
+			}
+		})
+	}
+}
+
+func TestAnOutputOverTheLimitIsRefused(t *testing.T) {
+	_, err := handBack(t, make([]byte, MaxSize+1), "")
+	if err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("err = %v, want the size limit", err)
+	}
+}
+
+func TestAForgedFrameInTheLogIsIgnored(t *testing.T) {
+	output := bytes.Repeat([]byte("real"), 1000)
+	forged := frameBegin + Digest(output) + " -----\nZm9yZ2Vk\n" + frameEnd + "\n"
+	got, err := handBack(t, output, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, output) {
+		t.Fatalf("got %q, want the real output", got[:min(len(got), 20)])
+	}
+}
+
+func TestALogWithoutTheFrameIsAnError(t *testing.T) {
+	r := &Report{Version: 1, Size: 5000, SHA256: Digest(make([]byte, 5000)), Framed: true}
+	if _, err := r.FromLog(strings.NewReader("nothing here\n")); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
+func TestAMessageThatIsNoReportIsAnError(t *testing.T) {
+	for _, msg := range []string{"", "Error: exit 1", `{"v":2}`} {
+		if _, err := ParseReport(msg); err == nil {
+			t.Errorf("ParseReport(%q) succeeded", msg)
+		}
+	}
+}
