@@ -78,6 +78,11 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 		echo "Generated files were stale; 'make manifests generate' changed:"; \
 		diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
+.PHONY: bench
+bench: envtest-assets ## Measure the Run engine against a real API server (latency, writes per step, fan-out).
+	go test -run XXX -bench . -benchmem ./controllers/internal/...
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench
+
 .PHONY: envtest-assets
 envtest-assets: $(LOCALBIN) ## Build kube-apiserver and etcd for envtest (cached outside the clone).
 	hack/k8s-binaries.sh envtest > "$(LOCALBIN)/envtest-assets"

@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,11 +50,17 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			return err
 		}
 	}
+	// A fan-out starts many pods at once; create them side by side.
+	pods, _ := errgroup.WithContext(ctx)
+	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
-		logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-		if err := r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage)); err != nil {
-			return err
-		}
+		pods.Go(func() error {
+			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
+			return r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage))
+		})
+	}
+	if err := pods.Wait(); err != nil {
+		return err
 	}
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
@@ -84,6 +91,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	return r.cleanupPods(ctx, run, f)
 }
+
+// podCreators bounds the pod creations of one reconcile that run at once.
+const podCreators = 16
 
 // create creates a child; one that exists already is what was wanted.
 func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {
@@ -122,7 +132,7 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 		for _, h := range s.History {
 			ended[h.PodName] = h.Phase
 		}
-		if s.Phase == ergonv1alpha1.StepCancelled && s.PodName != "" {
+		if s.Phase.Finished() && s.PodName != "" {
 			ended[s.PodName] = s.Phase
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -46,6 +47,8 @@ type RunConfig struct {
 	MaxDepth int
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
 	KeepFailedPods bool
+	// Workers is how many Runs are reconciled at once.
+	Workers int
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -115,6 +118,12 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		return ctrl.Result{}, err
 	}
 	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {
+		if apierrors.IsConflict(err) {
+			// The plan was made from a stale Run; the newer one is on its way to the
+			// cache and will be reconciled when it arrives.
+			log.FromContext(ctx).V(1).Info("Run changed since it was read; planning again when the cache has it")
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	for _, e := range plan.Events {
@@ -178,6 +187,7 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		Owns(&ergonv1alpha1.Run{}).
 		Owns(&ergonv1alpha1.Gate{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
 		Complete(r)
 }

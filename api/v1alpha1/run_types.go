@@ -130,6 +130,7 @@ type RunStatus struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
+	// +mapType=atomic
 	// +optional
 	SceneSnapshot *SceneSpec `json:"sceneSnapshot,omitempty"`
 
@@ -137,15 +138,17 @@ type RunStatus struct {
 	// +optional
 	Progress string `json:"progress,omitempty"`
 
-	// steps holds the state of each step that has started or been decided.
-	// +listType=map
-	// +listMapKey=name
+	// steps holds the state of each step that has started or been decided. The list is
+	// atomic: only the Run controller writes it, and per-item field tracking would make
+	// managedFields larger than the list itself.
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Steps []StepStatus `json:"steps,omitempty"`
 
 	// outputs of the Run: those of its final steps (the steps no other step depends on),
 	// by step name.
+	// +mapType=atomic
 	// +optional
 	Outputs map[string]OutputValue `json:"outputs,omitempty"`
 }
@@ -208,7 +211,7 @@ type StepStatus struct {
 	// +optional
 	Usage *AgentUsage `json:"usage,omitempty"`
 
-	// history records each finished attempt, oldest first.
+	// history records the failed attempts before the current one, oldest first.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=21
 	// +optional
@@ -261,7 +264,7 @@ type OutputValue struct {
 	// +optional
 	Size int64 `json:"size,omitempty"`
 
-	// sha256 of the whole output, hex encoded.
+	// sha256 of the whole output, hex encoded, when the preview does not hold it all.
 	// +optional
 	SHA256 string `json:"sha256,omitempty"`
 

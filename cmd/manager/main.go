@@ -74,6 +74,7 @@ func main() {
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
 		"The most step pods of all Runs that run at once; 0 means no limit.")
+	flag.IntVar(&runConfig.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
 	flag.IntVar(&runConfig.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
 	flag.BoolVar(&runConfig.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")

@@ -126,14 +126,13 @@ func jsonFields(value string) map[string]any {
 	return fields
 }
 
-// OutputValue describes a whole output for the Run's status: a preview, its size and digest,
-// and where the whole value is kept when the preview does not hold it all.
+// OutputValue describes a whole output for the Run's status: a preview and its size and, when
+// the preview does not hold it all, its digest and where the whole value is kept.
 func OutputValue(run, step, value string) *ergonv1alpha1.OutputValue {
-	sum := sha256.Sum256([]byte(value))
-	out := &ergonv1alpha1.OutputValue{
-		Preview: Preview(value), Size: int64(len(value)), SHA256: hex.EncodeToString(sum[:]),
-	}
+	out := &ergonv1alpha1.OutputValue{Preview: Preview(value), Size: int64(len(value))}
 	if len(value) > len(out.Preview) {
+		sum := sha256.Sum256([]byte(value))
+		out.SHA256 = hex.EncodeToString(sum[:])
 		out.Ref = &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: OutputKey}
 	}
 	return out

@@ -345,7 +345,7 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 	switch child.Phase {
 	case ergonv1alpha1.RunSucceeded:
 		s.Output = child.Output
-		p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
+		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case ergonv1alpha1.RunFailed, ergonv1alpha1.RunCancelled:
 		p.fail(s, step, ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", s.ChildRun, child.Phase, child.Message))
 	}

@@ -123,10 +123,9 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 		if s.Phase == ergonv1alpha1.StepRunning {
 			p.active--
 		}
-		p.history(s, pod, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
 		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
 		p.start(s)
-		p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonSucceeded, "")
+		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:
 		p.attemptFailed(step, s, *pod)
 	}
@@ -173,7 +172,8 @@ func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus,
 	p.startAttempt(step, s, s.Attempts+1)
 }
 
-// history records how an attempt ended, once.
+// history records how a failed attempt ended, once. The attempt a step ends with is told by
+// the step's own fields; history keeps the ones before it, and the Run object small.
 func (p *planner) history(s *ergonv1alpha1.StepStatus, pod *PodState, phase ergonv1alpha1.StepPhase, reason, message string) {
 	if ended(s, pod.Attempt) {
 		return

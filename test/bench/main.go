@@ -1,0 +1,421 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bench measures the Run engine against a real API server (envtest) and prints the
+// figures DESIGN.md sets targets for:
+//
+//   - the delay from "dependencies done" to "step pod created", p50 and p99, with many Runs
+//     active;
+//   - API writes the manager makes per executed step;
+//   - how long a 1,000-step fan-out takes to schedule, and the size of its Run object;
+//   - the manager's heap while it holds the Runs.
+//
+// A goroutine plays the kubelet: it moves each step pod to Running, then to Succeeded with an
+// output report as Ergon's entrypoint writes it. Run it with `make bench`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/outputs"
+)
+
+var scheme = k8sruntime.NewScheme()
+
+func main() {
+	runs := flag.Int("runs", 100, "Runs of the 10-step Scene to execute at once")
+	fanOut := flag.Int("fan-out", 1000, "steps of the fan-out Scene")
+	noFsync := flag.Bool("etcd-no-fsync", false, "run etcd without fsync, to measure the engine rather than the disk")
+	flag.Parse()
+	must(clientgoscheme.AddToScheme(scheme))
+	must(ergonv1alpha1.AddToScheme(scheme))
+
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	if *noFsync {
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+		env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
+	}
+	cfg, err := env.Start()
+	must(err)
+	defer func() { _ = env.Stop() }()
+
+	writes := &writeCounter{}
+	mgrCfg := rest.CopyConfig(cfg)
+	mgrCfg.QPS, mgrCfg.Burst = 1000, 2000
+	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.next = rt; return writes })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startManager(ctx, mgrCfg)
+
+	kcfg := rest.CopyConfig(cfg)
+	kcfg.QPS, kcfg.Burst = 1000, 2000
+	c, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
+	must(err)
+	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
+	go k.run(ctx)
+
+	fmt.Printf("%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
+	manyRuns(ctx, c, k, writes, *runs)
+	fmt.Printf("\nOne Run of %d steps (1 -> %d)\n", *fanOut, *fanOut-1)
+	fanOutRun(ctx, c, k, *fanOut)
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func startManager(ctx context.Context, cfg *rest.Config) {
+	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed},
+		}},
+	})
+	must(err)
+	must((&controllers.RunReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
+		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4},
+	}).SetupWithManager(mgr))
+	go func() { must(mgr.Start(ctx)) }()
+}
+
+// writeCounter counts the manager's API writes, by resource.
+type writeCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	by   map[string]int
+}
+
+func (w *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		// .../namespaces/NS/RESOURCE[/NAME[/SUBRESOURCE]]
+		parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+		resource := parts[len(parts)-1]
+		if i := slices.Index(parts, "namespaces"); i >= 0 && len(parts) > i+2 {
+			resource = parts[i+2]
+			if len(parts) > i+4 {
+				resource += "/" + parts[i+4]
+			}
+		}
+		w.mu.Lock()
+		if w.by == nil {
+			w.by = map[string]int{}
+		}
+		w.by[req.Method+" "+resource]++
+		w.mu.Unlock()
+	}
+	return w.next.RoundTrip(req)
+}
+
+func (w *writeCounter) reset() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	by := w.by
+	w.by = map[string]int{}
+	return by
+}
+
+type noLogs struct{}
+
+func (noLogs) Read(context.Context, string, string, string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("the bench kubelet keeps outputs inline")
+}
+
+// kubelet moves step pods along and records when each was created and finished.
+type kubelet struct {
+	c       client.WithWatch
+	mu      sync.Mutex
+	created map[string]time.Time // pod name -> seen created
+	done    map[string]time.Time // pod name -> marked Succeeded
+	hold    atomic.Bool          // keep pods running instead of finishing them
+}
+
+func (k *kubelet) run(ctx context.Context) {
+	work := make(chan *corev1.Pod, 100000)
+	for range 8 {
+		go func() {
+			for pod := range work {
+				k.finish(ctx, pod)
+			}
+		}()
+	}
+	// A watch ends now and then; watching again lists the pods that exist as ADDED first.
+	for ctx.Err() == nil {
+		w, err := k.c.Watch(ctx, &corev1.PodList{}, client.HasLabels{ergonv1alpha1.LabelAttempt})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for e := range w.ResultChan() {
+			pod, ok := e.Object.(*corev1.Pod)
+			if !ok || e.Type != watch.Added || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
+				continue
+			}
+			k.mu.Lock()
+			_, seen := k.created[key(pod)]
+			if !seen {
+				k.created[key(pod)] = time.Now()
+			}
+			k.mu.Unlock()
+			work <- pod
+		}
+	}
+}
+
+func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod) {
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "step",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+	if k.c.Status().Update(ctx, pod) != nil || (k.hold.Load() && pod.Labels[ergonv1alpha1.LabelStep] != "root") {
+		return
+	}
+	report, _ := outputs.Write(nil, []byte("ok "+pod.Name), 0)
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		Message: string(report), StartedAt: now, FinishedAt: metav1.Now()}}
+	if k.c.Status().Update(ctx, pod) == nil {
+		k.mu.Lock()
+		k.done[key(pod)] = time.Now()
+		k.mu.Unlock()
+	}
+}
+
+func tenSteps() []ergonv1alpha1.Step {
+	step := func(name string, deps ...string) ergonv1alpha1.Step {
+		return ergonv1alpha1.Step{Name: name, DependsOn: deps,
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox:bench", Command: []string{"true"}}}
+	}
+	steps := []ergonv1alpha1.Step{step("root")}
+	var mids []string
+	for i := range 8 {
+		name := fmt.Sprintf("mid-%d", i)
+		mids = append(mids, name)
+		steps = append(steps, step(name, "root"))
+	}
+	return append(steps, step("join", mids...))
+}
+
+func namespace(ctx context.Context, c client.Client, name string) string {
+	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return name
+}
+
+func manyRuns(ctx context.Context, c client.Client, k *kubelet, writes *writeCounter, n int) {
+	ns := namespace(ctx, c, "bench-many")
+	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "ten", Namespace: ns}}
+	scene.Spec.Steps = tenSteps()
+	must(c.Create(ctx, scene))
+	writes.reset()
+	createdAt := map[string]time.Time{}
+	start := time.Now()
+	for i := range n {
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%03d", i), Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "ten"}}}
+		must(c.Create(ctx, run))
+		createdAt[run.Name] = time.Now()
+	}
+	waitFinished(ctx, c, ns, n)
+	elapsed := time.Since(start)
+	byResource := writes.reset()
+	var heap runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&heap)
+
+	var delays []time.Duration
+	k.mu.Lock()
+	for run, at := range createdAt {
+		pod := func(step string) string { return ns + "/" + run + "-" + step + "-1" }
+		delays = append(delays, k.created[pod("root")].Sub(at))
+		for i := range 8 {
+			delays = append(delays, k.created[pod(fmt.Sprintf("mid-%d", i))].Sub(k.done[pod("root")]))
+		}
+		last := time.Time{}
+		for i := range 8 {
+			last = later(last, k.done[pod(fmt.Sprintf("mid-%d", i))])
+		}
+		delays = append(delays, k.created[pod("join")].Sub(last))
+	}
+	k.mu.Unlock()
+	slices.Sort(delays)
+	steps := n * 10
+	total, events := 0, 0
+	for r, count := range byResource {
+		total += count
+		if strings.Contains(r, "events") {
+			events += count
+		}
+	}
+	fmt.Printf("  all %d Runs finished in %s\n", n, elapsed.Round(time.Millisecond))
+	fmt.Printf("  dependencies done -> pod created: p50 %s, p99 %s, max %s (%d steps)\n",
+		pct(delays, 50), pct(delays, 99), delays[len(delays)-1].Round(time.Millisecond), len(delays))
+	fmt.Printf("  API writes per executed step: %.2f without Events, %.2f with them\n",
+		float64(total-events)/float64(steps), float64(total)/float64(steps))
+	for _, r := range slices.Sorted(maps.Keys(byResource)) {
+		fmt.Printf("    %-40s %6d\n", r, byResource[r])
+	}
+	printQueueMetrics()
+	fmt.Printf("  bench process heap in use (manager, kubelet and clients): %d MiB\n", heap.HeapInuse>>20)
+}
+
+func fanOutRun(ctx context.Context, c client.Client, k *kubelet, n int) {
+	ns := namespace(ctx, c, "bench-fan-out")
+	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "fan", Namespace: ns}}
+	root := &ergonv1alpha1.ContainerStep{Image: "busybox:bench", Command: []string{"true"}}
+	scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "root", Container: root}}
+	for i := 1; i < n; i++ {
+		scene.Spec.Steps = append(scene.Spec.Steps, ergonv1alpha1.Step{
+			Name: fmt.Sprintf("leaf-%04d", i), DependsOn: []string{"root"},
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox:bench", Command: []string{"echo", fmt.Sprintf("leaf %d", i)}}})
+	}
+	must(c.Create(ctx, scene))
+	start := time.Now()
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "fan", Namespace: ns},
+		Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "fan"}}}
+	must(c.Create(ctx, run))
+	for {
+		k.mu.Lock()
+		created := 0
+		var last time.Time
+		for name, at := range k.created {
+			if strings.HasPrefix(name, ns+"/") {
+				created++
+				last = later(last, at)
+			}
+		}
+		k.mu.Unlock()
+		if created == n {
+			fmt.Printf("  all %d step pods created %s after the Run\n", n, last.Sub(start).Round(time.Millisecond))
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitFinished(ctx, c, ns, 1)
+	fmt.Printf("  finished after %s\n", time.Since(start).Round(time.Millisecond))
+	must(c.Get(ctx, client.ObjectKeyFromObject(run), run))
+	raw, err := json.Marshal(run)
+	must(err)
+	snapshot, err := json.Marshal(run.Status.SceneSnapshot)
+	must(err)
+	steps, err := json.Marshal(run.Status.Steps)
+	must(err)
+	managed, err := json.Marshal(run.ManagedFields)
+	must(err)
+	fmt.Printf("  Run object: %d KiB: Scene snapshot %d KiB, step statuses %d KiB, managedFields %d KiB; phase %s\n",
+		len(raw)>>10, len(snapshot)>>10, len(steps)>>10, len(managed)>>10, run.Status.Phase)
+}
+
+func waitFinished(ctx context.Context, c client.Client, ns string, n int) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		list := &ergonv1alpha1.RunList{}
+		must(c.List(ctx, list, client.InNamespace(ns)))
+		done := 0
+		for _, r := range list.Items {
+			if r.Status.Phase.Finished() {
+				done++
+			}
+		}
+		if done == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, r := range list.Items {
+				if !r.Status.Phase.Finished() {
+					fmt.Printf("  stuck: Run %s %s %s\n", r.Name, r.Status.Phase, r.Status.Progress)
+					for _, s := range r.Status.Steps {
+						if s.Phase.Finished() {
+							continue
+						}
+						pod := &corev1.Pod{}
+						err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.PodName}, pod)
+						fmt.Printf("    %s %s attempts=%d pod=%s (%s %v)\n", s.Name, s.Phase, s.Attempts, s.PodName, pod.Status.Phase, err)
+					}
+				}
+			}
+			must(fmt.Errorf("%d of %d Runs finished in 3 minutes", done, n))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	return sorted[(len(sorted)-1)*p/100].Round(100 * time.Microsecond)
+}
+
+// printQueueMetrics prints how long Runs waited in the work queue and how long reconciles
+// took, from controller-runtime's own metrics.
+func printQueueMetrics() {
+	families, err := metrics.Registry.Gather()
+	must(err)
+	for _, f := range families {
+		switch f.GetName() {
+		case "workqueue_queue_duration_seconds", "controller_runtime_reconcile_time_seconds":
+			for _, m := range f.GetMetric() {
+				h := m.GetHistogram()
+				if h.GetSampleCount() == 0 {
+					continue
+				}
+				fmt.Printf("  %s: %d samples, mean %.1f ms\n", f.GetName(), h.GetSampleCount(),
+					1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+			}
+		}
+	}
+}
