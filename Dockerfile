@@ -13,13 +13,18 @@ COPY api/ api/
 COPY cmd/ cmd/
 COPY controllers/ controllers/
 COPY webhook/ webhook/
+COPY internal/ internal/
 
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w" -o manager ./cmd/manager
+    go build -trimpath -ldflags "-s -w" -o manager ./cmd/manager && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o entrypoint ./cmd/entrypoint
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
 COPY --from=builder /workspace/manager .
+# Step pods copy the entrypoint out of this image with an init container.
+COPY --from=builder /workspace/entrypoint /ergon-entrypoint
 USER 65532:65532
 
 ENTRYPOINT ["/manager"]

@@ -46,6 +46,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects.
 	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	hack/sync-chart.sh
 
 .PHONY: generate
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
@@ -59,12 +60,31 @@ fmt: ## Run go fmt against code.
 vet: ## Run go vet against code.
 	go vet ./...
 
+# E2E=0 skips the end-to-end tier on machines that cannot run the local cluster.
+E2E ?= 1
+
 .PHONY: test
-test: verify envtest-assets ## Run every test tier: checks, unit and envtest (the README's test command).
+test: verify test-unit ## Run every test tier: checks, unit and envtest, then end to end (the README's test command).
+ifeq ($(E2E),1)
+	$(MAKE) test-e2e
+endif
+
+.PHONY: test-unit
+test-unit: envtest-assets ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go test ./... -coverprofile cover.out
+	cd hack/tools && go test ./...
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).
+	hack/e2e.sh
 
 .PHONY: verify
-verify: fmt-check vet lint verify-generated ## Static checks: gofmt, go vet, golangci-lint, generated files.
+verify: fmt-check vet lint verify-generated chart-lint ## Static checks: gofmt, vet, golangci-lint, generated files, chart.
+
+.PHONY: chart-lint
+chart-lint: helm ## Lint the Helm chart and render it.
+	"$(HELM)" lint charts/ergon
+	"$(HELM)" template ergon charts/ergon --namespace ergon-system --kube-version 1.37.2 > /dev/null
 
 .PHONY: fmt-check
 fmt-check: ## Fail when a Go file is not gofmt-ed.
@@ -72,7 +92,7 @@ fmt-check: ## Fail when a Go file is not gofmt-ed.
 
 .PHONY: verify-generated
 verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepcopy) are stale.
-	@sum() { find api config -type f | sort | xargs sha256sum; }; before="$$(sum)"; \
+	@sum() { find api config charts -type f | sort | xargs sha256sum; }; before="$$(sum)"; \
 	$(MAKE) -s manifests generate; after="$$(sum)"; \
 	if [ "$$before" != "$$after" ]; then \
 		echo "Generated files were stale; 'make manifests generate' changed:"; \
@@ -102,12 +122,40 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build manager binary.
-	go build -o bin/manager ./cmd/manager
+build: manifests generate fmt vet ## Build the manager and entrypoint binaries (static, as in the image).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/entrypoint ./cmd/entrypoint
+
+.PHONY: image
+image: build ## Build the manager image without Docker, from the same static binaries, into bin/manager.tar.
+	hack/local-cluster.sh imagebuild --binary bin/manager --entrypoint /manager \
+		--add bin/entrypoint:/ergon-entrypoint --tag $(IMG) --out bin/manager.tar
+
+##@ Local cluster
+
+.PHONY: cluster-up
+cluster-up: ## Start the local single-node cluster (built from source; see hack/cluster/README.md).
+	hack/local-cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and leave the machine as it was.
+	hack/local-cluster.sh down
+
+.PHONY: cluster-status
+cluster-status: ## Show the local cluster's components.
+	hack/local-cluster.sh status
+
+.PHONY: load-image
+load-image: image ## Import the manager image into the local cluster.
+	hack/local-cluster.sh load-image bin/manager.tar
 
 .PHONY: run
-run: ## Run Ergon and a sample Scene on the cluster KUBECONFIG names (the README's run command).
+run: ## Run Ergon and a sample Scene on the cluster KUBECONFIG names, or on the local cluster (the README's run command).
 	hack/run.sh
+
+.PHONY: down
+down: ## Undo make run: stop the local cluster, or uninstall Ergon from yours.
+	hack/down.sh
 
 .PHONY: run-manager
 run-manager: manifests generate fmt vet ## Run the manager from your host against KUBECONFIG.
@@ -186,12 +234,14 @@ KUBECTL ?= kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT = $(LOCALBIN)/golangci-lint
+HELM ?= $(LOCALBIN)/helm
 
 ## Tool Versions
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 
 GOLANGCI_LINT_VERSION ?= v2.13.1
+HELM_VERSION ?= v3.22.0
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Download kustomize locally if necessary.
 $(KUSTOMIZE): $(LOCALBIN)
@@ -201,6 +251,11 @@ $(KUSTOMIZE): $(LOCALBIN)
 controller-gen: $(CONTROLLER_GEN) ## Download controller-gen locally if necessary.
 $(CONTROLLER_GEN): $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Build helm locally if necessary.
+$(HELM): $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Download golangci-lint locally if necessary.

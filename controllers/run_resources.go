@@ -89,7 +89,12 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	labels := childLabels(run, req.Step.Name)
 	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
 
-	env := []corev1.EnvVar{{Name: "ERGON_OUTPUT", Value: outputDir + "/value"}}
+	env := []corev1.EnvVar{
+		{Name: "ERGON_OUTPUT", Value: outputDir + "/value"},
+		{Name: "ERGON_RUN", Value: run.Name},
+		{Name: "ERGON_STEP", Value: req.Step.Name},
+		{Name: "ERGON_ATTEMPT", Value: strconv.Itoa(int(req.Attempt))},
+	}
 	for _, p := range scene.SecretParams {
 		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),

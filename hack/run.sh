@@ -1,18 +1,60 @@
 #!/usr/bin/env bash
-# The README's run command: installs Ergon's CRDs and the sample Scene on the cluster KUBECONFIG
-# names. The local single-node cluster (the default when there is none) and the in-cluster
-# manager arrive with the local-cluster change; until then this says so and stops.
+# The README's run command: runs Ergon and a sample Scene on the cluster KUBECONFIG names or,
+# when none is reachable, on the local single-node cluster (hack/local-cluster.sh), which it
+# brings up. `make down` undoes it.
+#
+# On your own cluster the manager image must be pullable: build and push it with
+# `make docker-build docker-push IMG=registry.example/ergon/manager:TAG` and run
+# `make run IMG=registry.example/ergon/manager:TAG`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! kubectl version --request-timeout=5s >/dev/null 2>&1; then
-  echo "run: no reachable cluster in KUBECONFIG." >&2
-  echo "run: the local single-node cluster is not part of Ergon yet; point KUBECONFIG at a cluster." >&2
-  exit 1
+IMG=${IMG:-ergon/manager:dev}
+NAMESPACE=${ERGON_NAMESPACE:-ergon-system}
+say() { printf 'run: %s\n' "$*" >&2; }
+
+local_cluster=false
+if [ -n "${KUBECONFIG:-}" ] && kubectl version --request-timeout=5s >/dev/null 2>&1; then
+  say "using the cluster KUBECONFIG names: $(kubectl config current-context)"
+else
+  say "no reachable cluster in KUBECONFIG: bringing up the local single-node cluster"
+  KUBECONFIG=$(hack/local-cluster.sh up)
+  export KUBECONFIG
+  local_cluster=true
+  say "building the manager image and importing it into the local cluster"
+  make -s load-image IMG="$IMG"
 fi
-echo "run: installing the CRDs on $(kubectl config current-context)"
-kubectl apply --server-side -f config/crd/bases
-kubectl wait --for=condition=Established --timeout=60s -f config/crd/bases
-echo "run: applying the sample Scene and Run"
-kubectl apply -f config/samples/ergon_v1alpha1_scene.yaml -f config/samples/ergon_v1alpha1_run.yaml
-echo "run: done. Watch: kubectl get ergon"
+
+make -s helm
+say "installing the chart into namespace $NAMESPACE"
+bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
+  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --wait --timeout 5m
+
+say "applying the sample Scene and starting a Run"
+sample=config/samples/run/hello.yaml
+if $local_cluster; then
+  sed 's#busybox:1.36#ergon/busybox:dev#' "$sample" | kubectl apply -f -
+else
+  kubectl apply -f "$sample"
+fi
+run=$(kubectl create -o name -f - <<'YAML'
+apiVersion: ergon.dev/v1alpha1
+kind: Run
+metadata:
+  generateName: hello-
+spec:
+  sceneRef: {name: hello}
+  params: {who: Ergon}
+YAML
+)
+
+cat >&2 <<TXT
+
+Ergon runs in namespace $NAMESPACE, and $run has started.
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get runs -w                             # follow Runs
+  kubectl wait --for=condition=Succeeded $run --timeout=2m
+  kubectl get $run -o yaml                         # the whole story, with outputs
+  kubectl get ergon                                # every Ergon object
+  make down                                        # remove it all again
+TXT

@@ -131,6 +131,9 @@ var _ = Describe("The API contract", func() {
 		ns := newNamespace(ctx)
 		files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "ergon_*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		runnable, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "run", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		files = append(files, runnable...)
 		Expect(files).NotTo(BeEmpty())
 		kinds := map[string]bool{}
 		for _, f := range files {

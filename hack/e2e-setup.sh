@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Prepares a cluster for the e2e tier and prints its kubeconfig path: the cluster KUBECONFIG
+# names when it is reachable, else the local single-node cluster, brought up. On the local
+# cluster it also builds and imports the manager image. Then it installs (or upgrades) the
+# chart and waits for the manager.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMG=${IMG:-ergon/manager:dev}
+NAMESPACE=${ERGON_NAMESPACE:-ergon-system}
+
+if [ -z "${KUBECONFIG:-}" ] || ! kubectl version --request-timeout=5s >/dev/null 2>&1; then
+  KUBECONFIG=$(hack/local-cluster.sh up)
+  export KUBECONFIG
+  make -s load-image IMG="$IMG" >&2
+fi
+make -s helm >&2
+bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
+  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --wait --timeout 5m >&2
+echo "$KUBECONFIG"

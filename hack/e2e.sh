@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The end-to-end tier. On the cluster KUBECONFIG names, when it is reachable, it only runs the
+# suite. Otherwise the suite brings up the local cluster, and this script brings it down
+# afterwards and checks that the machine is as it was: no netns, mounts, iptables rules,
+# sysctls or processes left behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -n "${KUBECONFIG:-}" ] && kubectl version --request-timeout=5s >/dev/null 2>&1; then
+  exec go test -tags e2e ./test/e2e/... -timeout 30m -v -args -ginkgo.v
+fi
+
+state=$(mktemp -d)
+trap 'rm -rf "$state"' EXIT
+hack/local-cluster.sh down >/dev/null 2>&1 || true
+hack/local-cluster.sh host-state >"$state/before"
+unset KUBECONFIG
+rc=0
+go test -tags e2e ./test/e2e/... -timeout 30m -v -args -ginkgo.v || rc=$?
+hack/local-cluster.sh down
+hack/local-cluster.sh host-state >"$state/after"
+if ! diff -u "$state/before" "$state/after"; then
+  echo "e2e: the local cluster left the machine changed (above)" >&2
+  rc=1
+fi
+exit $rc
