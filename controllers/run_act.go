@@ -136,9 +136,11 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 			ended[s.PodName] = s.Phase
 		}
 	}
+	// Once the Run has finished, its status is final: no pod of it is needed any more.
+	done := run.Status.Phase.Finished()
 	for _, name := range pods {
 		phase, ok := ended[name]
-		if !ok || (r.Config.KeepFailedPods && phase == ergonv1alpha1.StepFailed) {
+		if (!ok && !done) || (r.Config.KeepFailedPods && phase == ergonv1alpha1.StepFailed) {
 			continue
 		}
 		pod := &corev1.Pod{}

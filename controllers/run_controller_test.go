@@ -284,16 +284,44 @@ var _ = Describe("The Run controller", func() {
 		Expect(run.Status.SceneGeneration).To(BeEquivalentTo(1))
 	})
 
-	It("hands a large output back through the log and keeps it in a ConfigMap", func(ctx SpecContext) {
+	It("hands a large output back through the log, keeps it in a ConfigMap and mounts it into the next step", func(ctx SpecContext) {
 		big := strings.Repeat("0123456789abcdef", 32*1024) // 512 KiB
+		release := make(chan struct{})
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
-			if pod.Labels[ergonv1alpha1.LabelStep] == "produce" {
+			switch pod.Labels[ergonv1alpha1.LabelStep] {
+			case "produce":
 				return outcome{Output: big}
+			case "small":
+				return outcome{Output: "tiny"}
 			}
-			return outcome{Output: strings.Join(stepArgs(pod), " ")}
+			select {
+			case <-release:
+				return outcome{Output: strings.Join(stepArgs(pod), " ")}
+			default:
+				return outcome{Stay: true}
+			}
 		})
-		createScene(ctx, ns, "big", container("produce", "big"), container("consume", "{{ len .steps.produce.output }}", "produce"))
+		createScene(ctx, ns, "big", container("produce", "big"), container("small", "small"),
+			container("consume", "{{ len .steps.produce.output }}", "produce", "small"))
 		createRun(ctx, ns, "big-1", "big", nil)
+
+		By("handing both inputs to the consuming pod as files")
+		pod := &corev1.Pod{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "big-1-consume-1"}, pod)
+		}).Should(Succeed())
+		var inputs *corev1.ProjectedVolumeSource
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == "ergon-inputs" {
+				inputs = v.Projected
+			}
+		}
+		Expect(inputs).NotTo(BeNil())
+		Expect(inputs.Sources).To(ContainElement(HaveField("ConfigMap.LocalObjectReference.Name", "big-1-produce-output")))
+		Expect(pod.Annotations).To(HaveKeyWithValue("inputs.ergon.dev/small", "tiny"))
+		Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/ergon/inputs")))
+		close(release)
+
 		run := finished(ctx, ns, "big-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 		out := stepStatus(run, "produce").Output

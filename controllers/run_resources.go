@@ -37,6 +37,9 @@ const (
 	initContainer  = "ergon-init"
 	binDir         = "/ergon/bin"
 	outputDir      = "/ergon/output"
+	inputsDir      = "/ergon/inputs"
+	// annotationInputPrefix holds small inputs on the pod, for the downward API to project.
+	annotationInputPrefix = "inputs.ergon.dev/"
 	entrypointPath = binDir + "/entrypoint"
 	// EntrypointInImage is where Ergon's image keeps the entrypoint binary.
 	EntrypointInImage = "/ergon-entrypoint"
@@ -145,10 +148,49 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 			}},
 		},
 	}
+	addInputs(pod, req.Inputs)
 	if spec.Timeout != nil {
 		pod.Spec.ActiveDeadlineSeconds = new(max(int64(spec.Timeout.Seconds()), 1))
 	}
 	return pod
+}
+
+// addInputs hands the outputs of the step's dependencies to the pod as files under
+// /ergon/inputs, one per dependency: from the ConfigMap that keeps a large output, or from an
+// annotation of the pod for a small one. The kubelet projects both; the pod needs no access to
+// the API. Large outputs reach a step this way, where a template would exceed the kernel's
+// limit on one argument or environment variable (128 KiB).
+func addInputs(pod *corev1.Pod, inputs []planner.Input) {
+	if len(inputs) == 0 {
+		return
+	}
+	var sources []corev1.VolumeProjection
+	var inline []corev1.DownwardAPIVolumeFile
+	for _, in := range inputs {
+		if in.Ref != nil {
+			sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: in.Ref.ConfigMap},
+				Items:                []corev1.KeyToPath{{Key: in.Ref.Key, Path: in.Step}},
+			}})
+			continue
+		}
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[annotationInputPrefix+in.Step] = in.Value
+		inline = append(inline, corev1.DownwardAPIVolumeFile{Path: in.Step, FieldRef: &corev1.ObjectFieldSelector{
+			FieldPath: "metadata.annotations['" + annotationInputPrefix + in.Step + "']",
+		}})
+	}
+	if len(inline) > 0 {
+		sources = append(sources, corev1.VolumeProjection{DownwardAPI: &corev1.DownwardAPIProjection{Items: inline}})
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-inputs", VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{Sources: sources},
+	}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-inputs", MountPath: inputsDir, ReadOnly: true})
+	c.Env = append(c.Env, corev1.EnvVar{Name: "ERGON_INPUTS", Value: inputsDir})
 }
 
 // childRun builds the Run of a scene step.

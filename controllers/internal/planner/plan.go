@@ -56,6 +56,16 @@ type PodRequest struct {
 	Step     *compile.Step
 	Attempt  int32
 	Rendered *compile.Rendered
+	// Inputs are the outputs of the step's direct dependencies, which the pod sees as files.
+	Inputs []Input
+}
+
+// Input is the output of a dependency, handed to a step pod as a file: from the ConfigMap
+// that keeps it, or inline when it is small.
+type Input struct {
+	Step  string
+	Ref   *ergonv1alpha1.OutputRef
+	Value string
 }
 
 // ChildRequest asks for a child Run.
@@ -206,8 +216,14 @@ func (p *planner) decide(step *compile.Step) {
 // stop ends a step that has not finished because the whole Run stops.
 func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 	if s == nil {
-		// A step that never started needs no record: it counts as cancelled in the progress.
-		return
+		// A pod whose start the status did not record (the write was lost) is stopped too.
+		latest := latestPod(p.f.Pods[step.Name])
+		if latest == nil || latest.Phase == PodSucceeded || latest.Phase == PodFailed || latest.Phase == PodGone {
+			// A step that never started needs no record.
+			return
+		}
+		s = p.record(step.Name)
+		s.Phase, s.PodName, s.Attempts = ergonv1alpha1.StepRunning, latest.Name, latest.Attempt
 	}
 	if isPodStep(step) && s.PodName != "" && s.Phase == ergonv1alpha1.StepRunning {
 		p.plan.DeletePods = append(p.plan.DeletePods, s.PodName)

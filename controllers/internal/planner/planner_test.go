@@ -372,6 +372,16 @@ func TestCancellationStopsTheGraphMidway(t *testing.T) {
 	}
 }
 
+func TestCancellationStopsAPodTheStatusDoesNotKnow(t *testing.T) {
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
+	w.pods["a"] = []PodState{{Name: "r-a-1", Attempt: 1, Phase: PodRunning}}
+	w.run.Spec.Cancel = true
+	p := w.plan()
+	if !slices.Equal(p.DeletePods, []string{"r-a-1"}) || w.phase("a") != ergonv1alpha1.StepCancelled {
+		t.Fatalf("DeletePods = %v, step a %s; want the pod deleted and the step Cancelled", p.DeletePods, w.phase("a"))
+	}
+}
+
 func TestARunPastItsTimeoutFails(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, func(string, int32) PodPhase { return "" })
 	w.run.Spec.Timeout = &metav1.Duration{Duration: time.Hour}

@@ -97,7 +97,24 @@ func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, 
 	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRunning, "", ""
 	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil
 	p.start(s)
-	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r})
+	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r, Inputs: p.inputs(step)})
+}
+
+// inputs are the outputs of a step's succeeded dependencies.
+func (p *planner) inputs(step *compile.Step) []Input {
+	var inputs []Input
+	for _, d := range p.f.Scene.Graph.Dependencies(step.Name) {
+		s := p.state(d)
+		if s == nil || s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil {
+			continue
+		}
+		in := Input{Step: d, Ref: s.Output.Ref}
+		if in.Ref == nil {
+			in.Value = p.value(d, s)
+		}
+		inputs = append(inputs, in)
+	}
+	return inputs
 }
 
 // follow mirrors the pod of the current attempt into the step's status.
