@@ -33,14 +33,14 @@ import (
 
 // The pieces of a step pod.
 const (
-	stepContainer  = "step"
-	initContainer  = "ergon-init"
-	binDir         = "/ergon/bin"
-	outputDir      = "/ergon/output"
-	inputsDir      = "/ergon/inputs"
+	stepContainer = "step"
+	initContainer = "ergon-init"
+	binDir        = "/ergon/bin"
+	outputDir     = "/ergon/output"
+	inputsDir     = "/ergon/inputs"
 	// annotationInputPrefix holds small inputs on the pod, for the downward API to project.
 	annotationInputPrefix = "inputs.ergon.dev/"
-	entrypointPath = binDir + "/entrypoint"
+	entrypointPath        = binDir + "/entrypoint"
 	// EntrypointInImage is where Ergon's image keeps the entrypoint binary.
 	EntrypointInImage = "/ergon-entrypoint"
 	// stepUID is the user step containers run as unless their image says otherwise.
