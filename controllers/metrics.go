@@ -52,7 +52,7 @@ func init() {
 
 // observeTransitions records the metrics of what changed between two statuses of a Run.
 func observeTransitions(before, after *ergonv1alpha1.RunStatus, scene *compile.Scene) {
-	if before.SceneSnapshot == nil && after.SceneSnapshot != nil {
+	if !before.Phase.Finished() && before.StartedAt == nil && after.StartedAt != nil {
 		runsStarted.Inc()
 	}
 	if !before.Phase.Finished() && after.Phase.Finished() {

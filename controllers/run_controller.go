@@ -96,7 +96,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.scenes.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
-	if run.Status.SceneSnapshot == nil {
+	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
 		return r.reconcileStart(ctx, run)
 	}
 	return r.reconcileRunning(ctx, run.DeepCopy(), run)
@@ -105,7 +105,10 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // reconcileRunning plans and acts on a Run that has its snapshot. base is the Run as stored,
 // which the status patch is computed against.
 func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	scene, err := r.compiled(run)
+	scene, err := r.compiled(ctx, run)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
+	}
 	if err != nil {
 		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene, err.Error())
 	}
@@ -138,12 +141,19 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 }
 
 // compiled returns the Run's compiled snapshot.
-func (r *RunReconciler) compiled(run *ergonv1alpha1.Run) (*compile.Scene, error) {
+func (r *RunReconciler) compiled(ctx context.Context, run *ergonv1alpha1.Run) (*compile.Scene, error) {
 	key := client.ObjectKeyFromObject(run).String()
 	if c, ok := r.scenes.Load(key); ok && c.(compiledScene).uid == run.UID {
 		return c.(compiledScene).scene, nil
 	}
-	scene, errs := compile.Compile(run.Status.SceneSnapshot)
+	spec := run.Status.SceneSnapshot
+	if spec == nil {
+		var err error
+		if spec, err = r.readSnapshot(ctx, run); err != nil {
+			return nil, err
+		}
+	}
+	scene, errs := compile.Compile(spec)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

@@ -334,6 +334,22 @@ var _ = Describe("The Run controller", func() {
 		Expect(stepStatus(run, "consume").Output.Preview).To(HaveSuffix("524288"))
 	})
 
+	It("keeps the snapshot of a large Scene in a ConfigMap instead of the Run", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Output: "done"} })
+		padding := strings.Repeat("x", 30<<10)
+		createScene(ctx, ns, "large", container("a", "# "+padding), container("b", "# "+padding, "a"),
+			container("c", "# "+padding, "b"))
+		createRun(ctx, ns, "large-1", "large", nil)
+		run := finished(ctx, ns, "large-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(run.Status.SceneSnapshot).To(BeNil())
+		Expect(run.Status.SceneSnapshotRef).NotTo(BeNil())
+		cm := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: run.Status.SceneSnapshotRef.ConfigMap}, cm)).To(Succeed())
+		Expect(cm.Data[run.Status.SceneSnapshotRef.Key]).To(ContainSubstring(padding))
+		Expect(cm.OwnerReferences).To(ConsistOf(HaveField("Name", "large-1")))
+	})
+
 	It("fails a Run whose Scene does not exist yet only when it is invalid, and waits otherwise", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		createRun(ctx, ns, "early", "later", nil)

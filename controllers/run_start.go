@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,6 +34,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/controllers/internal/naming"
 )
 
 // sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet:
@@ -63,9 +65,65 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 			fmt.Sprintf("Scene %s does not compile: %v", scene.Name, errs.ToAggregate()))
 	}
 	base := run.DeepCopy()
-	run.Status.SceneSnapshot = scene.Spec.DeepCopy()
-	run.Status.SceneGeneration = scene.Generation
+	if err := r.takeSnapshot(ctx, run, scene); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.reconcileRunning(ctx, base, run)
+}
+
+// snapshotInlineLimit is the largest Scene spec a Run keeps in its status; a larger one goes
+// to a ConfigMap, so a Scene of a thousand steps does not double the size of every Run of it.
+const snapshotInlineLimit = 64 << 10
+
+// snapshotKey is the ConfigMap key of a snapshot kept outside the Run.
+const snapshotKey = "scene.json"
+
+// takeSnapshot records the Scene spec the Run executes: in its status, or in a ConfigMap it
+// owns when the spec is large. A ConfigMap left by an attempt whose status write was lost is
+// used as it is, so the snapshot never changes once taken.
+func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) error {
+	run.Status.SceneGeneration = scene.Generation
+	raw, err := json.Marshal(&scene.Spec)
+	if err != nil {
+		return err
+	}
+	if len(raw) <= snapshotInlineLimit {
+		run.Status.SceneSnapshot = scene.Spec.DeepCopy()
+		return nil
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: naming.Join(naming.MaxSubdomainLength, run.Name, "snapshot"), Namespace: run.Namespace,
+			Labels: childLabels(run, ""), OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Data:      map[string]string{snapshotKey: string(raw)},
+		Immutable: new(true),
+	}
+	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	run.Status.SceneSnapshotRef = &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: snapshotKey}
+	return nil
+}
+
+// readSnapshot reads a snapshot kept in a ConfigMap.
+func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
+	ref := run.Status.SceneSnapshotRef
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}
+	if err := r.Get(ctx, key, cm); apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, cm)
+		if err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	spec := &ergonv1alpha1.SceneSpec{}
+	if err := json.Unmarshal([]byte(cm.Data[ref.Key]), spec); err != nil {
+		return nil, fmt.Errorf("the snapshot in ConfigMap %s is corrupt: %w", ref.ConfigMap, err)
+	}
+	return spec, nil
 }
 
 // checkParams says what is wrong with a Run's params for its Scene, or "".

@@ -134,6 +134,11 @@ type RunStatus struct {
 	// +optional
 	SceneSnapshot *SceneSpec `json:"sceneSnapshot,omitempty"`
 
+	// sceneSnapshotRef locates the snapshot instead, in a ConfigMap owned by the Run, when the
+	// Scene is too large to keep inside the Run (more than 64 KiB).
+	// +optional
+	SceneSnapshotRef *OutputRef `json:"sceneSnapshotRef,omitempty"`
+
 	// progress counts finished steps of all steps, for example 3/7.
 	// +optional
 	Progress string `json:"progress,omitempty"`
@@ -147,7 +152,7 @@ type RunStatus struct {
 	Steps []StepStatus `json:"steps,omitempty"`
 
 	// outputs of the Run: those of its final steps (the steps no other step depends on),
-	// by step name.
+	// by step name, when it has at most 16 of them; a wider Run keeps them in its steps only.
 	// +mapType=atomic
 	// +optional
 	Outputs map[string]OutputValue `json:"outputs,omitempty"`
@@ -273,7 +278,7 @@ type OutputValue struct {
 	Ref *OutputRef `json:"ref,omitempty"`
 }
 
-// OutputRef locates an output kept in a ConfigMap owned by the Run.
+// OutputRef locates a value kept in a ConfigMap owned by the Run: an output, or the snapshot.
 type OutputRef struct {
 	// configMap is the ConfigMap's name, in the Run's namespace.
 	// +required

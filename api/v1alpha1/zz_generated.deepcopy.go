@@ -706,6 +706,11 @@ func (in *RunStatus) DeepCopyInto(out *RunStatus) {
 		*out = new(SceneSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.SceneSnapshotRef != nil {
+		in, out := &in.SceneSnapshotRef, &out.SceneSnapshotRef
+		*out = new(OutputRef)
+		**out = **in
+	}
 	if in.Steps != nil {
 		in, out := &in.Steps, &out.Steps
 		*out = make([]StepStatus, len(*in))

@@ -69,6 +69,8 @@ var scheme = k8sruntime.NewScheme()
 func main() {
 	runs := flag.Int("runs", 100, "Runs of the 10-step Scene to execute at once")
 	fanOut := flag.Int("fan-out", 1000, "steps of the fan-out Scene")
+	active := flag.Int("active", 500, "Runs kept active while step latency is measured")
+	rate := flag.Int("rate", 50, "steps a second the kubelet finishes while Runs are active")
 	noFsync := flag.Bool("etcd-no-fsync", false, "run etcd without fsync, to measure the engine rather than the disk")
 	flag.Parse()
 	must(clientgoscheme.AddToScheme(scheme))
@@ -98,7 +100,9 @@ func main() {
 	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
 	go k.run(ctx)
 
-	fmt.Printf("%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
+	fmt.Printf("%d Runs active; their steps finish at %d a second\n", *active, *rate)
+	activeRuns(ctx, c, k, *active, *rate)
+	fmt.Printf("\n%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
 	manyRuns(ctx, c, k, writes, *runs)
 	fmt.Printf("\nOne Run of %d steps (1 -> %d)\n", *fanOut, *fanOut-1)
 	fanOutRun(ctx, c, k, *fanOut)
@@ -176,6 +180,10 @@ type kubelet struct {
 	created map[string]time.Time // pod name -> seen created
 	done    map[string]time.Time // pod name -> marked Succeeded
 	hold    atomic.Bool          // keep pods running instead of finishing them
+	// paced, when set, receives the pods of a namespace instead of finishing them: a pacer
+	// finishes them at a steady rate, and pods of the step "hold" stay running.
+	pacedNS string
+	paced   chan *corev1.Pod
 }
 
 func (k *kubelet) run(ctx context.Context) {
@@ -220,6 +228,18 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod) {
 	if k.c.Status().Update(ctx, pod) != nil || (k.hold.Load() && pod.Labels[ergonv1alpha1.LabelStep] != "root") {
 		return
 	}
+	if pod.Namespace == k.pacedNS {
+		if pod.Labels[ergonv1alpha1.LabelStep] != "hold" {
+			k.paced <- pod
+		}
+		return
+	}
+	k.succeed(ctx, pod)
+}
+
+// succeed ends a running pod as Ergon's entrypoint would, with a small output.
+func (k *kubelet) succeed(ctx context.Context, pod *corev1.Pod) {
+	now := pod.Status.ContainerStatuses[0].State.Running.StartedAt
 	report, _ := outputs.Write(nil, []byte("ok "+pod.Name), 0)
 	pod.Status.Phase = corev1.PodSucceeded
 	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
@@ -417,5 +437,74 @@ func printQueueMetrics() {
 					1000*h.GetSampleSum()/float64(h.GetSampleCount()))
 			}
 		}
+	}
+}
+
+// activeRuns keeps n Runs active (each has a step that runs until the end) while the kubelet
+// finishes their other steps, a chain a -> b -> c, at a steady rate, and measures the delay
+// from a step finishing to the pod of the step after it being created.
+func activeRuns(ctx context.Context, c client.Client, k *kubelet, n, rate int) {
+	ns := namespace(ctx, c, "bench-active")
+	k.pacedNS, k.paced = ns, make(chan *corev1.Pod, 100000)
+	step := func(name string, deps ...string) ergonv1alpha1.Step {
+		return ergonv1alpha1.Step{Name: name, DependsOn: deps,
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox:bench", Command: []string{"true"}}}
+	}
+	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "active", Namespace: ns}}
+	scene.Spec.Steps = []ergonv1alpha1.Step{step("hold"), step("a"), step("b", "a"), step("c", "b")}
+	must(c.Create(ctx, scene))
+	for i := range n {
+		must(c.Create(ctx, &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("a%03d", i), Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "active"}}}))
+	}
+	// The pacer starts once every Run runs, so creating them is not measured.
+	waitPods(k, ns, 2*n)
+	start := time.Now()
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	finishedSteps := 0
+	for finishedSteps < 3*n {
+		<-tick.C
+		k.succeed(ctx, <-k.paced)
+		finishedSteps++
+	}
+	elapsed := time.Since(start)
+	time.Sleep(time.Second)
+
+	var delays []time.Duration
+	k.mu.Lock()
+	for i := range n {
+		pod := func(step string) string { return fmt.Sprintf("%s/a%03d-%s-1", ns, i, step) }
+		delays = append(delays, k.created[pod("b")].Sub(k.done[pod("a")]), k.created[pod("c")].Sub(k.done[pod("b")]))
+	}
+	k.mu.Unlock()
+	slices.Sort(delays)
+	var heap runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&heap)
+	fmt.Printf("  %d steps finished in %s while %d Runs were active\n", finishedSteps, elapsed.Round(time.Millisecond), n)
+	fmt.Printf("  dependencies done -> pod created: p50 %s, p99 %s, max %s (%d steps)\n",
+		pct(delays, 50), pct(delays, 99), delays[len(delays)-1].Round(time.Millisecond), len(delays))
+	printQueueMetrics()
+	fmt.Printf("  bench process heap in use (manager, kubelet and clients): %d MiB\n", heap.HeapInuse>>20)
+	k.pacedNS = ""
+	must(c.DeleteAllOf(ctx, &ergonv1alpha1.Run{}, client.InNamespace(ns)))
+}
+
+// waitPods waits until the kubelet has seen n pods of a namespace.
+func waitPods(k *kubelet, ns string, n int) {
+	for {
+		k.mu.Lock()
+		seen := 0
+		for name := range k.created {
+			if strings.HasPrefix(name, ns+"/") {
+				seen++
+			}
+		}
+		k.mu.Unlock()
+		if seen >= n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -25,6 +25,10 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
+// MaxRunOutputs is how many final steps' outputs a Run repeats in status.outputs: a wide
+// fan-out would otherwise double the size of its status.
+const MaxRunOutputs = 16
+
 // finish derives the Run's phase, progress, outputs and Succeeded condition from its steps.
 func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 	total := p.f.Scene.Graph.Len()
@@ -70,9 +74,9 @@ func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 		p.event(phase != ergonv1alpha1.RunSucceeded, "Run"+string(phase), "Run %s %s: %s", p.f.Run.Name, phase, message)
 	}
 	status.Phase = phase
-	if phase == ergonv1alpha1.RunSucceeded {
+	if sinks := p.f.Scene.Graph.Sinks(); phase == ergonv1alpha1.RunSucceeded && len(sinks) <= MaxRunOutputs {
 		status.Outputs = map[string]ergonv1alpha1.OutputValue{}
-		for _, name := range p.f.Scene.Graph.Sinks() {
+		for _, name := range sinks {
 			if s := p.state(name); s != nil && s.Output != nil {
 				status.Outputs[name] = *s.Output
 			}
