@@ -93,7 +93,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 }
 
 // podCreators bounds the pod creations of one reconcile that run at once.
-const podCreators = 16
+const podCreators = 64
 
 // create creates a child; one that exists already is what was wanted.
 func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {

@@ -29,7 +29,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -65,6 +67,10 @@ type RunReconciler struct {
 	// scenes caches each running Run's compiled snapshot, so templates and conditions are
 	// compiled once per Run, not once per reconcile.
 	scenes sync.Map // namespace/name -> compiledScene
+	// written remembers, per Run, the resourceVersion its last status write replaced. A Run
+	// read from the cache at that version is stale: acting on it would create again the
+	// children the write recorded. Its update is on the way and reconciles the Run again.
+	written sync.Map // namespace/name -> resourceVersion
 }
 
 type compiledScene struct {
@@ -86,6 +92,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.scenes.Delete(req.String())
+			r.written.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -105,6 +112,14 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // reconcileRunning plans and acts on a Run that has its snapshot. base is the Run as stored,
 // which the status patch is computed against.
 func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(run).String()
+	if replaced, ok := r.written.Load(key); ok {
+		if replaced == base.ResourceVersion {
+			log.FromContext(ctx).V(1).Info("The cache has not seen the last status write yet; waiting for it")
+			return ctrl.Result{}, nil
+		}
+		r.written.Delete(key)
+	}
 	scene, err := r.compiled(ctx, run)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
@@ -168,7 +183,11 @@ func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha
 		return nil
 	}
 	run.Status = *status
-	return r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.written.Store(client.ObjectKeyFromObject(run).String(), base.ResourceVersion)
+	return nil
 }
 
 // reconcileFinished deletes the pods a finished Run no longer needs, and the Run itself once
@@ -189,15 +208,40 @@ func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-// SetupWithManager registers the controller: Runs, and the pods, Gates and child Runs they
-// own.
+// sceneRefField indexes Runs by the Scene they name.
+const sceneRefField = "spec.sceneRef.name"
+
+// SetupWithManager registers the controller: Runs, the pods, Gates and child Runs they own,
+// and Scenes, so that a Run waiting for its Scene starts as soon as the Scene appears.
 func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ergonv1alpha1.Run{}, sceneRefField,
+		func(obj client.Object) []string { return []string{obj.(*ergonv1alpha1.Run).Spec.SceneRef.Name} }); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Run{}).
+		Watches(&ergonv1alpha1.Scene{}, handler.EnqueueRequestsFromMapFunc(r.runsWaitingFor)).
 		Owns(&corev1.Pod{}).
 		Owns(&ergonv1alpha1.Run{}).
 		Owns(&ergonv1alpha1.Gate{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
 		Complete(r)
+}
+
+// runsWaitingFor maps a Scene to the Runs of it that have not started yet.
+func (r *RunReconciler) runsWaitingFor(ctx context.Context, scene client.Object) []reconcile.Request {
+	runs := &ergonv1alpha1.RunList{}
+	if err := r.List(ctx, runs, client.InNamespace(scene.GetNamespace()),
+		client.MatchingFields{sceneRefField: scene.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the Runs of a Scene", "scene", scene.GetName())
+		return nil
+	}
+	var requests []reconcile.Request
+	for _, run := range runs.Items {
+		if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil && !run.Status.Phase.Finished() {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&run)})
+		}
+	}
+	return requests
 }

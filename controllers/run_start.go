@@ -37,15 +37,20 @@ import (
 	"github.com/ergon-dev/ergon/controllers/internal/naming"
 )
 
-// sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet:
-// GitOps may apply the Run before its Scene.
-const sceneNotFoundRetry = 10 * time.Second
+// sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet
+// (GitOps may apply the Run before its Scene), besides being woken when the Scene appears.
+const sceneNotFoundRetry = time.Minute
 
 // reconcileStart resolves the Run's Scene and params and takes the snapshot the Run executes
 // to its end.
 func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
 	scene := &ergonv1alpha1.Scene{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
+	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
+	err := r.Get(ctx, key, scene)
+	if apierrors.IsNotFound(err) {
+		// A Scene created just before its Run may not be in the cache yet.
+		err = r.APIReader.Get(ctx, key, scene)
+	}
 	if apierrors.IsNotFound(err) {
 		status := run.Status.DeepCopy()
 		status.Phase = ergonv1alpha1.RunPending
