@@ -1,0 +1,103 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package compile
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/template"
+)
+
+func run(name, command string, deps ...string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, DependsOn: deps, Container: &ergonv1alpha1.ContainerStep{
+		Image: "busybox", Command: []string{"sh", "-c", command},
+	}}
+}
+
+func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
+	secret := ergonv1alpha1.ParamSpec{Name: "token", ValueFrom: &ergonv1alpha1.ParamValueSource{
+		SecretKeyRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}
+	when := run("b", "x", "a")
+	when.When = "steps.nope.decision == 'approve'"
+	notBool := run("b", "x", "a")
+	notBool.When = "'yes'"
+	cases := []struct {
+		name   string
+		params []ergonv1alpha1.ParamSpec
+		steps  []ergonv1alpha1.Step
+		want   []string
+	}{
+		{"a template naming an unknown param", nil, []ergonv1alpha1.Step{run("a", "{{ .params.sprint }}")},
+			[]string{"spec.steps[0].container.command[2]", `unknown param "sprint"`}},
+		{"a template reading a secret param", []ergonv1alpha1.ParamSpec{secret}, []ergonv1alpha1.Step{run("a", "{{ .params.token }}")},
+			[]string{"spec.steps[0].container.command[2]", "comes from a Secret", "$ERGON_PARAM_token"}},
+		{"a template reading a step that does not run before", nil,
+			[]ergonv1alpha1.Step{run("a", "x"), run("b", "{{ .steps.a.output }}")},
+			[]string{"spec.steps[1].container.command[2]", `step "a", which does not run before this step`}},
+		{"a template that does not parse", nil, []ergonv1alpha1.Step{run("a", "{{ .params.x ")},
+			[]string{"spec.steps[0].container.command[2]"}},
+		{"a condition naming an unknown step", nil, []ergonv1alpha1.Step{run("a", "x"), when},
+			[]string{"spec.steps[1].when", `unknown step "nope"`}},
+		{"a condition that is not boolean", nil, []ergonv1alpha1.Step{run("a", "x"), notBool},
+			[]string{"spec.steps[1].when", "boolean"}},
+		{"a cycle", nil, []ergonv1alpha1.Step{run("a", "x", "b"), run("b", "x", "a")},
+			[]string{"a -> b -> a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := Compile(&ergonv1alpha1.SceneSpec{Params: tc.params, Steps: tc.steps})
+			if len(errs) == 0 {
+				t.Fatal("the Scene compiled")
+			}
+			msg := errs.ToAggregate().Error()
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestACompiledStepRendersItsTemplates(t *testing.T) {
+	spec := &ergonv1alpha1.SceneSpec{
+		Params: []ergonv1alpha1.ParamSpec{{Name: "who"}},
+		Steps: []ergonv1alpha1.Step{
+			run("a", "hi {{ .params.who }}"),
+			{Name: "b", DependsOn: []string{"a"}, Scene: &ergonv1alpha1.SceneCall{Name: "s",
+				Params: map[string]string{"text": "{{ .steps.a.output }}!"}}},
+		},
+	}
+	scene, errs := Compile(spec)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	data := template.Data{Params: map[string]string{"who": "you"},
+		Steps: map[string]template.StepData{"a": {Output: "hi you"}}}.Map()
+	r, err := scene.Steps["a"].Render(data)
+	if err != nil || r.Command[2] != "hi you" {
+		t.Fatalf("step a: %v, %v", r, err)
+	}
+	r, err = scene.Steps["b"].Render(data)
+	if err != nil || r.SceneParams["text"] != "hi you!" {
+		t.Fatalf("step b: %v, %v", r, err)
+	}
+}
