@@ -334,6 +334,18 @@ var _ = Describe("The Run controller", func() {
 		Expect(stepStatus(run, "consume").Output.Preview).To(HaveSuffix("524288"))
 	})
 
+	It("deletes a finished Run once its time to live has passed", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "brief", container("only", "done"))
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "brief-1", Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "brief"}, TTLSecondsAfterFinished: new(int32(1))}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+		Expect(finished(ctx, ns, "brief-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "brief-1"}, &ergonv1alpha1.Run{})
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("not found")))
+	})
+
 	It("keeps the snapshot of a large Scene in a ConfigMap instead of the Run", func(ctx SpecContext) {
 		ns := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Output: "done"} })
 		padding := strings.Repeat("x", 30<<10)

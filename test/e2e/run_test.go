@@ -73,6 +73,39 @@ func stepOf(run *ergonv1alpha1.Run, name string) ergonv1alpha1.StepStatus {
 }
 
 var _ = Describe("Runs on a real cluster", func() {
+	It("runs a weekly-report-like Scene: fetch, draft, a gate approved by patch, publish", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		review := ergonv1alpha1.Step{Name: "review", DependsOn: []string{"draft"}, Gate: &ergonv1alpha1.GateStep{
+			Message: `Publish "{{ .steps.draft.outputs.title }}"?`}}
+		publish := busyboxStep("publish", `echo -n "published: {{ .steps.draft.outputs.title }}" > "$ERGON_OUTPUT"`, "review")
+		publish.When = "steps.review.decision == 'approve'"
+		discard := busyboxStep("discard", `echo -n discarded > "$ERGON_OUTPUT"`, "review")
+		discard.When = "steps.review.decision == 'reject'"
+		run := runScene(ctx, ns, "weekly",
+			busyboxStep("fetch", `echo -n "payments, search" > "$ERGON_OUTPUT"`),
+			busyboxStep("draft", `printf '{"title": "Sprint 43", "body": "%s"}' "$(cat "$ERGON_INPUTS/fetch")" > "$ERGON_OUTPUT"`, "fetch"),
+			review, publish, discard)
+
+		gate := &ergonv1alpha1.Gate{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "weekly-1-review"}, gate)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(gate.Spec.Message).To(Equal(`Publish "Sprint 43"?`))
+		Expect(gate.OwnerReferences).To(ConsistOf(HaveField("Name", "weekly-1")))
+
+		// What `kubectl patch gate weekly-1-review --type merge -p ...` sends.
+		decide := []byte(`{"spec":{"decision":{"option":"approve","comment":"ship it"}}}`)
+		Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType, decide))).To(Succeed())
+		run = finished(ctx, run)
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
+		Expect(stepOf(run, "review").Decision).To(Equal("approve"))
+		Expect(stepOf(run, "publish").Output.Preview).To(Equal("published: Sprint 43"))
+		Expect(stepOf(run, "discard").Phase).To(Equal(ergonv1alpha1.StepSkipped))
+		Expect(run.Status.Outputs).To(HaveKey("publish"))
+	})
+
 	It("passes a 500 KiB output to the next step", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		run := runScene(ctx, ns, "big",
