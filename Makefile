@@ -100,7 +100,7 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 
 .PHONY: bench
 bench: envtest-assets ## Measure the Run engine against a real API server (latency, writes per step, fan-out).
-	go test -run XXX -bench . -benchmem ./controllers/internal/...
+	go test -run XXX -bench . -benchmem ./internal/...
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench
 
 .PHONY: envtest-assets

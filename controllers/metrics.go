@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/internal/compile"
 )
 
 // Prometheus metrics of the Run engine, served by the manager with controller-runtime's own

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
-	"github.com/ergon-dev/ergon/controllers/internal/naming"
-	"github.com/ergon-dev/ergon/controllers/internal/planner"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // act carries a plan out, before its status is written: outputs are stored first, so a

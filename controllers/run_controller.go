@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
-	"github.com/ergon-dev/ergon/controllers/internal/planner"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // RunConfig holds the manager-wide settings of the Run engine.

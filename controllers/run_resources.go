@@ -26,9 +26,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
-	"github.com/ergon-dev/ergon/controllers/internal/naming"
-	"github.com/ergon-dev/ergon/controllers/internal/planner"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // The pieces of a step pod.

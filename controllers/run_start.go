@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
-	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet

@@ -25,9 +25,9 @@ import (
 	"unicode/utf8"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/expr"
-	"github.com/ergon-dev/ergon/controllers/internal/naming"
-	"github.com/ergon-dev/ergon/controllers/internal/template"
+	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/template"
 )
 
 // PreviewSize is how much of an output the Run's status shows inline.

@@ -23,7 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/template"
+	"github.com/ergon-dev/ergon/internal/template"
 )
 
 func run(name, command string, deps ...string) ergonv1alpha1.Step {

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
+	"github.com/ergon-dev/ergon/internal/compile"
 )
 
 // Facts is everything the planner knows about one Run at one moment.

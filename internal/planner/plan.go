@@ -23,9 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/compile"
-	"github.com/ergon-dev/ergon/controllers/internal/expr"
-	"github.com/ergon-dev/ergon/controllers/internal/naming"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // Plan is what the Run controller does next: create these children, delete those, write

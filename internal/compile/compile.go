@@ -29,9 +29,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers/internal/dag"
-	"github.com/ergon-dev/ergon/controllers/internal/expr"
-	"github.com/ergon-dev/ergon/controllers/internal/template"
+	"github.com/ergon-dev/ergon/internal/dag"
+	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/template"
 )
 
 // Scene is a compiled Scene spec.
