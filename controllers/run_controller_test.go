@@ -379,6 +379,6 @@ var _ = Describe("The Run controller", func() {
 		run := finished(ctx, ns, "bad-params")
 		cond := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
 		Expect(cond.Reason).To(Equal(ergonv1alpha1.ReasonInvalidParams))
-		Expect(cond.Message).To(ContainSubstring("spec.params.nope is not a param of the Scene"))
+		Expect(cond.Message).To(ContainSubstring(`spec.params[nope]: Unsupported value: "nope"`))
 	})
 })

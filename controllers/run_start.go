@@ -20,9 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,8 +59,8 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if msg := checkParams(&scene.Spec, run.Spec.Params); msg != "" {
-		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidParams, msg)
+	if errs := compile.CheckParams(&scene.Spec, run.Spec.Params); len(errs) > 0 {
+		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidParams, errs.ToAggregate().Error())
 	}
 	if _, errs := compile.Compile(&scene.Spec); len(errs) > 0 {
 		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene,
@@ -129,28 +126,6 @@ func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		return nil, fmt.Errorf("the snapshot in ConfigMap %s is corrupt: %w", ref.ConfigMap, err)
 	}
 	return spec, nil
-}
-
-// checkParams says what is wrong with a Run's params for its Scene, or "".
-func checkParams(scene *ergonv1alpha1.SceneSpec, given map[string]string) string {
-	declared := map[string]ergonv1alpha1.ParamSpec{}
-	var problems []string
-	for _, p := range scene.Params {
-		declared[p.Name] = p
-		_, set := given[p.Name]
-		switch {
-		case p.ValueFrom != nil && set:
-			problems = append(problems, fmt.Sprintf("spec.params.%s comes from a Secret and cannot be set by a Run", p.Name))
-		case p.ValueFrom == nil && p.Default == nil && !set:
-			problems = append(problems, fmt.Sprintf("spec.params.%s is required by the Scene; set it", p.Name))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(given)) {
-		if _, ok := declared[name]; !ok {
-			problems = append(problems, fmt.Sprintf("spec.params.%s is not a param of the Scene", name))
-		}
-	}
-	return strings.Join(problems, "; ")
 }
 
 // finishInvalid ends a Run that cannot execute.

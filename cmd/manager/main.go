@@ -43,6 +43,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -70,6 +71,9 @@ func main() {
 	var enableHTTP2 bool
 	var tlsOpts []func(*tls.Config)
 	var runConfig controllers.RunConfig
+	var enableWebhooks bool
+	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
+		"Serve the validating admission webhooks; needs a serving certificate in --webhook-cert-path.")
 	flag.StringVar(&runConfig.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
@@ -219,6 +223,16 @@ func main() {
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "Run")
 		os.Exit(1)
+	}
+	if enableWebhooks {
+		if err := webhookv1alpha1.SetupSceneWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "Failed to create webhook", "webhook", "Scene")
+			os.Exit(1)
+		}
+		if err := webhookv1alpha1.SetupRunWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "Failed to create webhook", "webhook", "Run")
+			os.Exit(1)
+		}
 	}
 	// +kubebuilder:scaffold:builder
 

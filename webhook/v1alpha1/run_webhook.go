@@ -1,0 +1,72 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+)
+
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+
+// RunValidator refuses Runs whose params do not fit their Scene. A Run of a Scene that does
+// not exist yet is accepted with a warning: GitOps applies objects in any order, and the Run
+// waits for its Scene.
+type RunValidator struct {
+	Reader client.Reader
+}
+
+// SetupRunWebhookWithManager registers the Run webhook.
+func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).
+		WithValidator(&RunValidator{Reader: mgr.GetAPIReader()}).Complete()
+}
+
+// ValidateCreate checks a new Run against its Scene.
+func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Run) (admission.Warnings, error) {
+	scene := &ergonv1alpha1.Scene{}
+	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
+	if apierrors.IsNotFound(err) {
+		return admission.Warnings{fmt.Sprintf("spec.sceneRef.name: Scene %q does not exist yet; the Run starts when it does",
+			run.Spec.SceneRef.Name)}, nil
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if errs := compile.CheckParams(&scene.Spec, run.Spec.Params); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
+	}
+	return nil, nil
+}
+
+// ValidateUpdate allows updates: sceneRef and params are immutable by the CRD's own rules.
+func (v *RunValidator) ValidateUpdate(context.Context, *ergonv1alpha1.Run, *ergonv1alpha1.Run) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateDelete allows every deletion.
+func (v *RunValidator) ValidateDelete(context.Context, *ergonv1alpha1.Run) (admission.Warnings, error) {
+	return nil, nil
+}

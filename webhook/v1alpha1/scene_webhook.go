@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+)
+
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-scene,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=scenes,verbs=create;update,versions=v1alpha1,name=vscene.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+
+// SceneValidator refuses Scenes that cannot run: what the CRD's schema cannot see from one
+// object (graph cycles, templates, conditions, models, tools, Scenes calling each other).
+type SceneValidator struct {
+	Reader client.Reader
+}
+
+// SetupSceneWebhookWithManager registers the Scene webhook.
+func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
+		WithValidator(&SceneValidator{Reader: mgr.GetAPIReader()}).Complete()
+}
+
+// ValidateCreate checks a new Scene.
+func (v *SceneValidator) ValidateCreate(ctx context.Context, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
+	return v.validate(ctx, scene)
+}
+
+// ValidateUpdate checks a changed Scene; Runs already running keep their snapshot.
+func (v *SceneValidator) ValidateUpdate(ctx context.Context, _, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
+	return v.validate(ctx, scene)
+}
+
+// ValidateDelete allows every deletion.
+func (v *SceneValidator) ValidateDelete(context.Context, *ergonv1alpha1.Scene) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
+	errs := ValidateSceneSpec(&scene.Spec)
+	scenes := &ergonv1alpha1.SceneList{}
+	if err := v.Reader.List(ctx, scenes, client.InNamespace(scene.Namespace)); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing the Scenes of namespace %s: %w", scene.Namespace, err))
+	}
+	callErrs, warnings := ValidateSceneCalls(scene, scenes.Items)
+	errs = append(errs, callErrs...)
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Scene").GroupKind(), scene.Name, errs)
+	}
+	return warnings, nil
+}
+
+// fileTools are the agent tools that need a Workspace's volume.
+var fileTools = []ergonv1alpha1.AgentTool{
+	ergonv1alpha1.ToolReadFile, ergonv1alpha1.ToolWriteFile, ergonv1alpha1.ToolListFiles, ergonv1alpha1.ToolShell,
+}
+
+// ValidateSceneSpec checks what one Scene spec decides alone: its graph, templates and
+// conditions (compiled as the Run engine compiles them), the models its agent steps name, and
+// the tools they may use.
+func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
+	_, errs := compile.Compile(spec)
+	steps := field.NewPath("spec", "steps")
+	for i, s := range spec.Steps {
+		if s.Agent == nil {
+			continue
+		}
+		agent := steps.Index(i).Child("agent")
+		model := s.Agent.Model
+		if model == "" {
+			model = "default"
+		}
+		if _, ok := spec.Models[model]; !ok {
+			errs = append(errs, field.Invalid(agent.Child("model"), model,
+				fmt.Sprintf("no model %q in spec.models; define it there or name another", model)))
+		}
+		if spec.Workspace != nil {
+			continue
+		}
+		for j, tool := range s.Agent.Tools {
+			if slices.Contains(fileTools, tool) {
+				errs = append(errs, field.Forbidden(agent.Child("tools").Index(j),
+					fmt.Sprintf("the tool %s works on a Workspace's files; set spec.workspace or remove it", tool)))
+			}
+		}
+	}
+	return errs
+}
+
+// ValidateSceneCalls refuses a Scene that would call itself through other Scenes of its
+// namespace (A calls B calls A), naming the cycle. Scenes it calls that do not exist yet only
+// give warnings: GitOps applies objects in any order.
+func ValidateSceneCalls(scene *ergonv1alpha1.Scene, namespace []ergonv1alpha1.Scene) (field.ErrorList, admission.Warnings) {
+	calls := map[string][]string{}
+	for _, s := range namespace {
+		calls[s.Name] = calledScenes(&s.Spec)
+	}
+	calls[scene.Name] = calledScenes(&scene.Spec)
+
+	var warnings admission.Warnings
+	var errs field.ErrorList
+	for i, s := range scene.Spec.Steps {
+		if s.Scene == nil {
+			continue
+		}
+		path := field.NewPath("spec", "steps").Index(i).Child("scene", "name")
+		if _, ok := calls[s.Scene.Name]; !ok {
+			warnings = append(warnings, fmt.Sprintf("%s: Scene %q does not exist yet; Runs of this Scene wait for it", path, s.Scene.Name))
+			continue
+		}
+		if cycle := pathTo(calls, s.Scene.Name, scene.Name, []string{scene.Name}); cycle != nil {
+			errs = append(errs, field.Invalid(path, s.Scene.Name, fmt.Sprintf(
+				"Scenes call each other in a cycle: %s; a Run of it would never end", strings.Join(cycle, " -> "))))
+		}
+	}
+	return errs, warnings
+}
+
+func calledScenes(spec *ergonv1alpha1.SceneSpec) []string {
+	var names []string
+	for _, s := range spec.Steps {
+		if s.Scene != nil && !slices.Contains(names, s.Scene.Name) {
+			names = append(names, s.Scene.Name)
+		}
+	}
+	return names
+}
+
+// pathTo returns the call path from one Scene to another, or nil; a depth-first search that
+// visits each Scene once.
+func pathTo(calls map[string][]string, from, to string, path []string) []string {
+	visited := map[string]bool{}
+	var walk func(at string, path []string) []string
+	walk = func(at string, path []string) []string {
+		path = append(slices.Clone(path), at)
+		if at == to {
+			return path
+		}
+		if visited[at] {
+			return nil
+		}
+		visited[at] = true
+		for _, next := range calls[at] {
+			if found := walk(next, path); found != nil {
+				return found
+			}
+		}
+		return nil
+	}
+	return walk(from, path)
+}

@@ -1,0 +1,120 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+func agentStep(name string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: tools}}
+}
+
+func callStep(name, scene string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: scene}}
+}
+
+func scene(name string, steps ...ergonv1alpha1.Step) ergonv1alpha1.Scene {
+	s := ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	s.Spec.Steps = steps
+	return s
+}
+
+func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
+	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
+	cases := []struct {
+		name string
+		spec ergonv1alpha1.SceneSpec
+		want []string // substrings of the aggregated errors; none means valid
+	}{
+		{"an agent step naming no model needs a default one",
+			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{agentStep("think")}},
+			[]string{`spec.steps[0].agent.model`, `no model "default" in spec.models`}},
+		{"a file tool without a Workspace",
+			ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{
+				agentStep("edit", ergonv1alpha1.ToolHTTPFetch, ergonv1alpha1.ToolShell)}},
+			[]string{`spec.steps[0].agent.tools[1]`, "set spec.workspace"}},
+		{"a file tool with a Workspace is fine",
+			ergonv1alpha1.SceneSpec{Models: model, Workspace: &corev1.LocalObjectReference{Name: "alice"},
+				Steps: []ergonv1alpha1.Step{agentStep("edit", ergonv1alpha1.ToolShell)}},
+			nil},
+		{"the graph's cycle is named",
+			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
+				{Name: "a", DependsOn: []string{"b"}, Gate: &ergonv1alpha1.GateStep{}},
+				{Name: "b", DependsOn: []string{"a"}, Gate: &ergonv1alpha1.GateStep{}}}},
+			[]string{"a -> b -> a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateSceneSpec(&tc.spec)
+			if len(tc.want) == 0 {
+				if len(errs) > 0 {
+					t.Fatalf("refused a valid Scene: %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs.ToAggregate().Error(), w) {
+					t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
+	cases := []struct {
+		name      string
+		scene     ergonv1alpha1.Scene
+		namespace []ergonv1alpha1.Scene
+		cycle     string
+		warning   string
+	}{
+		{"a Scene calling itself", scene("a", callStep("again", "a")), nil, "a -> a", ""},
+		{"A calls B calls A", scene("a", callStep("b", "b")), []ergonv1alpha1.Scene{scene("b", callStep("a", "a"))}, "a -> b -> a", ""},
+		{"a longer cycle through the namespace", scene("a", callStep("b", "b")),
+			[]ergonv1alpha1.Scene{scene("b", callStep("c", "c")), scene("c", callStep("a", "a"))}, "a -> b -> c -> a", ""},
+		{"a chain without a cycle", scene("a", callStep("b", "b")), []ergonv1alpha1.Scene{scene("b", callStep("c", "c")), scene("c")}, "", ""},
+		{"a Scene not there yet is a warning", scene("a", callStep("b", "later")), nil, "", `Scene "later" does not exist yet`},
+		{"an update that removes the cycle", scene("a"),
+			[]ergonv1alpha1.Scene{scene("a", callStep("b", "b")), scene("b", callStep("a", "a"))}, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs, warnings := ValidateSceneCalls(&tc.scene, tc.namespace)
+			got := errs.ToAggregate()
+			switch {
+			case tc.cycle == "" && got != nil:
+				t.Fatalf("refused: %v", got)
+			case tc.cycle != "" && (got == nil || !strings.Contains(got.Error(), "cycle: "+tc.cycle)):
+				t.Fatalf("want the cycle %q, got %v", tc.cycle, got)
+			}
+			if tc.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tc.warning)) {
+				t.Fatalf("warnings %v, want %q", warnings, tc.warning)
+			}
+		})
+	}
+}
