@@ -5,6 +5,8 @@
 # chart and waits for the manager.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# kubectl from PATH, or the one the local cluster builds.
+command -v kubectl >/dev/null || PATH="$(hack/k8s-binaries.sh cluster):$PATH"
 IMG=${IMG:-ergon/manager:dev}
 NAMESPACE=${ERGON_NAMESPACE:-ergon-system}
 

@@ -5,6 +5,8 @@
 # sysctls or processes left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# kubectl from PATH, or the one the local cluster builds.
+command -v kubectl >/dev/null || PATH="$(hack/k8s-binaries.sh cluster):$PATH"
 
 if [ -n "${KUBECONFIG:-}" ] && kubectl version --request-timeout=5s >/dev/null 2>&1; then
   exec go test -tags e2e ./test/e2e/... -timeout 30m -v -args -ginkgo.v

@@ -8,6 +8,8 @@
 # `make run IMG=registry.example/ergon/manager:TAG`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# kubectl from PATH, or the one the local cluster builds.
+command -v kubectl >/dev/null || PATH="$(hack/k8s-binaries.sh cluster):$PATH"
 
 IMG=${IMG:-ergon/manager:dev}
 NAMESPACE=${ERGON_NAMESPACE:-ergon-system}

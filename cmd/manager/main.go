@@ -233,6 +233,10 @@ func main() {
 			setupLog.Error(err, "Failed to create webhook", "webhook", "Run")
 			os.Exit(1)
 		}
+		if err := webhookv1alpha1.SetupTriggerWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "Failed to create webhook", "webhook", "Trigger")
+			os.Exit(1)
+		}
 	}
 	// +kubebuilder:scaffold:builder
 

@@ -80,6 +80,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(SetupSceneWebhookWithManager(mgr)).To(Succeed())
 	Expect(SetupRunWebhookWithManager(mgr)).To(Succeed())
+	Expect(SetupTriggerWebhookWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

@@ -118,3 +118,62 @@ func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestTriggersThatCouldNeverStartARunAreRefused(t *testing.T) {
+	tz := func(s string) *string { return &s }
+	cases := []struct {
+		name string
+		spec ergonv1alpha1.TriggerSpec
+		want []string
+	}{
+		{"five fields", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "0 9 * * MON"}}, nil},
+		{"a macro in a time zone", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "@weekly",
+			TimeZone: tz("Europe/Berlin")}}, nil},
+		{"six fields", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "0 0 9 * * MON"}},
+			[]string{"spec.schedule.cron", "not a cron schedule"}},
+		{"a minute out of range", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "61 * * * *"}},
+			[]string{"spec.schedule.cron"}},
+		{"a time zone inside the schedule", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "TZ=UTC 0 9 * * *"}},
+			[]string{"spec.schedule.cron", "spec.schedule.timeZone"}},
+		{"an unknown time zone", ergonv1alpha1.TriggerSpec{Schedule: &ergonv1alpha1.ScheduleSource{Cron: "@daily",
+			TimeZone: tz("Mars/Olympus")}}, []string{"spec.schedule.timeZone", "IANA"}},
+		{"a webhook mapping that does not compile", ergonv1alpha1.TriggerSpec{Webhook: &ergonv1alpha1.WebhookSource{
+			Params: map[string]string{"sprint": "body.sprint +"}}}, []string{"spec.webhook.params[sprint]"}},
+		{"a completion mapping over the wrong variable", ergonv1alpha1.TriggerSpec{RunCompleted: &ergonv1alpha1.RunCompletedSource{
+			Params: map[string]string{"body": "body.text"}}}, []string{"spec.runCompleted.params[body]"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ValidateTriggerSpec(&tc.spec)
+			if len(tc.want) == 0 {
+				if len(errs) > 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs.ToAggregate().Error(), w) {
+					t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestTriggerParamsMustFitTheScene(t *testing.T) {
+	scene := &ergonv1alpha1.SceneSpec{Params: []ergonv1alpha1.ParamSpec{{Name: "sprint"}, {Name: "team", Default: new("core")}}}
+	ok := ergonv1alpha1.TriggerSpec{Webhook: &ergonv1alpha1.WebhookSource{Params: map[string]string{"sprint": "body.sprint"}}}
+	if errs := TriggerParamsFitScene(&ok, scene); len(errs) > 0 {
+		t.Fatalf("a webhook mapping the required param was refused: %v", errs)
+	}
+	missing := ergonv1alpha1.TriggerSpec{Params: map[string]string{"team": "x", "colour": "red"}}
+	got := TriggerParamsFitScene(&missing, scene).ToAggregate().Error()
+	for _, w := range []string{"spec.params[sprint]: Required value", `spec.params[colour]: Unsupported value: "colour"`} {
+		if !strings.Contains(got, w) {
+			t.Errorf("%q does not contain %q", got, w)
+		}
+	}
+}

@@ -72,6 +72,23 @@ var _ = Describe("The admission webhooks", func() {
 		refused(k8sClient.Create(ctx, &a), "spec.steps[0].scene.name", "Scenes call each other in a cycle: a -> b -> a")
 	})
 
+	It("refuse a Trigger whose schedule does not parse, and one that leaves a required param unset", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		s := scene("report", container("a", "{{ .params.sprint }}"))
+		s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "sprint"}}
+		s.Namespace = ns
+		Expect(k8sClient.Create(ctx, &s)).To(Succeed())
+		trigger := func(name, cron string, params map[string]string) *ergonv1alpha1.Trigger {
+			return &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: ergonv1alpha1.TriggerSpec{
+				SceneRef: corev1.LocalObjectReference{Name: "report"}, Params: params,
+				Schedule: &ergonv1alpha1.ScheduleSource{Cron: cron}}}
+		}
+		refused(k8sClient.Create(ctx, trigger("bad-cron", "every monday", map[string]string{"sprint": "1"})),
+			"spec.schedule.cron", "not a cron schedule")
+		refused(k8sClient.Create(ctx, trigger("no-sprint", "@daily", nil)), "spec.params[sprint]: Required value")
+		Expect(k8sClient.Create(ctx, trigger("good", "0 9 * * MON", map[string]string{"sprint": "43"}))).To(Succeed())
+	})
+
 	It("refuse a Run with params its Scene does not have, and accept one whose Scene is still to come", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		s := scene("greet", container("a", "hello {{ .params.who }}"))

@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/expr"
+)
+
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-trigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=vtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+
+// TriggerValidator refuses Triggers that could never start a Run: a cron schedule or time
+// zone that does not parse, param mappings that do not compile, params the Scene does not
+// take or lacks. A Scene that does not exist yet is a warning: GitOps applies in any order.
+type TriggerValidator struct {
+	Reader client.Reader
+}
+
+// SetupTriggerWebhookWithManager registers the Trigger webhook.
+func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).
+		WithValidator(&TriggerValidator{Reader: mgr.GetAPIReader()}).Complete()
+}
+
+// ValidateCreate checks a new Trigger.
+func (v *TriggerValidator) ValidateCreate(ctx context.Context, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+	return v.validate(ctx, t)
+}
+
+// ValidateUpdate checks a changed Trigger.
+func (v *TriggerValidator) ValidateUpdate(ctx context.Context, _, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+	return v.validate(ctx, t)
+}
+
+// ValidateDelete allows every deletion.
+func (v *TriggerValidator) ValidateDelete(context.Context, *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+	errs := ValidateTriggerSpec(&t.Spec)
+	var warnings admission.Warnings
+	scene := &ergonv1alpha1.Scene{}
+	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.SceneRef.Name}, scene)
+	switch {
+	case apierrors.IsNotFound(err):
+		warnings = append(warnings, fmt.Sprintf("spec.sceneRef.name: Scene %q does not exist yet; its params are checked when it does",
+			t.Spec.SceneRef.Name))
+	case err != nil:
+		return nil, apierrors.NewInternalError(err)
+	default:
+		errs = append(errs, TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
+	}
+	return warnings, nil
+}
+
+// ValidateTriggerSpec checks what a Trigger decides alone: its schedule, its time zone, and
+// that its param mappings compile as CEL over the event they read.
+func ValidateTriggerSpec(spec *ergonv1alpha1.TriggerSpec) field.ErrorList {
+	var errs field.ErrorList
+	if s := spec.Schedule; s != nil {
+		path := field.NewPath("spec", "schedule")
+		if strings.HasPrefix(s.Cron, "TZ=") || strings.HasPrefix(s.Cron, "CRON_TZ=") {
+			errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, "set the time zone in spec.schedule.timeZone, not in the schedule"))
+		} else if _, err := cron.ParseStandard(s.Cron); err != nil {
+			errs = append(errs, field.Invalid(path.Child("cron"), s.Cron,
+				fmt.Sprintf("not a cron schedule (%v); use five fields such as \"0 9 * * MON\" or a macro such as @daily", err)))
+		}
+		if s.TimeZone != nil {
+			if _, err := time.LoadLocation(*s.TimeZone); err != nil {
+				errs = append(errs, field.Invalid(path.Child("timeZone"), *s.TimeZone,
+					"not a known IANA time zone; use a name such as Europe/Berlin"))
+			}
+		}
+	}
+	mappings := func(path *field.Path, params map[string]string, variable string) {
+		for _, name := range slices.Sorted(maps.Keys(params)) {
+			p := path.Key(name)
+			if _, err := expr.CompileMapping(p.String(), params[name], variable); err != nil {
+				errs = append(errs, field.Invalid(p, params[name], err.Error()))
+			}
+		}
+	}
+	if spec.Webhook != nil {
+		mappings(field.NewPath("spec", "webhook", "params"), spec.Webhook.Params, "body")
+	}
+	if spec.RunCompleted != nil {
+		mappings(field.NewPath("spec", "runCompleted", "params"), spec.RunCompleted.Params, "run")
+	}
+	return errs
+}
+
+// TriggerParamsFitScene checks that the params a Trigger gives, its own and its source's
+// mappings together, are the Scene's and cover the ones it requires.
+func TriggerParamsFitScene(spec *ergonv1alpha1.TriggerSpec, scene *ergonv1alpha1.SceneSpec) field.ErrorList {
+	given := map[string]*field.Path{}
+	add := func(path *field.Path, params map[string]string) {
+		for name := range params {
+			given[name] = path.Key(name)
+		}
+	}
+	add(field.NewPath("spec", "params"), spec.Params)
+	if spec.Webhook != nil {
+		add(field.NewPath("spec", "webhook", "params"), spec.Webhook.Params)
+	}
+	if spec.RunCompleted != nil {
+		add(field.NewPath("spec", "runCompleted", "params"), spec.RunCompleted.Params)
+	}
+	var errs field.ErrorList
+	declared := map[string]bool{}
+	for _, p := range scene.Params {
+		declared[p.Name] = true
+		path, set := given[p.Name]
+		switch {
+		case set && p.ValueFrom != nil:
+			errs = append(errs, field.Forbidden(path, "this param comes from a Secret and cannot be set by a Trigger"))
+		case !set && p.ValueFrom == nil && p.Default == nil:
+			errs = append(errs, field.Required(field.NewPath("spec", "params").Key(p.Name),
+				"the Scene requires this param; set it here or map it from the event"))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		if !declared[name] {
+			errs = append(errs, field.NotSupported(given[name], name, slices.Sorted(maps.Keys(declared))))
+		}
+	}
+	return errs
+}
