@@ -334,6 +334,66 @@ var _ = Describe("The Run controller", func() {
 		Expect(stepStatus(run, "consume").Output.Preview).To(HaveSuffix("524288"))
 	})
 
+	It("waits on a Gate, and goes down the onTimeout branch when nobody decides in time", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		approved := container("publish", "published", "review")
+		approved.When = "steps.review.decision == 'approve'"
+		rejected := container("discard", "discarded", "review")
+		rejected.When = "steps.review.decision == 'reject'"
+		createScene(ctx, ns, "review", container("draft", "draft"),
+			ergonv1alpha1.Step{Name: "review", DependsOn: []string{"draft"}, Gate: &ergonv1alpha1.GateStep{
+				Message: "Publish {{ .steps.draft.output }}?", Timeout: &metav1.Duration{Duration: 2 * time.Second}, OnTimeout: "reject"}},
+			approved, rejected)
+		createRun(ctx, ns, "review-1", "review", nil)
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "review-1"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
+		}).Should(Succeed())
+
+		run := finished(ctx, ns, "review-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(stepStatus(run, "review").Decision).To(Equal("reject"))
+		Expect(stepStatus(run, "discard").Phase).To(Equal(ergonv1alpha1.StepSucceeded))
+		Expect(stepStatus(run, "publish").Phase).To(Equal(ergonv1alpha1.StepSkipped))
+		gate := &ergonv1alpha1.Gate{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "review-1-review"}, gate)).To(Succeed())
+		Expect(gate.Spec.Message).To(Equal("Publish draft?"))
+		Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GateTimedOut))
+		Expect(gate.Status.DecidedBy).To(Equal("timeout"))
+	})
+
+	It("resumes a Run once a Gate has its quorum of approvals", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "quorum",
+			ergonv1alpha1.Step{Name: "ask", Gate: &ergonv1alpha1.GateStep{MinApprovals: new(int32(2))}},
+			container("go", "went {{ .steps.ask.decision }}", "ask"))
+		createRun(ctx, ns, "quorum-1", "quorum", nil)
+		gate := &ergonv1alpha1.Gate{}
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "quorum-1-ask"}, gate)
+		}).Should(Succeed())
+		vote := func(users ...string) {
+			var approvals []string
+			for _, u := range users {
+				approvals = append(approvals, `{"user":"`+u+`","option":"approve"}`)
+			}
+			patch := []byte(`{"spec":{"approvals":[` + strings.Join(approvals, ",") + `]}}`)
+			Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		}
+		vote("alice")
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending))
+		}).WithTimeout(time.Second).Should(Succeed())
+		vote("alice", "carol")
+		run := finished(ctx, ns, "quorum-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(stepStatus(run, "go").Output.Preview).To(Equal("went approve"))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Status.DecidedBy).To(Equal("alice, carol"))
+	})
+
 	It("deletes a finished Run once its time to live has passed", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "brief", container("only", "done"))

@@ -224,6 +224,14 @@ func main() {
 		setupLog.Error(err, "Failed to create controller", "controller", "Run")
 		os.Exit(1)
 	}
+	if err := (&controllers.GateReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ergon-gate"),
+		Clock:    clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Failed to create controller", "controller", "Gate")
+		os.Exit(1)
+	}
 	if enableWebhooks {
 		if err := webhookv1alpha1.SetupSceneWebhookWithManager(mgr); err != nil {
 			setupLog.Error(err, "Failed to create webhook", "webhook", "Scene")

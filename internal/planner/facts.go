@@ -98,6 +98,8 @@ type GateState struct {
 	Option  string
 	// DecidedBy is who decided, or "timeout".
 	DecidedBy string
+	// TimedOut is true when the Gate's timeout decided it.
+	TimedOut bool
 }
 
 // Output is a step pod's output as collected by the controller, or why it could not be.

@@ -391,6 +391,10 @@ func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus
 	if !ok || !gate.Decided {
 		return
 	}
+	if gate.TimedOut && gate.Option == "" {
+		p.fail(s, step, ReasonGateTimedOut, fmt.Sprintf("Gate %s timed out and names no onTimeout option", s.Gate))
+		return
+	}
 	s.Decision = gate.Option
 	p.end(s, ergonv1alpha1.StepSucceeded, ReasonDecided, fmt.Sprintf("%s decided %s", gate.DecidedBy, gate.Option))
 }
@@ -409,6 +413,7 @@ const (
 	ReasonTemplateError       = "TemplateError"
 	ReasonChildRunFailed      = "ChildRunFailed"
 	ReasonDecided             = "Decided"
+	ReasonGateTimedOut        = "GateTimedOut"
 	ReasonError               = "Error"
 	ReasonOutputError         = "OutputError"
 	ReasonPodDeleted          = "PodDeleted"

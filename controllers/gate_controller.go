@@ -1,0 +1,89 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// GateReconciler keeps a Gate's status: Pending until a decision, a quorum of approvals or
+// the timeout decides it, then Approved, Rejected or TimedOut for good. The Run waiting on
+// the Gate reads that status and goes on.
+type GateReconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=ergon.dev,resources=gates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ergon.dev,resources=gates/status,verbs=get;update;patch
+
+// Reconcile decides one Gate.
+func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	gate := &ergonv1alpha1.Gate{}
+	if err := r.Get(ctx, req.NamespacedName, gate); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+	status, outcome := decideGate(gate, now)
+	if !equality.Semantic.DeepEqual(&gate.Status, &status) {
+		base := gate.DeepCopy()
+		gate.Status = status
+		if err := r.Status().Patch(ctx, gate, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if outcome != nil {
+			r.announce(gate, outcome)
+		}
+	}
+	if status.Phase == ergonv1alpha1.GatePending && status.ExpiresAt != nil {
+		return ctrl.Result{RequeueAfter: status.ExpiresAt.Sub(now)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// announce records the decision as an Event on the Gate and on its Run.
+func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gateOutcome) {
+	eventType := corev1.EventTypeNormal
+	if o.phase != ergonv1alpha1.GateApproved {
+		eventType = corev1.EventTypeWarning
+	}
+	note := "Gate %s %s by %s: option %q"
+	args := []any{gate.Name, o.phase, o.decidedBy, o.option}
+	if o.comment != "" {
+		note += ", comment %q"
+		args = append(args, o.comment)
+	}
+	r.Recorder.Eventf(gate, nil, eventType, "Gate"+string(o.phase), "Decide", note, args...)
+	run := &ergonv1alpha1.Run{}
+	run.Name, run.Namespace = gate.Spec.RunRef.Name, gate.Namespace
+	r.Recorder.Eventf(run, gate, eventType, "Gate"+string(o.phase), "Decide", note, args...)
+}
+
+// SetupWithManager registers the controller.
+func (r *GateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&ergonv1alpha1.Gate{}).Named("gate").Complete(r)
+}
