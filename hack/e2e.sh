@@ -15,6 +15,9 @@ fi
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
 hack/local-cluster.sh down >/dev/null 2>&1 || true
+# Install the Debian packages and build the binaries first: installing packages changes the
+# machine on purpose, and only what the cluster itself leaves behind is compared.
+hack/local-cluster.sh build
 hack/local-cluster.sh host-state >"$state/before"
 unset KUBECONFIG
 rc=0

@@ -856,8 +856,12 @@ host_state() {
       echo "${p#/proc/} $exe"
     fi
   done
-  echo "## listening sockets"
-  ss -Hlntu | awk '{print $1, $5}' | sort
+  # Fixed ports only: listeners on ephemeral ports come and go with whatever else runs on
+  # the machine (test servers on loopback), and no component of the cluster uses one.
+  echo "## listening sockets (ports below the ephemeral range)"
+  local lo
+  lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range)
+  ss -Hlntu | awk -v lo="$lo" '{n = split($5, a, ":"); if (a[n] + 0 < lo) print $1, $5}' | sort
 }
 
 # --- commands --------------------------------------------------------------------------------
