@@ -382,9 +382,13 @@ var _ = Describe("The Run controller", func() {
 			Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 		}
 		vote("alice")
-		Consistently(func(g Gomega) {
+		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
 			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending), "one approval of two decides nothing")
 		}).WithTimeout(time.Second).Should(Succeed())
 		vote("alice", "carol")
 		run := finished(ctx, ns, "quorum-1")

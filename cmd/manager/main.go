@@ -245,6 +245,10 @@ func main() {
 			setupLog.Error(err, "Failed to create webhook", "webhook", "Trigger")
 			os.Exit(1)
 		}
+		if err := webhookv1alpha1.SetupGateWebhookWithManager(mgr); err != nil {
+			setupLog.Error(err, "Failed to create webhook", "webhook", "Gate")
+			os.Exit(1)
+		}
 	}
 	// +kubebuilder:scaffold:builder
 

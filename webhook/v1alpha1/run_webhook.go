@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -29,7 +30,12 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 )
 
-// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create;update,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-run,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create,versions=v1alpha1,name=mrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+
+// AnnotationCreatedBy records who created a Run, stamped at admission from the request's
+// identity; a Gate with forbidSelfApproval refuses that person.
+const AnnotationCreatedBy = "ergon.dev/created-by"
 
 // RunValidator refuses Runs whose params do not fit their Scene. A Run of a Scene that does
 // not exist yet is accepted with a warning: GitOps applies objects in any order, and the Run
@@ -41,7 +47,21 @@ type RunValidator struct {
 // SetupRunWebhookWithManager registers the Run webhook.
 func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).
+		WithDefaulter(&RunValidator{Reader: mgr.GetAPIReader()}).
 		WithValidator(&RunValidator{Reader: mgr.GetAPIReader()}).Complete()
+}
+
+// Default stamps a new Run with who creates it, over anything the client sent.
+func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	if run.Annotations == nil {
+		run.Annotations = map[string]string{}
+	}
+	run.Annotations[AnnotationCreatedBy] = req.UserInfo.Username
+	return nil
 }
 
 // ValidateCreate checks a new Run against its Scene.
@@ -61,8 +81,13 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 	return nil, nil
 }
 
-// ValidateUpdate allows updates: sceneRef and params are immutable by the CRD's own rules.
-func (v *RunValidator) ValidateUpdate(context.Context, *ergonv1alpha1.Run, *ergonv1alpha1.Run) (admission.Warnings, error) {
+// ValidateUpdate keeps who created a Run; sceneRef and params are immutable by the CRD's rules.
+func (v *RunValidator) ValidateUpdate(_ context.Context, old, run *ergonv1alpha1.Run) (admission.Warnings, error) {
+	if old.Annotations[AnnotationCreatedBy] != run.Annotations[AnnotationCreatedBy] {
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, field.ErrorList{
+			field.Forbidden(field.NewPath("metadata", "annotations").Key(AnnotationCreatedBy), "who created a Run cannot change"),
+		})
+	}
 	return nil, nil
 }
 

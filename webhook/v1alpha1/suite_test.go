@@ -29,6 +29,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -43,6 +44,8 @@ import (
 // The webhooks are installed from config/webhook into a real API server, which calls them
 // for every object the tests send: the admission path itself is under test.
 var (
+	restCfg   *rest.Config
+	scheme    = runtime.NewScheme()
 	k8sClient client.Client
 	testEnv   *envtest.Environment
 	cancel    context.CancelFunc
@@ -55,7 +58,6 @@ func TestWebhooks(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
 
@@ -65,6 +67,7 @@ var _ = BeforeSuite(func() {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
 	}
 	cfg, err := testEnv.Start()
+	restCfg = cfg
 	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
@@ -81,6 +84,7 @@ var _ = BeforeSuite(func() {
 	Expect(SetupSceneWebhookWithManager(mgr)).To(Succeed())
 	Expect(SetupRunWebhookWithManager(mgr)).To(Succeed())
 	Expect(SetupTriggerWebhookWithManager(mgr)).To(Succeed())
+	Expect(SetupGateWebhookWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
@@ -102,3 +106,13 @@ var _ = AfterSuite(func() {
 	cancel()
 	Expect(testEnv.Stop()).To(Succeed())
 })
+
+// clientAs returns a client acting as a user with groups, whom the API server authenticates
+// by a client certificate, so the webhooks see that identity.
+func clientAs(name string, groups ...string) client.Client {
+	user, err := testEnv.AddUser(envtest.User{Name: name, Groups: groups}, restCfg)
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(user.Config(), client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}

@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// bind grants a user a ClusterRole in a namespace.
+func bind(ctx context.Context, ns, user, role string) {
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: user + "-", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})).To(Succeed())
+}
+
+// decide patches a Gate's decision as kubectl patch does, forging the user it claims.
+func decide(ctx context.Context, c client.Client, gate *ergonv1alpha1.Gate, option string) error {
+	patch := []byte(`{"spec":{"decision":{"option":"` + option + `","comment":"ok","user":"mallory","groups":["admins"]}}}`)
+	return c.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+}
+
+func approve(ctx context.Context, c client.Client, gate *ergonv1alpha1.Gate, approvals string) error {
+	return c.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"approvals":[`+approvals+`]}}`)))
+}
+
+var _ = Describe("The Gate webhook", Ordered, func() {
+	var ns string
+	var alice, bob, dave client.Client
+
+	BeforeAll(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		// Everyone may patch Gates; only RBAC's verb approve or the Gate's approvers decide.
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "gate-patcher"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"ergon.dev"}, Resources: []string{"gates"}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{"ergon.dev"}, Resources: []string{"runs"}, Verbs: []string{"create", "get"}},
+			},
+		}))).To(Succeed())
+		data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "user_roles.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		approver := &rbacv1.ClusterRole{}
+		Expect(yaml.Unmarshal([]byte(string(data)[:indexOf(string(data), "\n---")]), approver)).To(Succeed())
+		Expect(approver.Name).To(Equal("ergon-gate-approver"))
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, approver))).To(Succeed())
+		for _, u := range []string{"alice", "bob", "dave"} {
+			bind(ctx, ns, u, "gate-patcher")
+		}
+		bind(ctx, ns, "dave", "ergon-gate-approver")
+		alice, bob, dave = clientAs("alice", "leads"), clientAs("bob"), clientAs("dave")
+	})
+
+	gateOf := func(ctx SpecContext, name string, mutate func(*ergonv1alpha1.GateSpec)) *ergonv1alpha1.Gate {
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "absent"}}}
+		Expect(alice.Create(ctx, run)).To(Succeed())
+		gate := &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: name + "-review", Namespace: ns},
+			Spec: ergonv1alpha1.GateSpec{RunRef: corev1.LocalObjectReference{Name: name}, Step: "review",
+				Approvers: &ergonv1alpha1.Approvers{Groups: []string{"leads"}}}}
+		if mutate != nil {
+			mutate(&gate.Spec)
+		}
+		Expect(k8sClient.Create(ctx, gate)).To(Succeed())
+		return gate
+	}
+
+	It("stamps a listed approver's identity over the one the client sent", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r1", nil)
+		Expect(decide(ctx, alice, gate, "approve")).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Spec.Decision.User).To(Equal("alice"))
+		Expect(gate.Spec.Decision.Groups).To(ContainElement("leads"))
+		Expect(gate.Spec.Decision.Groups).NotTo(ContainElement("admins"))
+
+		By("refusing a second decision")
+		Expect(decide(ctx, dave, gate, "reject")).To(MatchError(ContainSubstring("a Gate is decided once")))
+	})
+
+	It("refuses someone neither listed nor granted approve by RBAC", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r2", nil)
+		refused(decide(ctx, bob, gate, "approve"), "spec.decision", "bob may not decide this Gate", "ergon-gate-approver")
+	})
+
+	It("allows someone RBAC grants the verb approve, though not listed", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r3", nil)
+		Expect(decide(ctx, dave, gate, "reject")).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Spec.Decision.User).To(Equal("dave"))
+	})
+
+	It("refuses the Run's creator when the Gate forbids self-approval", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r4", func(s *ergonv1alpha1.GateSpec) { s.ForbidSelfApproval = true })
+		run := &ergonv1alpha1.Run{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r4"}, run)).To(Succeed())
+		Expect(run.Annotations).To(HaveKeyWithValue(AnnotationCreatedBy, "alice"))
+		refused(decide(ctx, alice, gate, "approve"), "alice created Run r4", "forbids self-approval")
+		Expect(decide(ctx, dave, gate, "approve")).To(Succeed())
+	})
+
+	It("refuses decisions once the Run has finished", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r5", nil)
+		run := &ergonv1alpha1.Run{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r5"}, run)).To(Succeed())
+		run.Status.Phase = ergonv1alpha1.RunCancelled
+		Expect(k8sClient.Status().Update(ctx, run)).To(Succeed())
+		refused(decide(ctx, alice, gate, "approve"), "Run r5 has finished (Cancelled)")
+	})
+
+	It("needs two different people for a quorum of two, each stamped", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r6", func(s *ergonv1alpha1.GateSpec) { s.MinApprovals = new(int32(2)) })
+		Expect(approve(ctx, alice, gate, `{"user":"zed","option":"approve"}`)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Spec.Approvals).To(ConsistOf(HaveField("User", "alice")))
+
+		By("refusing a second approval by the same person, whatever name it claims")
+		refused(approve(ctx, alice, gate, `{"user":"alice","option":"approve"},{"user":"zed","option":"approve"}`),
+			`spec.approvals[1]: Duplicate value: {"user":"alice"}`)
+		By("refusing to withdraw an approval")
+		refused(approve(ctx, dave, gate, `{"user":"someone","option":"approve"}`), "approvals are never withdrawn")
+		Expect(approve(ctx, dave, gate, `{"user":"alice","option":"approve"},{"user":"someone","option":"approve"}`)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Spec.Approvals).To(ConsistOf(HaveField("User", "alice"), HaveField("User", "dave")))
+	})
+})
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return len(s)
+}
