@@ -58,10 +58,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
 var scheme = k8sruntime.NewScheme()
@@ -69,6 +71,7 @@ var scheme = k8sruntime.NewScheme()
 func main() {
 	runs := flag.Int("runs", 100, "Runs of the 10-step Scene to execute at once")
 	fanOut := flag.Int("fan-out", 1000, "steps of the fan-out Scene")
+	applies := flag.Int("applies", 200, "Scenes applied at once through the admission webhook")
 	active := flag.Int("active", 500, "Runs kept active while step latency is measured")
 	rate := flag.Int("rate", 50, "steps a second the kubelet finishes while Runs are active")
 	noFsync := flag.Bool("etcd-no-fsync", false, "run etcd without fsync, to measure the engine rather than the disk")
@@ -76,7 +79,8 @@ func main() {
 	must(clientgoscheme.AddToScheme(scheme))
 	must(ergonv1alpha1.AddToScheme(scheme))
 
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
 	if *noFsync {
 		env.ControlPlane.Etcd = &envtest.Etcd{}
 		env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
@@ -91,7 +95,7 @@ func main() {
 	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.next = rt; return writes })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	startManager(ctx, mgrCfg)
+	startManager(ctx, mgrCfg, &env.WebhookInstallOptions)
 
 	kcfg := rest.CopyConfig(cfg)
 	kcfg.QPS, kcfg.Burst = 1000, 2000
@@ -100,7 +104,9 @@ func main() {
 	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
 	go k.run(ctx)
 
-	fmt.Printf("%d Runs active; their steps finish at %d a second\n", *active, *rate)
+	fmt.Printf("%d Scenes applied through the admission webhook, %d at a time\n", *applies, 10)
+	webhookBurst(ctx, c, *applies)
+	fmt.Printf("\n%d Runs active; their steps finish at %d a second\n", *active, *rate)
 	activeRuns(ctx, c, k, *active, *rate)
 	fmt.Printf("\n%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
 	manyRuns(ctx, c, k, writes, *runs)
@@ -120,10 +126,12 @@ func must(err error) {
 	}
 }
 
-func startManager(ctx context.Context, cfg *rest.Config) {
+func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions) {
 	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: hooks.LocalServingHost, Port: hooks.LocalServingPort, CertDir: hooks.LocalServingCertDir}),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed},
 		}},
@@ -133,6 +141,10 @@ func startManager(ctx context.Context, cfg *rest.Config) {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4},
 	}).SetupWithManager(mgr))
+	must(webhookv1alpha1.SetupSceneWebhookWithManager(mgr))
+	must(webhookv1alpha1.SetupRunWebhookWithManager(mgr))
+	must(webhookv1alpha1.SetupTriggerWebhookWithManager(mgr))
+	must(webhookv1alpha1.SetupGateWebhookWithManager(mgr))
 	go func() { must(mgr.Start(ctx)) }()
 }
 
@@ -534,5 +546,68 @@ func waitPods(k *kubelet, ns string, n int) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// webhookBurst creates n Scenes, ten at a time, through the API server and so the Scene
+// admission webhook, and reports the webhook's own latency (controller-runtime's histogram)
+// and that of the whole create as the client sees it.
+func webhookBurst(ctx context.Context, c client.Client, n int) {
+	ns := namespace(ctx, c, "bench-webhook")
+	var mu sync.Mutex
+	var creates []time.Duration
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for i := range work {
+				scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: ns}}
+				scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who", Default: new("world")}}
+				scene.Spec.Steps = tenSteps()
+				scene.Spec.Steps[0].Container.Command = []string{"echo", "hello {{ .params.who }}"}
+				start := time.Now()
+				must(c.Create(ctx, scene))
+				mu.Lock()
+				creates = append(creates, time.Since(start))
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	slices.Sort(creates)
+	fmt.Printf("  create as the client sees it: p50 %s, p99 %s\n", pct(creates, 50), pct(creates, 99))
+	families, err := metrics.Registry.Gather()
+	must(err)
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			path := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "webhook" {
+					path = l.GetValue()
+				}
+			}
+			if !strings.Contains(path, "scene") {
+				continue
+			}
+			h := m.GetHistogram()
+			quantile := func(q float64) string {
+				target := q * float64(h.GetSampleCount())
+				for _, b := range h.GetBucket() {
+					if float64(b.GetCumulativeCount()) >= target {
+						return fmt.Sprintf("<= %s", time.Duration(b.GetUpperBound()*float64(time.Second)))
+					}
+				}
+				return "over the last bucket"
+			}
+			fmt.Printf("  webhook %s: %d calls, mean %.1f ms, p50 %s, p99 %s (histogram buckets)\n", path, h.GetSampleCount(),
+				1000*h.GetSampleSum()/float64(h.GetSampleCount()), quantile(0.5), quantile(0.99))
+		}
 	}
 }

@@ -42,11 +42,13 @@ import (
 // grants the verb "approve" on the Gate, and only while its Run has not finished.
 type GateWebhook struct {
 	Client client.Client
+	// Reader reads Runs, from the cache first.
+	Reader client.Reader
 }
 
 // SetupGateWebhookWithManager registers both halves of the Gate webhook.
 func SetupGateWebhookWithManager(mgr ctrl.Manager) error {
-	w := &GateWebhook{Client: mgr.GetClient()}
+	w := &GateWebhook{Client: mgr.GetClient(), Reader: newReader(mgr)}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Gate{}).WithDefaulter(w).WithValidator(w).Complete()
 }
 
@@ -120,7 +122,7 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 		return nil, invalid("approvals are never withdrawn; a Gate keeps every vote it was given")
 	}
 	run := &ergonv1alpha1.Run{}
-	err = w.Client.Get(ctx, client.ObjectKey{Namespace: gate.Namespace, Name: gate.Spec.RunRef.Name}, run)
+	err = w.Reader.Get(ctx, client.ObjectKey{Namespace: gate.Namespace, Name: gate.Spec.RunRef.Name}, run)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, invalid(fmt.Sprintf("Run %s no longer exists; there is nothing to decide", gate.Spec.RunRef.Name))

@@ -47,8 +47,8 @@ type RunValidator struct {
 // SetupRunWebhookWithManager registers the Run webhook.
 func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).
-		WithDefaulter(&RunValidator{Reader: mgr.GetAPIReader()}).
-		WithValidator(&RunValidator{Reader: mgr.GetAPIReader()}).Complete()
+		WithDefaulter(&RunValidator{Reader: newReader(mgr)}).
+		WithValidator(&RunValidator{Reader: newReader(mgr)}).Complete()
 }
 
 // Default stamps a new Run with who creates it, over anything the client sent.

@@ -43,7 +43,7 @@ type SceneValidator struct {
 // SetupSceneWebhookWithManager registers the Scene webhook.
 func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
-		WithValidator(&SceneValidator{Reader: mgr.GetAPIReader()}).Complete()
+		WithValidator(&SceneValidator{Reader: newReader(mgr)}).Complete()
 }
 
 // ValidateCreate checks a new Scene.

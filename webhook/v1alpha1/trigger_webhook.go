@@ -47,7 +47,7 @@ type TriggerValidator struct {
 // SetupTriggerWebhookWithManager registers the Trigger webhook.
 func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).
-		WithValidator(&TriggerValidator{Reader: mgr.GetAPIReader()}).Complete()
+		WithValidator(&TriggerValidator{Reader: newReader(mgr)}).Complete()
 }
 
 // ValidateCreate checks a new Trigger.
