@@ -41,14 +41,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -62,7 +60,6 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
-	"github.com/ergon-dev/ergon/internal/outputs"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -188,91 +185,6 @@ type noLogs struct{}
 
 func (noLogs) Read(context.Context, string, string, string) (io.ReadCloser, error) {
 	return nil, fmt.Errorf("the bench kubelet keeps outputs inline")
-}
-
-// kubelet moves step pods along and records when each was created and finished.
-type kubelet struct {
-	c       client.WithWatch
-	mu      sync.Mutex
-	created map[string]time.Time // pod name -> seen created
-	done    map[string]time.Time // pod name -> marked Succeeded
-	hold    atomic.Bool          // keep pods running instead of finishing them
-	// paced, when set, receives the pods of a namespace instead of finishing them: a pacer
-	// finishes them at a steady rate, and pods of the step "hold" stay running.
-	pacedNS string
-	paced   chan *corev1.Pod
-	// parkNS, when set, parks the pods of a namespace but its root's in parked, running.
-	parkNS string
-	parked chan *corev1.Pod
-}
-
-func (k *kubelet) run(ctx context.Context) {
-	work := make(chan *corev1.Pod, 100000)
-	for range 8 {
-		go func() {
-			for pod := range work {
-				k.finish(ctx, pod)
-			}
-		}()
-	}
-	// A watch ends now and then; watching again lists the pods that exist as ADDED first.
-	for ctx.Err() == nil {
-		w, err := k.c.Watch(ctx, &corev1.PodList{}, client.HasLabels{ergonv1alpha1.LabelAttempt})
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		for e := range w.ResultChan() {
-			pod, ok := e.Object.(*corev1.Pod)
-			if !ok || e.Type != watch.Added || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
-				continue
-			}
-			k.mu.Lock()
-			_, seen := k.created[key(pod)]
-			if !seen {
-				k.created[key(pod)] = time.Now()
-			}
-			k.mu.Unlock()
-			work <- pod
-		}
-	}
-}
-
-func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
-
-func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod) {
-	now := metav1.Now()
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "step",
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-	if k.c.Status().Update(ctx, pod) != nil || (k.hold.Load() && pod.Labels[ergonv1alpha1.LabelStep] != "root") {
-		return
-	}
-	if pod.Namespace == k.parkNS && pod.Labels[ergonv1alpha1.LabelStep] != "root" {
-		k.parked <- pod
-		return
-	}
-	if pod.Namespace == k.pacedNS {
-		if pod.Labels[ergonv1alpha1.LabelStep] != "hold" {
-			k.paced <- pod
-		}
-		return
-	}
-	k.succeed(ctx, pod)
-}
-
-// succeed ends a running pod as Ergon's entrypoint would, with a small output.
-func (k *kubelet) succeed(ctx context.Context, pod *corev1.Pod) {
-	now := pod.Status.ContainerStatuses[0].State.Running.StartedAt
-	report, _ := outputs.Write(nil, []byte("ok "+pod.Name), 0)
-	pod.Status.Phase = corev1.PodSucceeded
-	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		Message: string(report), StartedAt: now, FinishedAt: metav1.Now()}}
-	if k.c.Status().Update(ctx, pod) == nil {
-		k.mu.Lock()
-		k.done[key(pod)] = time.Now()
-		k.mu.Unlock()
-	}
 }
 
 func tenSteps() []ergonv1alpha1.Step {
@@ -546,68 +458,5 @@ func waitPods(k *kubelet, ns string, n int) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// webhookBurst creates n Scenes, ten at a time, through the API server and so the Scene
-// admission webhook, and reports the webhook's own latency (controller-runtime's histogram)
-// and that of the whole create as the client sees it.
-func webhookBurst(ctx context.Context, c client.Client, n int) {
-	ns := namespace(ctx, c, "bench-webhook")
-	var mu sync.Mutex
-	var creates []time.Duration
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 10 {
-		wg.Go(func() {
-			for i := range work {
-				scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", i), Namespace: ns}}
-				scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who", Default: new("world")}}
-				scene.Spec.Steps = tenSteps()
-				scene.Spec.Steps[0].Container.Command = []string{"echo", "hello {{ .params.who }}"}
-				start := time.Now()
-				must(c.Create(ctx, scene))
-				mu.Lock()
-				creates = append(creates, time.Since(start))
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	slices.Sort(creates)
-	fmt.Printf("  create as the client sees it: p50 %s, p99 %s\n", pct(creates, 50), pct(creates, 99))
-	families, err := metrics.Registry.Gather()
-	must(err)
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			path := ""
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" {
-					path = l.GetValue()
-				}
-			}
-			if !strings.Contains(path, "scene") {
-				continue
-			}
-			h := m.GetHistogram()
-			quantile := func(q float64) string {
-				target := q * float64(h.GetSampleCount())
-				for _, b := range h.GetBucket() {
-					if float64(b.GetCumulativeCount()) >= target {
-						return fmt.Sprintf("<= %s", time.Duration(b.GetUpperBound()*float64(time.Second)))
-					}
-				}
-				return "over the last bucket"
-			}
-			fmt.Printf("  webhook %s: %d calls, mean %.1f ms, p50 %s, p99 %s (histogram buckets)\n", path, h.GetSampleCount(),
-				1000*h.GetSampleSum()/float64(h.GetSampleCount()), quantile(0.5), quantile(0.99))
-		}
 	}
 }
