@@ -20,6 +20,10 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"path/filepath"
+
+	// The manager's image has no zoneinfo; Triggers' time zones come from the binary.
+	_ "time/tzdata"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
 	// to ensure that exec-entrypoint and run can make use of them.
@@ -43,7 +47,6 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
-	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -71,9 +74,8 @@ func main() {
 	var enableHTTP2 bool
 	var tlsOpts []func(*tls.Config)
 	var runConfig controllers.RunConfig
-	var enableWebhooks bool
-	flag.BoolVar(&enableWebhooks, "enable-webhooks", false,
-		"Serve the validating admission webhooks; needs a serving certificate in --webhook-cert-path.")
+	var webhooks webhookOptions
+	webhooks.bindFlags()
 	flag.StringVar(&runConfig.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
@@ -232,23 +234,15 @@ func main() {
 		setupLog.Error(err, "Failed to create controller", "controller", "Gate")
 		os.Exit(1)
 	}
-	if enableWebhooks {
-		if err := webhookv1alpha1.SetupSceneWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "Failed to create webhook", "webhook", "Scene")
-			os.Exit(1)
-		}
-		if err := webhookv1alpha1.SetupRunWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "Failed to create webhook", "webhook", "Run")
-			os.Exit(1)
-		}
-		if err := webhookv1alpha1.SetupTriggerWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "Failed to create webhook", "webhook", "Trigger")
-			os.Exit(1)
-		}
-		if err := webhookv1alpha1.SetupGateWebhookWithManager(mgr); err != nil {
-			setupLog.Error(err, "Failed to create webhook", "webhook", "Gate")
-			os.Exit(1)
-		}
+	// The webhook server reads its certificate from --webhook-cert-path, or from
+	// controller-runtime's default directory, where the rotator then writes it.
+	webhooks.certDir = webhookCertPath
+	if webhooks.certDir == "" {
+		webhooks.certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
+	if err := webhooks.setup(mgr); err != nil {
+		setupLog.Error(err, "Failed to set up the admission webhooks")
+		os.Exit(1)
 	}
 	// +kubebuilder:scaffold:builder
 
@@ -256,7 +250,7 @@ func main() {
 		setupLog.Error(err, "Failed to set up health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("webhooks", webhooks.readyz(mgr)); err != nil {
 		setupLog.Error(err, "Failed to set up ready check")
 		os.Exit(1)
 	}
