@@ -37,8 +37,9 @@ import (
 // deterministic names, so doing it twice creates nothing twice.
 func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
 	logger := log.FromContext(ctx)
+	stored := stepPhases(run)
 	for _, s := range plan.Status.Steps {
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil || stepFinished(run, s.Name) {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil || stored[s.Name].Finished() {
 			continue
 		}
 		out, ok := f.Outputs[s.PodName]

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -62,6 +63,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	if err := r.List(ctx, pods, client.InNamespace(run.Namespace), inRun); err != nil {
 		return nil, err
 	}
+	phases := stepPhases(run)
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
@@ -72,7 +74,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		step := pod.Labels[ergonv1alpha1.LabelStep]
 		f.Pods[step] = append(f.Pods[step], state)
 		seen[pod.Name] = true
-		if state.Phase == planner.PodSucceeded && !stepFinished(run, step) {
+		if state.Phase == planner.PodSucceeded && !phases[step].Finished() {
 			f.Outputs[pod.Name] = r.collect(ctx, pod)
 		}
 	}
@@ -100,7 +102,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	if err := r.gatherGates(ctx, run, f); err != nil {
 		return nil, err
 	}
-	if err := r.gatherValues(ctx, run, scene, f); err != nil {
+	if err := r.gatherValues(ctx, run, scene, phases, f); err != nil {
 		return nil, err
 	}
 	if r.Config.MaxActivePods > 0 {
@@ -127,13 +129,14 @@ func depth(run *ergonv1alpha1.Run) int {
 	return d
 }
 
-func stepFinished(run *ergonv1alpha1.Run, step string) bool {
+// stepPhases maps each step the stored status records to its phase; a step it does not
+// record is Pending.
+func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
+	phases := make(map[string]ergonv1alpha1.StepPhase, len(run.Status.Steps))
 	for _, s := range run.Status.Steps {
-		if s.Name == step {
-			return s.Phase.Finished()
-		}
+		phases[s.Name] = s.Phase
 	}
-	return false
+	return phases
 }
 
 // podState is what the planner needs to know of a step pod.
@@ -215,7 +218,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, run *ergonv1alpha1.R
 		if c := meta.FindStatusCondition(child.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
 			state.Message = c.Message
 		}
-		if names := sortedKeys(child.Status.Outputs); len(names) > 0 {
+		if names := slices.Sorted(maps.Keys(child.Status.Outputs)); len(names) > 0 {
 			out := child.Status.Outputs[names[len(names)-1]]
 			state.Output = &out
 			value, err := r.outputValue(ctx, child.Namespace, &out)
@@ -256,12 +259,13 @@ func (r *RunReconciler) gatherGates(ctx context.Context, run *ergonv1alpha1.Run,
 
 // gatherValues reads the whole outputs of finished steps, for the templates of the steps
 // after them.
-func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
+func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene,
+	phases map[string]ergonv1alpha1.StepPhase, f *planner.Facts) error {
 	for _, s := range run.Status.Steps {
 		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil {
 			continue
 		}
-		if !neededLater(scene, s.Name, run) {
+		if !neededLater(scene, s.Name, phases) {
 			continue
 		}
 		value, err := r.outputValue(ctx, run.Namespace, s.Output)
@@ -274,19 +278,10 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 }
 
 // neededLater reports whether a step that has not started yet depends on this one.
-func neededLater(scene *compile.Scene, step string, run *ergonv1alpha1.Run) bool {
+func neededLater(scene *compile.Scene, step string, phases map[string]ergonv1alpha1.StepPhase) bool {
 	for _, d := range scene.Graph.Dependents(step) {
-		if !stepStarted(run, d) {
+		if p := phases[d]; p == "" || p == ergonv1alpha1.StepPending {
 			return true
-		}
-	}
-	return false
-}
-
-func stepStarted(run *ergonv1alpha1.Run, step string) bool {
-	for _, s := range run.Status.Steps {
-		if s.Name == step {
-			return s.Phase != ergonv1alpha1.StepPending
 		}
 	}
 	return false
@@ -326,13 +321,4 @@ func (r *RunReconciler) activeStepPods(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
