@@ -134,6 +134,9 @@ func (c *compiler) step(i int) *Step {
 			for _, ref := range p.StepReferences() {
 				c.checkStep(path.Child("when"), spec.When, ref, upstream)
 			}
+			for _, ref := range p.ParamReferences() {
+				c.checkRef(path.Child("when"), spec.When, template.Ref{Kind: "params", Name: ref}, upstream)
+			}
 			st.When = p
 		}
 	}
@@ -170,6 +173,12 @@ func (c *compiler) step(i int) *Step {
 		}
 	case spec.Gate != nil:
 		st.gateMessage = tmpl(path.Child("gate", "message"), spec.Gate.Message)
+	case spec.Agent != nil:
+		// The agent runtime renders these; checking them here refuses a typo at admission.
+		if spec.Agent.System != "" {
+			tmpl(path.Child("agent", "system"), spec.Agent.System)
+		}
+		tmpl(path.Child("agent", "prompt"), spec.Agent.Prompt)
 	}
 	return st
 }
@@ -185,7 +194,7 @@ func (c *compiler) checkRef(p *field.Path, text string, ref template.Ref, upstre
 				"param %q comes from a Secret and is never rendered into a template; read it in the step from $%s",
 				ref.Name, SecretParamEnv(ref.Name))))
 		case !c.params[ref.Name]:
-			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("template references unknown param %q; declare it in spec.params", ref.Name)))
+			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("references unknown param %q; declare it in spec.params", ref.Name)))
 		}
 	case "steps":
 		c.checkStep(p, text, ref.Name, upstream)

@@ -39,6 +39,11 @@ func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
 	when.When = "steps.nope.decision == 'approve'"
 	notBool := run("b", "x", "a")
 	notBool.When = "'yes'"
+	whenParam := run("a", "x")
+	whenParam.When = "params.region == 'eu'"
+	whenSecret := run("a", "x")
+	whenSecret.When = "params.token != ''"
+	agent := ergonv1alpha1.Step{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "Review {{ .steps.draft.output }}"}}
 	cases := []struct {
 		name   string
 		params []ergonv1alpha1.ParamSpec
@@ -58,6 +63,12 @@ func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
 			[]string{"spec.steps[1].when", `unknown step "nope"`}},
 		{"a condition that is not boolean", nil, []ergonv1alpha1.Step{run("a", "x"), notBool},
 			[]string{"spec.steps[1].when", "boolean"}},
+		{"a condition naming an unknown param", nil, []ergonv1alpha1.Step{whenParam},
+			[]string{"spec.steps[0].when", `unknown param "region"`}},
+		{"a condition reading a secret param", []ergonv1alpha1.ParamSpec{secret}, []ergonv1alpha1.Step{whenSecret},
+			[]string{"spec.steps[0].when", "comes from a Secret"}},
+		{"an agent prompt naming an unknown step", nil, []ergonv1alpha1.Step{agent},
+			[]string{"spec.steps[0].agent.prompt", `unknown step "draft"`}},
 		{"a cycle", nil, []ergonv1alpha1.Step{run("a", "x", "b"), run("b", "x", "a")},
 			[]string{"a -> b -> a"}},
 	}

@@ -85,6 +85,7 @@ var _ = BeforeSuite(func() {
 	Expect(SetupRunWebhookWithManager(mgr)).To(Succeed())
 	Expect(SetupTriggerWebhookWithManager(mgr)).To(Succeed())
 	Expect(SetupGateWebhookWithManager(mgr)).To(Succeed())
+	Expect(SetupWorkspaceWebhookWithManager(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
@@ -103,7 +104,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	cancel()
+	if cancel != nil {
+		cancel()
+	}
 	Expect(testEnv.Stop()).To(Succeed())
 })
 

@@ -1,0 +1,126 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-workspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=workspaces,verbs=create;update,versions=v1alpha1,name=vworkspace.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+
+// Bounds a Workspace must stay within. A pod below them does not start, or cannot run a
+// tool; an idle timeout below a minute would stop the pod between two turns of an agent.
+var (
+	minWorkspaceMemory  = resource.MustParse("64Mi")
+	minWorkspaceStorage = resource.MustParse("1Mi")
+)
+
+const minIdleTimeout = time.Minute
+
+// WorkspaceValidator refuses Workspaces whose pod could not start or would break its own
+// limits. The CRD schema already requires cpu and memory limits and keeps spec.user
+// immutable; this checks what needs the values parsed: requests within limits, a storage size
+// that holds anything, environment variable names, and an idle timeout a session survives.
+type WorkspaceValidator struct{}
+
+// SetupWorkspaceWebhookWithManager registers the Workspace webhook.
+func SetupWorkspaceWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Workspace{}).
+		WithValidator(&WorkspaceValidator{}).Complete()
+}
+
+// ValidateCreate checks a new Workspace.
+func (v *WorkspaceValidator) ValidateCreate(_ context.Context, w *ergonv1alpha1.Workspace) (admission.Warnings, error) {
+	return nil, invalid("Workspace", w.Name, ValidateWorkspaceSpec(&w.Spec))
+}
+
+// ValidateUpdate checks a changed Workspace.
+func (v *WorkspaceValidator) ValidateUpdate(_ context.Context, old, w *ergonv1alpha1.Workspace) (admission.Warnings, error) {
+	errs := ValidateWorkspaceSpec(&w.Spec)
+	// The schema says so too; saying it here keeps the rule with the others when the schema
+	// is bypassed by a client that does not validate (or an older CRD).
+	if old.Spec.User != w.Spec.User {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "user"),
+			"user is immutable: a user always maps to the same volume; create another Workspace for another user"))
+	}
+	return nil, invalid("Workspace", w.Name, errs)
+}
+
+// ValidateDelete allows every deletion.
+func (v *WorkspaceValidator) ValidateDelete(context.Context, *ergonv1alpha1.Workspace) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateWorkspaceSpec checks what the schema cannot: quantities against each other and
+// against the bounds above, and names the kubelet would refuse. (The schema refuses duplicate env names.)
+func ValidateWorkspaceSpec(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
+	var errs field.ErrorList
+	res := field.NewPath("spec", "resources")
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := spec.Resources.Limits[name]; !ok {
+			errs = append(errs, field.Required(res.Child("limits").Key(string(name)),
+				fmt.Sprintf("set a %s limit, for example {cpu: \"1\", memory: 2Gi}", name)))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Resources.Requests)) {
+		request := spec.Resources.Requests[name]
+		if limit, ok := spec.Resources.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(res.Child("requests").Key(string(name)), request.String(),
+				fmt.Sprintf("must not be more than the limit (%s); lower the request or raise the limit", limit.String())))
+		}
+	}
+	if memory, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && memory.Cmp(minWorkspaceMemory) < 0 {
+		errs = append(errs, field.Invalid(res.Child("limits").Key("memory"), memory.String(),
+			fmt.Sprintf("must be at least %s for the workspace's shell and tools to start", minWorkspaceMemory.String())))
+	}
+	if size := spec.Storage.Size; size.Cmp(minWorkspaceStorage) < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "storage", "size"), size.String(),
+			fmt.Sprintf("must be at least %s, for example 10Gi", minWorkspaceStorage.String())))
+	}
+	if t := spec.IdleTimeout; t != nil && t.Duration < minIdleTimeout {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "idleTimeout"), t.Duration.String(),
+			"must be at least 1m, or the pod stops between two turns of an agent"))
+	}
+	for i, env := range spec.Env {
+		for _, msg := range validation.IsEnvVarName(env.Name) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "env").Index(i).Child("name"), env.Name, msg))
+		}
+	}
+	return errs
+}
+
+// invalid is the admission error for a list of field errors, or nil when there are none.
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}
