@@ -70,8 +70,8 @@ ifeq ($(E2E),1)
 endif
 
 .PHONY: test-unit
-test-unit: envtest-assets ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
-	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go test ./... -coverprofile cover.out
+test-unit: envtest-assets helm ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" go test ./... -coverprofile cover.out
 	cd hack/tools && go test ./...
 
 .PHONY: test-e2e
