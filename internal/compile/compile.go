@@ -21,6 +21,7 @@ limitations under the License.
 package compile
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,9 +77,11 @@ type compiler struct {
 	spec *ergonv1alpha1.SceneSpec
 	path *field.Path
 	errs field.ErrorList
-	// params and secrets by name
-	params, secrets map[string]bool
-	graph           *dag.Graph
+	// secrets are the params that come from Secrets; paramNames all params.
+	secrets    map[string]bool
+	paramNames []string
+	stepNames  []string
+	graph      *dag.Graph
 }
 
 func (c *compiler) compile() (*Scene, field.ErrorList) {
@@ -94,15 +97,17 @@ func (c *compiler) compile() (*Scene, field.ErrorList) {
 		return nil, field.ErrorList{field.Invalid(c.path.Child("steps"), nil, err.Error())}
 	}
 	c.graph = graph
-	c.params, c.secrets = map[string]bool{}, map[string]bool{}
+	c.secrets = map[string]bool{}
 	scene := &Scene{Spec: c.spec, Graph: graph, Steps: map[string]*Step{}}
 	for _, p := range c.spec.Params {
 		if p.ValueFrom != nil {
 			c.secrets[p.Name] = true
 			scene.SecretParams = append(scene.SecretParams, p)
-		} else {
-			c.params[p.Name] = true
 		}
+		c.paramNames = append(c.paramNames, p.Name)
+	}
+	for _, st := range c.spec.Steps {
+		c.stepNames = append(c.stepNames, st.Name)
 	}
 	for i := range c.spec.Steps {
 		scene.Steps[c.spec.Steps[i].Name] = c.step(i)
@@ -122,20 +127,21 @@ func (c *compiler) step(i int) *Step {
 	spec := &c.spec.Steps[i]
 	path := c.path.Child("steps").Index(i)
 	st := &Step{Name: spec.Name, Index: i, Spec: spec}
-	upstream := map[string]bool{}
+	ancestors := map[string]bool{}
 	for _, a := range c.graph.Ancestors(spec.Name) {
-		upstream[a] = true
+		ancestors[a] = true
 	}
+	upstream := func(step string) bool { return ancestors[step] }
 	if spec.When != "" {
 		p, err := expr.CompileCondition(path.Child("when").String(), spec.When)
 		if err != nil {
 			c.errs = append(c.errs, field.Invalid(path.Child("when"), spec.When, err.Error()))
 		} else {
-			for _, ref := range p.StepReferences() {
-				c.checkStep(path.Child("when"), spec.When, ref, upstream)
+			for _, name := range p.ParamReferences() {
+				c.checkSecret(path.Child("when"), spec.When, name)
 			}
-			for _, ref := range p.ParamReferences() {
-				c.checkRef(path.Child("when"), spec.When, template.Ref{Kind: "params", Name: ref}, upstream)
+			if err := p.Check(expr.Scope{Params: c.paramNames, Steps: c.stepNames, Upstream: upstream}); err != nil {
+				c.errs = append(c.errs, field.Invalid(path.Child("when"), spec.When, detail(err)))
 			}
 			st.When = p
 		}
@@ -147,7 +153,12 @@ func (c *compiler) step(i int) *Step {
 			return nil
 		}
 		for _, ref := range t.References() {
-			c.checkRef(p, text, ref, upstream)
+			if ref.Kind == template.KindParams {
+				c.checkSecret(p, text, ref.Name)
+			}
+		}
+		if err := t.Check(template.Scope{Params: c.paramNames, Steps: c.stepNames, Upstream: upstream}); err != nil {
+			c.errs = append(c.errs, field.Invalid(p, text, detail(err)))
 		}
 		return t
 	}
@@ -183,33 +194,28 @@ func (c *compiler) step(i int) *Step {
 	return st
 }
 
-// checkRef refuses template references to unknown or secret params, to steps that do not
-// run before this one, and to unknown fields.
-func (c *compiler) checkRef(p *field.Path, text string, ref template.Ref, upstream map[string]bool) {
-	switch ref.Kind {
-	case "params":
-		switch {
-		case c.secrets[ref.Name]:
-			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf(
-				"param %q comes from a Secret and is never rendered into a template; read it in the step from $%s",
-				ref.Name, SecretParamEnv(ref.Name))))
-		case !c.params[ref.Name]:
-			c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("references unknown param %q; declare it in spec.params", ref.Name)))
-		}
-	case "steps":
-		c.checkStep(p, text, ref.Name, upstream)
+// checkSecret refuses a template or condition that reads a param coming from a Secret: its
+// value never passes through the Run. Other references are checked by the template and
+// expression packages' own Check.
+func (c *compiler) checkSecret(p *field.Path, text, param string) {
+	if c.secrets[param] {
+		c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf(
+			"param %q comes from a Secret and is never rendered into a template; read it in the step from $%s",
+			param, SecretParamEnv(param))))
 	}
 }
 
-func (c *compiler) checkStep(p *field.Path, text, step string, upstream map[string]bool) {
-	if _, ok := c.graph.Index(step); !ok {
-		c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf("references unknown step %q", step)))
-		return
+// detail is what a template or expression error says, without the field its path repeats.
+func detail(err error) string {
+	var te *template.Error
+	var ee *expr.Error
+	switch {
+	case errors.As(err, &te):
+		return te.Detail
+	case errors.As(err, &ee):
+		return ee.Detail
 	}
-	if !upstream[step] {
-		c.errs = append(c.errs, field.Invalid(p, text, fmt.Sprintf(
-			"references step %q, which does not run before this step; add it to dependsOn", step)))
-	}
+	return err.Error()
 }
 
 // SecretParamEnv is the environment variable that carries a secret param into step pods.
