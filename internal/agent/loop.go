@@ -117,7 +117,7 @@ type loop struct {
 
 func (l *loop) run(ctx context.Context) (string, error) {
 	s := l.Spec
-	if err := s.Check(); err != nil {
+	if err := CheckSpec(s); err != nil {
 		return "", fail(ReasonSpecInvalid, ExitSpec, "the agent spec is invalid: %v", err)
 	}
 	c, _ := compileContract(s.Output) // Check compiled it

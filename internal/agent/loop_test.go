@@ -217,7 +217,7 @@ func TestBudgets(t *testing.T) {
 	})
 	t.Run("timeout ends the step while a model call hangs", func(t *testing.T) {
 		slow := fakellm.Script{Rules: []fakellm.Rule{{Reply: fakellm.Reply{Content: "late", Delay: "5s"}}}}
-		h := newHarness(t, slow, Spec{Timeout: Duration{100 * time.Millisecond}})
+		h := newHarness(t, slow, Spec{Timeout: Duration{Duration: 100 * time.Millisecond}})
 		start := time.Now()
 		_, _, f := h.run()
 		wantFailure(t, f, ReasonTimeout, "timeout budget of 100ms")

@@ -21,98 +21,24 @@ limitations under the License.
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
-// Spec is the rendered agent step, as the controller hands it to the pod (a JSON file). It
-// never holds a secret: the API key and secret params come as environment variables.
-type Spec struct {
-	Model  ModelConfig `json:"model"`
-	System string      `json:"system,omitempty"`
-	Prompt string      `json:"prompt"`
-	// Tools the model may call, by name.
-	Tools []string `json:"tools,omitempty"`
-	// Output is the contract the answer must meet.
-	Output Contract `json:"output"`
-	// MaxTurns bounds the model calls; MaxTokens the tokens the API reports (0: no bound).
-	MaxTurns  int   `json:"maxTurns"`
-	MaxTokens int64 `json:"maxTokens,omitempty"`
-	// Timeout bounds the whole loop (0: no bound besides the pod's deadline).
-	Timeout Duration `json:"timeout,omitempty"`
-	// HTTP configures the http_fetch tool.
-	HTTP HTTPConfig `json:"http,omitzero"`
-	// Workspace is the directory the filesystem and shell tools are confined to; empty when
-	// the step is bound to no Workspace.
-	Workspace string `json:"workspace,omitempty"`
-	// ContextDir holds the outputs of the step's dependencies, one file per step: the
-	// context the model is told to treat as data.
-	ContextDir string `json:"contextDir,omitempty"`
-	// SecretEnv names the environment variables whose values are secrets: they are
-	// redacted from everything the runtime writes.
-	SecretEnv []string `json:"secretEnv,omitempty"`
-	// APIKeyEnv names the environment variable that holds the API key, if any.
-	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
-}
+// The spec types are agentspec's; these names keep the runtime's code short.
+type (
+	Spec        = agentspec.Spec
+	ModelConfig = agentspec.ModelConfig
+	HTTPConfig  = agentspec.HTTPConfig
+	Contract    = agentspec.Contract
+	NamedOutput = agentspec.NamedOutput
+	Duration    = agentspec.Duration
+)
 
-// ModelConfig selects the chat model.
-type ModelConfig struct {
-	BaseURL     string   `json:"baseURL"`
-	Model       string   `json:"model"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	Seed        *int64   `json:"seed,omitempty"`
-}
-
-// HTTPConfig configures http_fetch.
-type HTTPConfig struct {
-	// AllowHosts are host names or host:port pairs that http_fetch may reach even when they
-	// resolve to private addresses (in-cluster Services). Everything else must be public.
-	AllowHosts []string `json:"allowHosts,omitempty"`
-}
-
-// Contract is the output contract.
-type Contract struct {
-	// Format of the answer, a registered format: text, markdown, json, yaml.
-	Format string `json:"format,omitempty"`
-	// Schema is a JSON Schema the parsed answer must satisfy.
-	Schema json.RawMessage `json:"schema,omitempty"`
-	// MaxRepairs is how often an invalid answer goes back to the model.
-	MaxRepairs int `json:"maxRepairs"`
-	// Outputs, when set, asks for several named outputs in labelled sections.
-	Outputs []NamedOutput `json:"outputs,omitempty"`
-}
-
-// NamedOutput is one section of a multi-output answer.
-type NamedOutput struct {
-	Name   string          `json:"name"`
-	Format string          `json:"format,omitempty"`
-	Schema json.RawMessage `json:"schema,omitempty"`
-}
-
-// Duration is a time.Duration written as a Go duration string in JSON.
-type Duration struct{ time.Duration }
-
-// MarshalJSON writes the duration as a string such as "1m30s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	d.Duration = v
-	return nil
-}
-
-// Check reports what is wrong with a spec, naming its fields.
-func (s *Spec) Check() error {
+// CheckSpec reports what is wrong with a spec, naming its fields.
+func CheckSpec(s *Spec) error {
 	var errs []error
 	if s.Model.BaseURL == "" {
 		errs = append(errs, errors.New("model.baseURL is empty"))

@@ -37,28 +37,28 @@ type Resolver interface {
 var blockedPrefixes = func() []netip.Prefix {
 	var ps []netip.Prefix
 	for _, s := range []string{
-		"0.0.0.0/8",          // "this network", unspecified
-		"10.0.0.0/8",         // private
-		"100.64.0.0/10",      // carrier-grade NAT
-		"127.0.0.0/8",        // loopback
-		"169.254.0.0/16",     // link-local, cloud metadata 169.254.169.254
-		"172.16.0.0/12",      // private
-		"192.0.0.0/24",       // IETF protocol assignments
-		"192.0.2.0/24",       // documentation
-		"192.168.0.0/16",     // private
-		"198.18.0.0/15",      // benchmarking
-		"198.51.100.0/24",    // documentation
-		"203.0.113.0/24",     // documentation
-		"224.0.0.0/4",        // multicast
-		"240.0.0.0/4",        // reserved, broadcast
-		"::/128",             // unspecified
-		"::1/128",            // loopback
-		"100::/64",           // discard
-		"2001:db8::/32",      // documentation
-		"fc00::/7",           // unique local, AWS metadata fd00:ec2::254
-		"fe80::/10",          // link-local
-		"ff00::/8",           // multicast
-		"fec0::/10",          // site-local (deprecated)
+		"0.0.0.0/8",       // "this network", unspecified
+		"10.0.0.0/8",      // private
+		"100.64.0.0/10",   // carrier-grade NAT
+		"127.0.0.0/8",     // loopback
+		"169.254.0.0/16",  // link-local, cloud metadata 169.254.169.254
+		"172.16.0.0/12",   // private
+		"192.0.0.0/24",    // IETF protocol assignments
+		"192.0.2.0/24",    // documentation
+		"192.168.0.0/16",  // private
+		"198.18.0.0/15",   // benchmarking
+		"198.51.100.0/24", // documentation
+		"203.0.113.0/24",  // documentation
+		"224.0.0.0/4",     // multicast
+		"240.0.0.0/4",     // reserved, broadcast
+		"::/128",          // unspecified
+		"::1/128",         // loopback
+		"100::/64",        // discard
+		"2001:db8::/32",   // documentation
+		"fc00::/7",        // unique local, AWS metadata fd00:ec2::254
+		"fe80::/10",       // link-local
+		"ff00::/8",        // multicast
+		"fec0::/10",       // site-local (deprecated)
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}

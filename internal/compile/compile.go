@@ -56,6 +56,8 @@ type Step struct {
 	env           map[int]*template.Template
 	sceneParams   map[string]*template.Template
 	gateMessage   *template.Template
+	agentSystem   *template.Template
+	agentPrompt   *template.Template
 }
 
 // Rendered is a step with its templates filled in.
@@ -64,6 +66,8 @@ type Rendered struct {
 	Env           []corev1.EnvVar
 	SceneParams   map[string]string
 	GateMessage   string
+	// AgentSystem and AgentPrompt are an agent step's system prompt and task.
+	AgentSystem, AgentPrompt string
 }
 
 // Compile compiles and checks a Scene spec. The errors name field paths under spec.
@@ -170,6 +174,9 @@ func (c *compiler) step(i int) *Step {
 		}
 	case spec.Gate != nil:
 		st.gateMessage = tmpl(path.Child("gate", "message"), spec.Gate.Message)
+	case spec.Agent != nil:
+		st.agentSystem = tmpl(path.Child("agent", "system"), spec.Agent.System)
+		st.agentPrompt = tmpl(path.Child("agent", "prompt"), spec.Agent.Prompt)
 	}
 	return st
 }
@@ -242,6 +249,8 @@ func (s *Step) Render(data map[string]any) (*Rendered, error) {
 		}
 	}
 	r.GateMessage = exec(s.gateMessage)
+	r.AgentSystem = exec(s.agentSystem)
+	r.AgentPrompt = exec(s.agentPrompt)
 	if err != nil {
 		return nil, err
 	}

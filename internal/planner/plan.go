@@ -417,5 +417,4 @@ const (
 	ReasonError               = "Error"
 	ReasonOutputError         = "OutputError"
 	ReasonPodDeleted          = "PodDeleted"
-	ReasonNotSupported        = "NotSupported"
 )
