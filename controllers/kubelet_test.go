@@ -39,6 +39,9 @@ type outcome struct {
 	Output   string
 	// Reason fails the pod the way the kubelet does, e.g. DeadlineExceeded.
 	Reason string
+	// Transcript, FailReason and FailMessage are what the agent runtime leaves.
+	Transcript              string
+	FailReason, FailMessage string
 }
 
 // script decides the outcome of a pod from its rendered command.
@@ -114,7 +117,11 @@ func (k *kubelet) step(ctx context.Context, pod *corev1.Pod) {
 		}
 		var log bytes.Buffer
 		log.WriteString("the command's own output\n")
-		report, err := outputs.Write(&log, []byte(o.Output), int(o.ExitCode))
+		res := outputs.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage}
+		if o.Transcript != "" {
+			res.Transcript = []byte(o.Transcript)
+		}
+		report, err := outputs.WriteResult(&log, res)
 		if err != nil {
 			return
 		}

@@ -17,7 +17,9 @@ limitations under the License.
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -164,8 +166,14 @@ func podState(pod *corev1.Pod) planner.PodState {
 			s.ExitCode = &t.ExitCode
 			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
 			if s.Message == "" && s.Phase == planner.PodFailed {
-				if rep, err := outputs.ParseReport(t.Message); err == nil && rep.Error != "" {
-					s.Message = rep.Error
+				if rep, err := outputs.ParseReport(t.Message); err == nil {
+					switch {
+					case rep.Error != "":
+						s.Message = rep.Error
+					case rep.Reason != "":
+						// The agent runtime knows why it failed: a budget, the output contract.
+						s.Reason, s.Message = rep.Reason, rep.Message
+					}
 				}
 			}
 		} else if rs := cs.State.Running; rs != nil {
@@ -175,7 +183,8 @@ func podState(pod *corev1.Pod) planner.PodState {
 	return s
 }
 
-// collect reads the output a succeeded pod handed back.
+// collect reads the output a succeeded pod handed back and, for an agent step, its
+// transcript. The log is read once, when either is framed in it.
 func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -188,18 +197,61 @@ func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Ou
 		return planner.Output{Err: err.Error()}
 	}
 	value, inline, err := rep.Inline()
-	if !inline {
-		var logs io.ReadCloser
-		logs, err = r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
-		if err == nil {
-			value, err = rep.FromLog(logs)
-			_ = logs.Close()
-		}
-	}
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
-	return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	var log []byte
+	if !inline || rep.Transcript != nil {
+		log, err = r.readLog(ctx, pod)
+		if err != nil {
+			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+		}
+	}
+	if !inline {
+		if value, err = rep.FromLog(bytes.NewReader(log)); err != nil {
+			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+		}
+	}
+	out := planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	if t := rep.Transcript; t != nil {
+		transcript, err := outputs.FindFrame(bytes.NewReader(log), t.Size, t.SHA256)
+		if err != nil {
+			return planner.Output{Err: fmt.Sprintf("collecting the transcript: %v", err)}
+		}
+		out.Transcript, out.Usage = string(transcript), transcriptUsage(transcript)
+	}
+	return out
+}
+
+// maxLog bounds how much of a step's log the controller reads: an output and a transcript
+// of the largest size, base64 encoded, and room for the step's own lines.
+const maxLog = 4 * outputs.MaxSize
+
+func (r *RunReconciler) readLog(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = logs.Close() }()
+	return io.ReadAll(io.LimitReader(logs, maxLog))
+}
+
+// transcriptUsage reads the usage summary of an agent transcript; nil if it has none.
+func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
+	var t struct {
+		Usage *struct {
+			Turns            int32 `json:"turns"`
+			PromptTokens     int64 `json:"promptTokens"`
+			CompletionTokens int64 `json:"completionTokens"`
+			TotalTokens      int64 `json:"totalTokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(transcript, &t) != nil || t.Usage == nil {
+		return nil
+	}
+	u := t.Usage
+	return &ergonv1alpha1.AgentUsage{Turns: u.Turns, PromptTokens: u.PromptTokens,
+		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 }
 
 // gatherChildren reads the Run's child Runs and their outputs.
