@@ -134,17 +134,22 @@ func finish(red *agent.Redactor, out string, transcript *agent.Transcript, f *ag
 	code := 0
 	if transcript != nil {
 		if b, err := json.Marshal(transcript); err == nil {
-			writeEnvFile(agentspec.EnvTranscript, b)
+			if err := writeEnvFile(agentspec.EnvTranscript, b); err != nil {
+				fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+			}
 		}
 	}
 	if f != nil {
 		msg := red.String(f.Message)
 		b, _ := json.Marshal(map[string]string{"reason": f.Reason, "message": msg})
-		writeEnvFile(agentspec.EnvFailure, b)
+		if err := writeEnvFile(agentspec.EnvFailure, b); err != nil {
+			fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		}
 		fmt.Fprintf(os.Stderr, "agent: %s: %s\n", f.Reason, msg)
 		code = f.ExitCode
-	} else {
-		writeEnvFile("ERGON_OUTPUT", []byte(out))
+	} else if err := writeEnvFile("ERGON_OUTPUT", []byte(out)); err != nil {
+		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		code = 1
 	}
 	if transcript != nil {
 		u := transcript.Usage
@@ -154,12 +159,14 @@ func finish(red *agent.Redactor, out string, transcript *agent.Transcript, f *ag
 	return code
 }
 
-func writeEnvFile(env string, b []byte) {
+// writeEnvFile writes the file an environment variable names; nothing when it is unset.
+func writeEnvFile(env string, b []byte) error {
 	path := os.Getenv(env)
 	if path == "" {
-		return
+		return nil
 	}
 	if err := os.WriteFile(path, b, 0o600); err != nil {
-		fmt.Fprintf(os.Stderr, "agent: writing $%s: %v\n", env, err)
+		return fmt.Errorf("writing $%s: %w", env, err)
 	}
+	return nil
 }
