@@ -76,8 +76,9 @@ var _ = Describe("An agent step", func() {
 		DeferCleanup(cancel)
 	})
 
-	It("runs the agent runtime in a restricted pod with its spec, its key by reference, and hands back its output and transcript", func(ctx SpecContext) {
-		transcript := `{"model":"small","outcome":"Succeeded","usage":{"turns":3,"promptTokens":900,"completionTokens":120,"totalTokens":1020},"entries":[]}`
+	It("runs the agent runtime in a restricted pod with its spec and its key by reference, and keeps its transcript", func(ctx SpecContext) {
+		transcript := `{"model":"small","outcome":"Succeeded",` +
+			`"usage":{"turns":3,"promptTokens":900,"completionTokens":120,"totalTokens":1020},"entries":[]}`
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
 			if isAgentPod(pod) {
 				return outcome{Output: `{"title":"Sprint 42 went well"}`, Transcript: transcript}

@@ -170,7 +170,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		l.t.Usage.CompletionTokens += u.CompletionTokens
 		l.t.Usage.TotalTokens += u.TotalTokens
 		msg := resp.Choices[0].Message
-		entry := Entry{Turn: turn, Role: "assistant", Content: l.red.String(msg.Content), Usage: &u,
+		entry := Entry{Turn: turn, Role: RoleAssistant, Content: l.red.String(msg.Content), Usage: &u,
 			DurationMS: l.Now().Sub(start).Milliseconds()}
 		for _, tc := range msg.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, ToolCallRecord{ID: tc.ID, Name: tc.Function.Name,
@@ -187,7 +187,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 				tc := msg.ToolCalls[i]
 				params.Messages = append(params.Messages, openai.ToolMessage(res.content, tc.ID))
 				kept := capString(res.content, TranscriptToolResultSize)
-				e := Entry{Turn: turn, Role: "tool", ToolCallID: tc.ID, Tool: tc.Function.Name, Content: kept,
+				e := Entry{Turn: turn, Role: RoleTool, ToolCallID: tc.ID, Tool: tc.Function.Name, Content: kept,
 					Error: res.err, DurationMS: res.took.Milliseconds()}
 				if len(kept) != len(res.content) {
 					e.Truncated = len(res.content)
@@ -211,7 +211,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		feedback := l.red.String(fmt.Sprintf("Your answer does not meet the output contract:\n%v\n\nAnswer again with the whole corrected answer. %s",
 			verr, c.instruction()))
 		params.Messages = append(params.Messages, openai.UserMessage(feedback))
-		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: "user", Content: feedback})
+		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleUser, Content: feedback})
 	}
 }
 
@@ -242,14 +242,14 @@ func (l *loop) opening(c *contract) []openai.ChatCompletionMessageParamUnion {
 	}
 	system = l.red.String(system)
 	msgs = append(msgs, openai.SystemMessage(system))
-	l.t.Entries = append(l.t.Entries, Entry{Role: "system", Content: system})
+	l.t.Entries = append(l.t.Entries, Entry{Role: RoleSystem, Content: system})
 	if contextText != "" {
 		msgs = append(msgs, openai.UserMessage(contextText))
-		l.t.Entries = append(l.t.Entries, Entry{Role: "user", Content: contextText})
+		l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: contextText})
 	}
 	task := l.red.String(strings.TrimSpace(s.Prompt) + "\n\n" + c.instruction())
 	msgs = append(msgs, openai.UserMessage(task))
-	l.t.Entries = append(l.t.Entries, Entry{Role: "user", Content: task})
+	l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: task})
 	return msgs
 }
 

@@ -64,6 +64,15 @@ const (
 
 var registry = map[string]*Tool{}
 
+// jsonSchema reads a tool's parameter schema written as JSON.
+func jsonSchema(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
 func registerTool(t *Tool) {
 	b, err := json.Marshal(t.Parameters)
 	if err != nil {

@@ -35,25 +35,23 @@ import (
 const maxListed = 1000
 
 func init() {
-	pathParam := map[string]any{"type": "string", "description": "path relative to the workspace"}
+	const pathParam = `"path": {"type": "string", "description": "path relative to the workspace"}`
 	registerTool(&Tool{
 		Name: "read_file", Description: "Read a file of the workspace.", NeedsWorkspace: true,
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": pathParam},
-			"required": []string{"path"}, "additionalProperties": false},
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["path"],
+			"properties": {` + pathParam + `}}`),
 		Call: readFile,
 	})
 	registerTool(&Tool{
 		Name: "write_file", Description: "Write a file of the workspace, creating its directories.", NeedsWorkspace: true,
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{
-			"path": pathParam, "content": map[string]any{"type": "string"}},
-			"required": []string{"path", "content"}, "additionalProperties": false},
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["path", "content"],
+			"properties": {` + pathParam + `, "content": {"type": "string"}}}`),
 		Call: writeFile,
 	})
 	registerTool(&Tool{
 		Name: "list_files", Description: "List the files under a directory of the workspace, recursively.", NeedsWorkspace: true,
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": pathParam},
-			"additionalProperties": false},
-		Call: listFiles,
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "properties": {` + pathParam + `}}`),
+		Call:       listFiles,
 	})
 }
 

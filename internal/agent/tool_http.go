@@ -39,17 +39,11 @@ func init() {
 		Name: "http_fetch",
 		Description: "Fetch a URL over HTTP(S) with GET or POST and return the status and body (capped). " +
 			"Private, loopback, link-local and metadata addresses are refused.",
-		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"url":          map[string]any{"type": "string", "description": "http or https URL"},
-				"method":       map[string]any{"type": "string", "enum": []string{"GET", "POST"}},
-				"body":         map[string]any{"type": "string", "description": "request body for POST"},
-				"content_type": map[string]any{"type": "string"},
-			},
-			"required":             []string{"url"},
-			"additionalProperties": false,
-		},
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["url"], "properties": {
+			"url": {"type": "string", "description": "http or https URL"},
+			"method": {"type": "string", "enum": ["GET", "POST"]},
+			"body": {"type": "string", "description": "request body for POST"},
+			"content_type": {"type": "string"}}}`),
 		Call: httpFetch,
 	})
 }

@@ -31,9 +31,8 @@ func init() {
 		Name: "shell", NeedsWorkspace: true,
 		Description: "Run a command with sh -c in the workspace directory and return its exit code and output (capped). " +
 			"The command sees no secrets.",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{
-			"command": map[string]any{"type": "string"}},
-			"required": []string{"command"}, "additionalProperties": false},
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["command"],
+			"properties": {"command": {"type": "string"}}}`),
 		Call: shell,
 	})
 }

@@ -69,5 +69,13 @@ type ToolCallRecord struct {
 	Arguments string `json:"arguments"`
 }
 
+// Roles of transcript entries.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
 // TranscriptToolResultSize caps each tool result kept in the transcript.
 const TranscriptToolResultSize = 4096
