@@ -25,6 +25,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
 // contract is a compiled output contract.
@@ -78,16 +80,9 @@ func compilePart(name, format string, schema json.RawMessage) (part, error) {
 	}
 	p := part{name: name, format: f, raw: schema}
 	if len(schema) > 0 && string(schema) != "null" {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-		if err != nil {
-			return part{}, fmt.Errorf("output.schema is not JSON: %v", err)
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("output.json", doc); err != nil {
+		var err error
+		if p.schema, err = agentspec.CompileSchema(schema); err != nil {
 			return part{}, fmt.Errorf("output.schema: %v", err)
-		}
-		if p.schema, err = c.Compile("output.json"); err != nil {
-			return part{}, fmt.Errorf("output.schema does not compile: %v", err)
 		}
 	}
 	return p, nil

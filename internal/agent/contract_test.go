@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
 func TestContractChecksAnswers(t *testing.T) {
@@ -56,6 +58,17 @@ func TestContractChecksAnswers(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestAdmissionKnowsTheRegisteredFormats(t *testing.T) {
+	if len(formats) != len(agentspec.Formats) {
+		t.Fatalf("registered %d formats, agentspec.Formats lists %d", len(formats), len(agentspec.Formats))
+	}
+	for _, f := range agentspec.Formats {
+		if _, ok := formats[f]; !ok {
+			t.Errorf("agentspec.Formats lists %q, which is not registered", f)
+		}
 	}
 }
 
