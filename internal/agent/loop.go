@@ -67,10 +67,14 @@ type RetryPolicy struct {
 	Retries       int
 	Base, Max     time.Duration
 	MaxRetryAfter time.Duration
+	// CallTimeout bounds one request; a request past it is retried like a connection error.
+	// Zero means no bound besides the loop's timeout.
+	CallTimeout time.Duration
 }
 
 // DefaultRetry is the policy of the runtime in a step pod.
-var DefaultRetry = RetryPolicy{Retries: 4, Base: time.Second, Max: 30 * time.Second, MaxRetryAfter: 2 * time.Minute}
+var DefaultRetry = RetryPolicy{Retries: 4, Base: time.Second, Max: 30 * time.Second, MaxRetryAfter: 2 * time.Minute,
+	CallTimeout: 10 * time.Minute}
 
 var errTimeoutBudget = errors.New("timeout budget exhausted")
 
@@ -101,7 +105,9 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		if !errors.As(err, &f) {
 			f = fail(ReasonModelUnavailable, ExitProvider, "%v", err)
 		}
-		f.Message = l.red.String(f.Message)
+		// The status shows what the attempt cost, whatever ended it.
+		u := l.t.Usage
+		f.Message = l.red.String(fmt.Sprintf("%s (after %d turns, %d tokens)", f.Message, u.Turns, u.TotalTokens))
 		l.t.Outcome, l.t.Message = f.Reason, f.Message
 		return "", l.t, f
 	}
@@ -131,6 +137,9 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	opts = append(opts, option.WithAPIKey(l.APIKey))
 	if l.ProviderHTTP != nil {
 		opts = append(opts, option.WithHTTPClient(l.ProviderHTTP))
+	}
+	if l.Retry.CallTimeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(l.Retry.CallTimeout))
 	}
 	client := openai.NewClient(opts...)
 	params := openai.ChatCompletionNewParams{Model: s.Model.Model, Messages: l.opening(c)}

@@ -124,6 +124,7 @@ func TestToolUsingConversation(t *testing.T) {
 		Tools:  []string{"http_fetch"},
 		Output: Contract{Format: "json", Schema: json.RawMessage(`{"type":"object","required":["title","done"]}`)},
 		HTTP:   HTTPConfig{AllowHosts: []string{"127.0.0.1"}},
+		Model:  ModelConfig{Temperature: new(0.2), Seed: new(int64(7))},
 	})
 	h.runner.Tools.HTTP = NewHTTPClient(nil, h.runner.Spec.HTTP.AllowHosts)
 	out, tr, f := h.run()
@@ -139,6 +140,9 @@ func TestToolUsingConversation(t *testing.T) {
 	}
 	if reqs[0].Parallel == nil || !*reqs[0].Parallel || !strings.Contains(string(reqs[0].Tools), `"http_fetch"`) {
 		t.Errorf("the first request did not offer http_fetch with parallel calls: %s", reqs[0].Tools)
+	}
+	if r := reqs[0]; r.Temperature == nil || *r.Temperature != 0.2 || r.Seed == nil || *r.Seed != 7 {
+		t.Errorf("temperature %v, seed %v; want 0.2 and 7 from the Scene", r.Temperature, r.Seed)
 	}
 	if got := reqs[0].Authorization; got != "Bearer "+apiKey {
 		t.Errorf("Authorization = %q", got)
@@ -210,7 +214,7 @@ func TestBudgets(t *testing.T) {
 		h := newHarness(t, loopForever, Spec{Tools: []string{"http_fetch"}, MaxTurns: 50, MaxTokens: 300})
 		h.runner.Tools.HTTP = NewHTTPClient(nil, nil)
 		_, tr, f := h.run()
-		wantFailure(t, f, ReasonMaxTokens, "360 tokens, more than its maxTokens budget of 300")
+		wantFailure(t, f, ReasonMaxTokens, "360 tokens, more than its maxTokens budget of 300 (after 3 turns, 360 tokens)")
 		if tr.Usage.Turns != 3 {
 			t.Errorf("turns = %d, want 3 (120 tokens each)", tr.Usage.Turns)
 		}
