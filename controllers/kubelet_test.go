@@ -42,6 +42,8 @@ type outcome struct {
 	// Transcript, FailReason and FailMessage are what the agent runtime leaves.
 	Transcript              string
 	FailReason, FailMessage string
+	// LoseLog drops the container log, as log rotation may.
+	LoseLog bool
 }
 
 // script decides the outcome of a pod from its rendered command.
@@ -124,6 +126,9 @@ func (k *kubelet) step(ctx context.Context, pod *corev1.Pod) {
 		report, err := outputs.WriteResult(&log, res)
 		if err != nil {
 			return
+		}
+		if o.LoseLog {
+			log.Reset()
 		}
 		logs.write(pod.Namespace, pod.Name, log.Bytes())
 		pod.Status.Phase = corev1.PodSucceeded

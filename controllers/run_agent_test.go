@@ -197,4 +197,21 @@ var _ = Describe("An agent step", func() {
 		Expect(draft.Message).To(ContainSubstring("maxTurns budget"))
 		Expect(stepStatus(run, "publish").Phase).To(Equal(ergonv1alpha1.StepSkipped))
 	})
+
+	It("succeeds without a transcript when the log lost it: the output is what later steps need", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			if isAgentPod(pod) {
+				return outcome{Output: `{"title":"kept"}`, Transcript: `{"usage":{"turns":1}}`, LoseLog: true}
+			}
+			return echoLastArg(pod)
+		})
+		agentScene(ctx, ns, &ergonv1alpha1.AgentStep{Prompt: "Summarise."})
+		createRun(ctx, ns, "report-3", "report", nil)
+		run := finished(ctx, ns, "report-3")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		draft := stepStatus(run, "draft")
+		Expect(draft.Transcript).To(BeNil())
+		Expect(draft.Usage).To(BeNil())
+		Expect(stepStatus(run, "publish").Output.Preview).To(Equal("publishing kept"))
+	})
 })

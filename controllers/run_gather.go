@@ -17,7 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -184,7 +184,8 @@ func podState(pod *corev1.Pod) planner.PodState {
 }
 
 // collect reads the output a succeeded pod handed back and, for an agent step, its
-// transcript. The log is read once, when either is framed in it.
+// transcript. The log is read once, when either is framed in it. A transcript that cannot be
+// found does not fail the step: the output is what later steps need.
 func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -200,40 +201,37 @@ func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Ou
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
-	var log []byte
-	if !inline || rep.Transcript != nil {
-		log, err = r.readLog(ctx, pod)
-		if err != nil {
-			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
-		}
-	}
+	var want []outputs.Part
 	if !inline {
-		if value, err = rep.FromLog(bytes.NewReader(log)); err != nil {
-			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+		want = append(want, outputs.Part{Size: rep.Size, SHA256: rep.SHA256})
+	}
+	if rep.Transcript != nil {
+		want = append(want, *rep.Transcript)
+	}
+	if len(want) == 0 {
+		return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	}
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
+	if err != nil {
+		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+	}
+	found, findErr := outputs.FindFrames(logs, want...)
+	_ = logs.Close()
+	if !inline {
+		var ok bool
+		if value, ok = found[rep.SHA256]; !ok {
+			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", findErr)}
 		}
 	}
 	out := planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
 	if t := rep.Transcript; t != nil {
-		transcript, err := outputs.FindFrame(bytes.NewReader(log), t.Size, t.SHA256)
-		if err != nil {
-			return planner.Output{Err: fmt.Sprintf("collecting the transcript: %v", err)}
+		if transcript, ok := found[t.SHA256]; ok {
+			out.Transcript, out.Usage = string(transcript), transcriptUsage(transcript)
+		} else {
+			log.FromContext(ctx).Error(findErr, "The agent's transcript is not in its log", "pod", pod.Name)
 		}
-		out.Transcript, out.Usage = string(transcript), transcriptUsage(transcript)
 	}
 	return out
-}
-
-// maxLog bounds how much of a step's log the controller reads: an output and a transcript
-// of the largest size, base64 encoded, and room for the step's own lines.
-const maxLog = 4 * outputs.MaxSize
-
-func (r *RunReconciler) readLog(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = logs.Close() }()
-	return io.ReadAll(io.LimitReader(logs, maxLog))
 }
 
 // transcriptUsage reads the usage summary of an agent transcript; nil if it has none.

@@ -192,23 +192,37 @@ func (r *Report) FromLog(log io.Reader) ([]byte, error) {
 
 // FindFrame finds a framed value of the given size and digest in a container log.
 func FindFrame(log io.Reader, size int, digest string) ([]byte, error) {
+	found, err := FindFrames(log, Part{Size: size, SHA256: digest})
+	return found[digest], err
+}
+
+// FindFrames finds framed values in a container log in one pass, by digest. The last frame
+// of each wins, and only a frame whose size and digest match is kept. A missing one is an
+// error; the values found are returned with it.
+func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
+	sizes := map[string]int{}
+	for _, p := range want {
+		sizes[frameBegin+p.SHA256+" -----"] = p.Size
+	}
 	sc := bufio.NewScanner(log)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	begin := frameBegin + digest + " -----"
-	var found []byte
+	found := map[string][]byte{}
 	var enc strings.Builder
-	in := false
+	var digest string
+	size, in := 0, false
 	for sc.Scan() {
 		line := sc.Text()
-		switch {
-		case line == begin:
-			in = true
+		if n, ok := sizes[line]; ok {
+			in, size, digest = true, n, strings.TrimSuffix(strings.TrimPrefix(line, frameBegin), " -----")
 			enc.Reset()
+			continue
+		}
+		switch {
 		case in && line == frameEnd:
 			in = false
 			b, err := base64.StdEncoding.DecodeString(enc.String())
 			if err == nil && len(b) == size && Digest(b) == digest {
-				found = b
+				found[digest] = b
 			}
 		case in:
 			enc.WriteString(line)
@@ -217,8 +231,10 @@ func FindFrame(log io.Reader, size int, digest string) ([]byte, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading the step's log: %w", err)
 	}
-	if found == nil {
-		return nil, fmt.Errorf("the step's log holds no value of %d bytes with digest %s", size, digest)
+	for _, p := range want {
+		if _, ok := found[p.SHA256]; !ok {
+			return found, fmt.Errorf("the step's log holds no value of %d bytes with digest %s", p.Size, p.SHA256)
+		}
 	}
 	return found, nil
 }

@@ -127,3 +127,24 @@ func TestATranscriptAndAFailureReasonTravelWithTheOutput(t *testing.T) {
 		t.Fatalf("the transcript did not travel: %v", err)
 	}
 }
+
+func TestFramesAreFoundInOnePassAndAMissingOneIsNamed(t *testing.T) {
+	a, b := bytes.Repeat([]byte("a"), 5000), bytes.Repeat([]byte("b"), 3000)
+	var log bytes.Buffer
+	if err := writeFrame(&log, a, Digest(a)); err != nil {
+		t.Fatal(err)
+	}
+	log.WriteString("noise between frames\n")
+	if err := writeFrame(&log, b, Digest(b)); err != nil {
+		t.Fatal(err)
+	}
+	found, err := FindFrames(bytes.NewReader(log.Bytes()), Part{Size: len(a), SHA256: Digest(a)}, Part{Size: len(b), SHA256: Digest(b)})
+	if err != nil || !bytes.Equal(found[Digest(a)], a) || !bytes.Equal(found[Digest(b)], b) {
+		t.Fatalf("found %d values, %v", len(found), err)
+	}
+	c := []byte("never framed")
+	found, err = FindFrames(bytes.NewReader(log.Bytes()), Part{Size: len(a), SHA256: Digest(a)}, Part{Size: len(c), SHA256: Digest(c)})
+	if err == nil || !strings.Contains(err.Error(), Digest(c)) || !bytes.Equal(found[Digest(a)], a) {
+		t.Fatalf("err = %v; want the missing digest named and the other value found", err)
+	}
+}
