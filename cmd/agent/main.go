@@ -62,6 +62,7 @@ func run() int {
 	}
 	r := &agent.Runner{
 		Spec: spec, APIKey: apiKey, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
 			HTTP:      agent.NewHTTPClient(nil, spec.HTTP.AllowHosts),

@@ -49,6 +49,8 @@ type Runner struct {
 	Tools ToolEnv
 	// Retry is the policy for failed model calls.
 	Retry RetryPolicy
+	// Log, when set, receives a line for each retried model call (redacted).
+	Log func(line string)
 	// Now, Sleep and Nonce are injected by tests; nil means the real ones.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error

@@ -237,9 +237,14 @@ func TestProviderErrors(t *testing.T) {
 			{Times: 1, Reply: fakellm.Reply{Status: 429, Error: "slow down", RetryAfter: "2"}},
 			{Reply: fakellm.Reply{Content: "done"}},
 		}}, Spec{})
+		var logged []string
+		h.runner.Log = func(line string) { logged = append(logged, line) }
 		out, _, f := h.run()
 		if f != nil || out != "done" {
 			t.Fatalf("out %q, failure %v", out, f)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], "rate limiting (429): slow down; retrying in 2s (retry 1 of 3)") {
+			t.Errorf("logged %q", logged)
 		}
 		if len(h.waits) != 1 || h.waits[0] != 2*time.Second {
 			t.Errorf("waits = %v, want [2s]", h.waits)

@@ -66,6 +66,9 @@ func (l *loop) complete(ctx context.Context, client *openai.Client, params opena
 		if attempt >= l.Retry.Retries {
 			return nil, fail(ReasonModelUnavailable, ExitProvider, "%s (gave up after %d attempts)", last, attempt+1)
 		}
+		if l.Log != nil {
+			l.Log(l.red.String(fmt.Sprintf("%s; retrying in %s (retry %d of %d)", last, wait, attempt+1, l.Retry.Retries)))
+		}
 		if err := l.Sleep(ctx, wait); err != nil {
 			return nil, l.ctxFailure(ctx)
 		}
