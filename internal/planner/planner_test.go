@@ -19,6 +19,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -467,5 +468,18 @@ func TestAnAgentStepRunsAsAPodAndRecordsItsTranscriptAndUsage(t *testing.T) {
 	}
 	if s.Transcript == nil || s.Transcript.Size != 14 || s.Transcript.Ref == nil || s.Transcript.Ref.Key != TranscriptKey {
 		t.Fatalf("transcript = %+v", s.Transcript)
+	}
+}
+
+func TestAnAgentPromptTooLargeForItsPodFailsTheStep(t *testing.T) {
+	agent := ergonv1alpha1.Step{Name: "draft", Agent: &ergonv1alpha1.AgentStep{
+		Prompt: "{{ .params.big }}"}}
+	spec := ergonv1alpha1.SceneSpec{Params: []ergonv1alpha1.ParamSpec{{Name: "big"}}, Steps: []ergonv1alpha1.Step{agent}}
+	w := newWorld(t, spec, succeed)
+	w.run.Spec.Params = map[string]string{"big": strings.Repeat("x", MaxAgentPrompt+1)}
+	p := w.plan()
+	if len(p.Pods) != 0 || p.Status.Steps[0].Phase != ergonv1alpha1.StepFailed ||
+		!strings.Contains(p.Status.Steps[0].Message, "hand large data over as context") {
+		t.Fatalf("pods %d, step %+v", len(p.Pods), p.Status.Steps[0])
 	}
 }
