@@ -1,4 +1,5 @@
-# The manager image: a static binary in a distroless, non-root image.
+# The manager image: static binaries (manager, step entrypoint, agent runtime) in a distroless,
+# non-root image.
 # Machines without a Docker engine build the same image with the scripts in hack/.
 ARG BASE_IMAGE=golang:1.26
 FROM ${BASE_IMAGE} AS builder
@@ -18,13 +19,17 @@ COPY internal/ internal/
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o manager ./cmd/manager && \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w" -o entrypoint ./cmd/entrypoint
+    go build -trimpath -ldflags "-s -w" -o entrypoint ./cmd/entrypoint && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o agent ./cmd/agent
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
 COPY --from=builder /workspace/manager .
 # Step pods copy the entrypoint out of this image with an init container.
 COPY --from=builder /workspace/entrypoint /ergon-entrypoint
+# Agent steps run the agent runtime from this image, under the entrypoint.
+COPY --from=builder /workspace/agent /ergon-agent
 USER 65532:65532
 
 ENTRYPOINT ["/manager"]

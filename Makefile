@@ -122,14 +122,23 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager and entrypoint binaries (static, as in the image).
+build: manifests generate fmt vet ## Build the manager, entrypoint, agent runtime and fake model binaries (static, as in the images).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/entrypoint ./cmd/entrypoint
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/agent ./cmd/agent
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/fakellm ./test/fakellm/cmd/fakellm
 
 .PHONY: image
 image: build ## Build the manager image without Docker, from the same static binaries, into bin/manager.tar.
 	hack/local-cluster.sh imagebuild --binary bin/manager --entrypoint /manager \
-		--add bin/entrypoint:/ergon-entrypoint --tag $(IMG) --out bin/manager.tar
+		--add bin/entrypoint:/ergon-entrypoint --add bin/agent:/ergon-agent --tag $(IMG) --out bin/manager.tar
+
+# FAKELLM_IMG is the fake OpenAI-compatible server the end-to-end tests deploy.
+FAKELLM_IMG ?= ergon/fakellm:dev
+
+.PHONY: image-fakellm
+image-fakellm: build ## Build the fake model server's image (test/fakellm) into bin/fakellm.tar.
+	hack/local-cluster.sh imagebuild --binary bin/fakellm --entrypoint /fakellm --tag $(FAKELLM_IMG) --out bin/fakellm.tar
 
 ##@ Local cluster
 
@@ -146,8 +155,8 @@ cluster-status: ## Show the local cluster's components.
 	hack/local-cluster.sh status
 
 .PHONY: load-image
-load-image: image ## Import the manager image into the local cluster.
-	hack/local-cluster.sh load-image bin/manager.tar
+load-image: image image-fakellm ## Import the manager image and the fake model's into the local cluster.
+	hack/local-cluster.sh load-image bin/manager.tar bin/fakellm.tar
 
 .PHONY: run
 run: ## Run Ergon and a sample Scene on the cluster KUBECONFIG names, or on the local cluster (the README's run command).

@@ -39,6 +39,11 @@ type outcome struct {
 	Output   string
 	// Reason fails the pod the way the kubelet does, e.g. DeadlineExceeded.
 	Reason string
+	// Transcript, FailReason and FailMessage are what the agent runtime leaves.
+	Transcript              string
+	FailReason, FailMessage string
+	// LoseLog drops the container log, as log rotation may.
+	LoseLog bool
 }
 
 // script decides the outcome of a pod from its rendered command.
@@ -114,9 +119,16 @@ func (k *kubelet) step(ctx context.Context, pod *corev1.Pod) {
 		}
 		var log bytes.Buffer
 		log.WriteString("the command's own output\n")
-		report, err := outputs.Write(&log, []byte(o.Output), int(o.ExitCode))
+		res := outputs.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage}
+		if o.Transcript != "" {
+			res.Transcript = []byte(o.Transcript)
+		}
+		report, err := outputs.WriteResult(&log, res)
 		if err != nil {
 			return
+		}
+		if o.LoseLog {
+			log.Reset()
 		}
 		logs.write(pod.Namespace, pod.Name, log.Bytes())
 		pod.Status.Phase = corev1.PodSucceeded

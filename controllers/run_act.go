@@ -39,14 +39,15 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	logger := log.FromContext(ctx)
 	stored := stepPhases(run)
 	for _, s := range plan.Status.Steps {
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || s.Output.Ref == nil || stored[s.Name].Finished() {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || stored[s.Name].Finished() ||
+			(s.Output.Ref == nil && s.Transcript == nil) {
 			continue
 		}
 		out, ok := f.Outputs[s.PodName]
 		if !ok {
 			continue // a child Run's output, kept by the child
 		}
-		cm := outputConfigMap(run, s.Name, out.Value)
+		cm := outputConfigMap(run, s.Name, out.Value, out.Transcript)
 		if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -164,8 +166,14 @@ func podState(pod *corev1.Pod) planner.PodState {
 			s.ExitCode = &t.ExitCode
 			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
 			if s.Message == "" && s.Phase == planner.PodFailed {
-				if rep, err := outputs.ParseReport(t.Message); err == nil && rep.Error != "" {
-					s.Message = rep.Error
+				if rep, err := outputs.ParseReport(t.Message); err == nil {
+					switch {
+					case rep.Error != "":
+						s.Message = rep.Error
+					case rep.Reason != "":
+						// The agent runtime knows why it failed: a budget, the output contract.
+						s.Reason, s.Message = rep.Reason, rep.Message
+					}
 				}
 			}
 		} else if rs := cs.State.Running; rs != nil {
@@ -175,7 +183,9 @@ func podState(pod *corev1.Pod) planner.PodState {
 	return s
 }
 
-// collect reads the output a succeeded pod handed back.
+// collect reads the output a succeeded pod handed back and, for an agent step, its
+// transcript. The log is read once, when either is framed in it. A transcript that cannot be
+// found does not fail the step: the output is what later steps need.
 func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -188,18 +198,58 @@ func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Ou
 		return planner.Output{Err: err.Error()}
 	}
 	value, inline, err := rep.Inline()
-	if !inline {
-		var logs io.ReadCloser
-		logs, err = r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
-		if err == nil {
-			value, err = rep.FromLog(logs)
-			_ = logs.Close()
-		}
-	}
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
-	return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	var want []outputs.Part
+	if !inline {
+		want = append(want, outputs.Part{Size: rep.Size, SHA256: rep.SHA256})
+	}
+	if rep.Transcript != nil {
+		want = append(want, *rep.Transcript)
+	}
+	if len(want) == 0 {
+		return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	}
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
+	if err != nil {
+		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+	}
+	found, findErr := outputs.FindFrames(logs, want...)
+	_ = logs.Close()
+	if !inline {
+		var ok bool
+		if value, ok = found[rep.SHA256]; !ok {
+			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", findErr)}
+		}
+	}
+	out := planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	if t := rep.Transcript; t != nil {
+		if transcript, ok := found[t.SHA256]; ok {
+			out.Transcript, out.Usage = string(transcript), transcriptUsage(transcript)
+		} else {
+			log.FromContext(ctx).Error(findErr, "The agent's transcript is not in its log", "pod", pod.Name)
+		}
+	}
+	return out
+}
+
+// transcriptUsage reads the usage summary of an agent transcript; nil if it has none.
+func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
+	var t struct {
+		Usage *struct {
+			Turns            int32 `json:"turns"`
+			PromptTokens     int64 `json:"promptTokens"`
+			CompletionTokens int64 `json:"completionTokens"`
+			TotalTokens      int64 `json:"totalTokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(transcript, &t) != nil || t.Usage == nil {
+		return nil
+	}
+	u := t.Usage
+	return &ergonv1alpha1.AgentUsage{Turns: u.Turns, PromptTokens: u.PromptTokens,
+		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
 }
 
 // gatherChildren reads the Run's child Runs and their outputs.

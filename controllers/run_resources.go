@@ -88,6 +88,9 @@ func emptyDir(name, size string) corev1.Volume {
 // the termination message or the log: the pod has no credentials and needs none.
 func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, entrypointImage string) *corev1.Pod {
 	spec := req.Step.Spec
+	if spec.Agent != nil {
+		return agentPod(run, scene, req, entrypointImage)
+	}
 	c := spec.Container
 	labels := childLabels(run, req.Step.Name)
 	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
@@ -229,8 +232,8 @@ func gateFor(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gat
 	}
 }
 
-// outputConfigMap keeps a step's whole output.
-func outputConfigMap(run *ergonv1alpha1.Run, step, value string) *corev1.ConfigMap {
+// outputConfigMap keeps a step's whole output and, for an agent step, its transcript.
+func outputConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: naming.OutputConfigMapName(run.Name, step), Namespace: run.Namespace,
@@ -243,6 +246,12 @@ func outputConfigMap(run *ergonv1alpha1.Run, step, value string) *corev1.ConfigM
 		cm.Data = map[string]string{planner.OutputKey: value}
 	} else {
 		cm.BinaryData = map[string][]byte{planner.OutputKey: []byte(value)}
+	}
+	if transcript != "" {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[planner.TranscriptKey] = transcript // JSON: valid UTF-8
 	}
 	return cm
 }

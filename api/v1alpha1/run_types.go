@@ -216,6 +216,11 @@ type StepStatus struct {
 	// +optional
 	Usage *AgentUsage `json:"usage,omitempty"`
 
+	// transcript of an agent step: every message, tool call and result, with token usage
+	// and timings, as JSON, kept in the step's output ConfigMap under the key transcript.
+	// +optional
+	Transcript *OutputValue `json:"transcript,omitempty"`
+
 	// history records the failed attempts before the current one, oldest first.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=21
@@ -302,6 +307,10 @@ type AgentUsage struct {
 	// completionTokens as reported by the API.
 	// +optional
 	CompletionTokens int64 `json:"completionTokens,omitempty"`
+
+	// totalTokens as reported by the API; maxTokens bounds it.
+	// +optional
+	TotalTokens int64 `json:"totalTokens,omitempty"`
 }
 
 // +kubebuilder:object:root=true

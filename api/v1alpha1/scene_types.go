@@ -339,10 +339,22 @@ type AgentStep struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxTokens *int64 `json:"maxTokens,omitempty"`
+
+	// allowHosts are hosts that http_fetch may reach although they resolve to private
+	// addresses, such as in-cluster Services: a host name (llm.team.svc) or host:port. Every
+	// other destination must be a public address; loopback, private, link-local, CGNAT,
+	// multicast and cloud metadata addresses are refused.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
+	// +optional
+	AllowHosts []string `json:"allowHosts,omitempty"`
 }
 
 // OutputContract is the type an agent's answer must have. Invalid answers are sent back to
 // the model for repair, at most maxRepairs times, before the step fails.
+// +kubebuilder:validation:XValidation:rule="!has(self.outputs) || !has(self.schema)",fieldPath=".schema",reason="FieldValueForbidden",message="with outputs, give each output its own schema; remove output.schema"
 type OutputContract struct {
 	// format of the answer: text, markdown, json, yaml, or another registered format.
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,31}$`
@@ -363,6 +375,39 @@ type OutputContract struct {
 	// +kubebuilder:default=2
 	// +optional
 	MaxRepairs *int32 `json:"maxRepairs,omitempty"`
+
+	// outputs declares several named outputs instead of one. The model answers with one
+	// labelled section per output (a line "## [name]" starts it); each is checked against its
+	// own format and schema, and the step's output is a JSON object keyed by name, so later
+	// steps read .steps.STEP.outputs.NAME. format and schema above are then not used.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Outputs []NamedOutput `json:"outputs,omitempty"`
+}
+
+// NamedOutput is one of several outputs of an agent step.
+type NamedOutput struct {
+	// name of the output, also the label of its section.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
+	Name string `json:"name"`
+
+	// format of this output: text, markdown, json, yaml, or another registered format.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,31}$`
+	// +kubebuilder:default=text
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// schema is a JSON Schema this output must satisfy (json and yaml formats).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
 }
 
 // GateStep asks a person to decide before the Run goes on.

@@ -24,18 +24,23 @@ limitations under the License.
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 const defaultTerminationLog = "/dev/termination-log"
+
+// reasonPattern is what a failure reason must look like to reach the Run's status.
+var reasonPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
 
 func main() {
 	if len(os.Args) < 3 {
@@ -130,25 +135,50 @@ func exitCode(err error) int {
 	}
 }
 
-// report reads the output file and writes the report into the termination message.
+// readLimited reads the file an environment variable names, at most limit bytes; nil when the
+// variable is unset or the file does not exist.
+func readLimited(env string, limit int64) ([]byte, error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	if b == nil && err == nil {
+		b = []byte{}
+	}
+	return b, err
+}
+
+// report reads the output file and writes the report into the termination message. Agent
+// steps also leave a transcript ($ERGON_TRANSCRIPT) and, when they fail, a reason
+// ($ERGON_FAILURE, JSON {"reason","message"}).
 func report(code int) error {
-	var output []byte
-	if path := os.Getenv("ERGON_OUTPUT"); path != "" {
-		f, err := os.Open(path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
-			return err
-		default:
-			// Read one byte past the limit, so an oversized output is reported as such.
-			output, err = io.ReadAll(io.LimitReader(f, outputs.MaxSize+1))
-			_ = f.Close()
-			if err != nil {
-				return err
+	// Read one byte past the limit, so an oversized output is reported as such.
+	output, err := readLimited("ERGON_OUTPUT", outputs.MaxSize+1)
+	if err != nil {
+		return err
+	}
+	res := outputs.Result{Output: output, ExitCode: code}
+	if res.Transcript, err = readLimited("ERGON_TRANSCRIPT", outputs.MaxSize); err != nil {
+		return err
+	}
+	if code != 0 {
+		if b, _ := readLimited("ERGON_FAILURE", 4096); len(b) > 0 {
+			var f struct{ Reason, Message string }
+			if json.Unmarshal(b, &f) == nil && reasonPattern.MatchString(f.Reason) {
+				res.Reason, res.Message = f.Reason, f.Message
 			}
 		}
 	}
-	msg, err := outputs.Write(os.Stdout, output, code)
+	msg, err := outputs.WriteResult(os.Stdout, res)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ type Step struct {
 	env           map[int]*template.Template
 	sceneParams   map[string]*template.Template
 	gateMessage   *template.Template
+	agentSystem   *template.Template
+	agentPrompt   *template.Template
 }
 
 // Rendered is a step with its templates filled in.
@@ -65,6 +67,8 @@ type Rendered struct {
 	Env           []corev1.EnvVar
 	SceneParams   map[string]string
 	GateMessage   string
+	// AgentSystem and AgentPrompt are an agent step's system prompt and task.
+	AgentSystem, AgentPrompt string
 }
 
 // Compile compiles and checks a Scene spec. The errors name field paths under spec.
@@ -185,11 +189,8 @@ func (c *compiler) step(i int) *Step {
 	case spec.Gate != nil:
 		st.gateMessage = tmpl(path.Child("gate", "message"), spec.Gate.Message)
 	case spec.Agent != nil:
-		// The agent runtime renders these; checking them here refuses a typo at admission.
-		if spec.Agent.System != "" {
-			tmpl(path.Child("agent", "system"), spec.Agent.System)
-		}
-		tmpl(path.Child("agent", "prompt"), spec.Agent.Prompt)
+		st.agentSystem = tmpl(path.Child("agent", "system"), spec.Agent.System)
+		st.agentPrompt = tmpl(path.Child("agent", "prompt"), spec.Agent.Prompt)
 	}
 	return st
 }
@@ -257,6 +258,8 @@ func (s *Step) Render(data map[string]any) (*Rendered, error) {
 		}
 	}
 	r.GateMessage = exec(s.gateMessage)
+	r.AgentSystem = exec(s.agentSystem)
+	r.AgentPrompt = exec(s.agentPrompt)
 	if err != nil {
 		return nil, err
 	}

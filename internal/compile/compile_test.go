@@ -74,6 +74,12 @@ func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
 			[]string{"spec.steps[1].container.command[2]", `unknown field "outptu" of step "a"`}},
 		{"a template reading an unknown field of the run", nil, []ergonv1alpha1.Step{run("a", "{{ .run.nme }}")},
 			[]string{"spec.steps[0].container.command[2]", "unknown field .run.nme"}},
+		{"an agent prompt reading a step that does not run before", nil,
+			[]ergonv1alpha1.Step{run("a", "x"), {Name: "b", Agent: &ergonv1alpha1.AgentStep{Prompt: "{{ .steps.a.output }}"}}},
+			[]string{"spec.steps[1].agent.prompt", `step "a", which this step does not depend on`}},
+		{"an agent system prompt reading a secret param", []ergonv1alpha1.ParamSpec{secret},
+			[]ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{System: "{{ .params.token }}", Prompt: "x"}}},
+			[]string{"spec.steps[0].agent.system", "comes from a Secret"}},
 		{"a cycle", nil, []ergonv1alpha1.Step{run("a", "x", "b"), run("b", "x", "a")},
 			[]string{"a -> b -> a"}},
 	}
@@ -100,6 +106,8 @@ func TestACompiledStepRendersItsTemplates(t *testing.T) {
 			run("a", "hi {{ .params.who }}"),
 			{Name: "b", DependsOn: []string{"a"}, Scene: &ergonv1alpha1.SceneCall{Name: "s",
 				Params: map[string]string{"text": "{{ .steps.a.output }}!"}}},
+			{Name: "c", DependsOn: []string{"a"}, Agent: &ergonv1alpha1.AgentStep{
+				System: "You help {{ .params.who }}.", Prompt: "Summarise: {{ .steps.a.output }}"}},
 		},
 	}
 	scene, errs := Compile(spec)
@@ -115,5 +123,9 @@ func TestACompiledStepRendersItsTemplates(t *testing.T) {
 	r, err = scene.Steps["b"].Render(data)
 	if err != nil || r.SceneParams["text"] != "hi you!" {
 		t.Fatalf("step b: %v, %v", r, err)
+	}
+	r, err = scene.Steps["c"].Render(data)
+	if err != nil || r.AgentSystem != "You help you." || r.AgentPrompt != "Summarise: hi you" {
+		t.Fatalf("step c: %+v, %v", r, err)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -61,7 +62,32 @@ type Report struct {
 	Framed bool `json:"framed,omitempty"`
 	// Error says why the output could not be handed back (too large, unreadable).
 	Error string `json:"error,omitempty"`
+	// Reason and Message say why the command failed, when it knows better than its exit
+	// code: the agent runtime names the budget it exhausted.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Transcript is the record of an agent step, its second output; it is always framed.
+	Transcript *Part `json:"transcript,omitempty"`
 }
+
+// Part is a value framed in the log, known by its size and digest.
+type Part struct {
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Result is everything a step hands back.
+type Result struct {
+	Output   []byte
+	ExitCode int
+	// Reason and Message explain a failure (MaxMessage bytes at most are kept).
+	Reason, Message string
+	// Transcript, when not nil, is framed in the log too.
+	Transcript []byte
+}
+
+// MaxMessage bounds Report.Message, so that the report fits the termination message.
+const MaxMessage = 512
 
 // Digest is the hex SHA-256 of an output.
 func Digest(b []byte) string {
@@ -72,7 +98,25 @@ func Digest(b []byte) string {
 // Write hands an output back: it prints a frame to log when the output is too large for the
 // report, and returns the report to write as the termination message.
 func Write(log io.Writer, output []byte, exitCode int) ([]byte, error) {
-	r := Report{Version: version, ExitCode: exitCode, Size: len(output), SHA256: Digest(output)}
+	return WriteResult(log, Result{Output: output, ExitCode: exitCode})
+}
+
+// WriteResult is Write with a failure reason and a transcript.
+func WriteResult(log io.Writer, res Result) ([]byte, error) {
+	output := res.Output
+	r := Report{Version: version, ExitCode: res.ExitCode, Size: len(output), SHA256: Digest(output),
+		Reason: res.Reason, Message: truncate(res.Message, MaxMessage)}
+	if res.Transcript != nil {
+		t := res.Transcript
+		if len(t) > MaxSize {
+			// Keep the start; the transcript is a record, and a cut one is better than none.
+			t = t[:MaxSize]
+		}
+		r.Transcript = &Part{Size: len(t), SHA256: Digest(t)}
+		if err := writeFrame(log, t, r.Transcript.SHA256); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(output) > MaxSize:
 		r.Error = fmt.Sprintf("the output is %d bytes; at most %d are handed back", len(output), MaxSize)
@@ -129,26 +173,56 @@ func (r *Report) Inline() (output []byte, ok bool, err error) {
 	return b, true, nil
 }
 
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // FromLog finds the framed output of the report in a container log. The last frame with the
 // report's digest wins, so a command that prints frame lines of its own cannot forge it.
 func (r *Report) FromLog(log io.Reader) ([]byte, error) {
+	return FindFrame(log, r.Size, r.SHA256)
+}
+
+// FindFrame finds a framed value of the given size and digest in a container log.
+func FindFrame(log io.Reader, size int, digest string) ([]byte, error) {
+	found, err := FindFrames(log, Part{Size: size, SHA256: digest})
+	return found[digest], err
+}
+
+// FindFrames finds framed values in a container log in one pass, by digest. The last frame
+// of each wins, and only a frame whose size and digest match is kept. A missing one is an
+// error; the values found are returned with it.
+func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
+	sizes := map[string]int{}
+	for _, p := range want {
+		sizes[frameBegin+p.SHA256+" -----"] = p.Size
+	}
 	sc := bufio.NewScanner(log)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	begin := frameBegin + r.SHA256 + " -----"
-	var found []byte
+	found := map[string][]byte{}
 	var enc strings.Builder
-	in := false
+	var digest string
+	size, in := 0, false
 	for sc.Scan() {
 		line := sc.Text()
-		switch {
-		case line == begin:
-			in = true
+		if n, ok := sizes[line]; ok {
+			in, size, digest = true, n, strings.TrimSuffix(strings.TrimPrefix(line, frameBegin), " -----")
 			enc.Reset()
+			continue
+		}
+		switch {
 		case in && line == frameEnd:
 			in = false
 			b, err := base64.StdEncoding.DecodeString(enc.String())
-			if err == nil && len(b) == r.Size && Digest(b) == r.SHA256 {
-				found = b
+			if err == nil && len(b) == size && Digest(b) == digest {
+				found[digest] = b
 			}
 		case in:
 			enc.WriteString(line)
@@ -157,8 +231,10 @@ func (r *Report) FromLog(log io.Reader) ([]byte, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading the step's log: %w", err)
 	}
-	if found == nil {
-		return nil, fmt.Errorf("the step's log holds no output of %d bytes with digest %s", r.Size, r.SHA256)
+	for _, p := range want {
+		if _, ok := found[p.SHA256]; !ok {
+			return found, fmt.Errorf("the step's log holds no value of %d bytes with digest %s", p.Size, p.SHA256)
+		}
 	}
 	return found, nil
 }

@@ -99,3 +99,52 @@ func TestAMessageThatIsNoReportIsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestATranscriptAndAFailureReasonTravelWithTheOutput(t *testing.T) {
+	output := bytes.Repeat([]byte("o"), InlineSize) // the largest inline output
+	transcript := bytes.Repeat([]byte(`{"role":"assistant"}`), 3000)
+	var log bytes.Buffer
+	msg, err := WriteResult(&log, Result{Output: output, ExitCode: 3, Reason: "MaxTurnsExceeded",
+		Message: strings.Repeat("é", MaxMessage), Transcript: transcript})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msg) > 4096 {
+		t.Fatalf("the report is %d bytes, more than a termination message holds", len(msg))
+	}
+	r, err := ParseReport(string(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reason != "MaxTurnsExceeded" || len(r.Message) > MaxMessage || !strings.HasPrefix(r.Message, "é") {
+		t.Errorf("reason %q, message of %d bytes", r.Reason, len(r.Message))
+	}
+	if out, inline, err := r.Inline(); !inline || err != nil || !bytes.Equal(out, output) {
+		t.Errorf("the output did not travel inline: %v", err)
+	}
+	got, err := FindFrame(bytes.NewReader(log.Bytes()), r.Transcript.Size, r.Transcript.SHA256)
+	if err != nil || !bytes.Equal(got, transcript) {
+		t.Fatalf("the transcript did not travel: %v", err)
+	}
+}
+
+func TestFramesAreFoundInOnePassAndAMissingOneIsNamed(t *testing.T) {
+	a, b := bytes.Repeat([]byte("a"), 5000), bytes.Repeat([]byte("b"), 3000)
+	var log bytes.Buffer
+	if err := writeFrame(&log, a, Digest(a)); err != nil {
+		t.Fatal(err)
+	}
+	log.WriteString("noise between frames\n")
+	if err := writeFrame(&log, b, Digest(b)); err != nil {
+		t.Fatal(err)
+	}
+	found, err := FindFrames(bytes.NewReader(log.Bytes()), Part{Size: len(a), SHA256: Digest(a)}, Part{Size: len(b), SHA256: Digest(b)})
+	if err != nil || !bytes.Equal(found[Digest(a)], a) || !bytes.Equal(found[Digest(b)], b) {
+		t.Fatalf("found %d values, %v", len(found), err)
+	}
+	c := []byte("never framed")
+	found, err = FindFrames(bytes.NewReader(log.Bytes()), Part{Size: len(a), SHA256: Digest(a)}, Part{Size: len(c), SHA256: Digest(c)})
+	if err == nil || !strings.Contains(err.Error(), Digest(c)) || !bytes.Equal(found[Digest(a)], a) {
+		t.Fatalf("err = %v; want the missing digest named and the other value found", err)
+	}
+}

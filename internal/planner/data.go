@@ -36,6 +36,9 @@ const PreviewSize = 1024
 // OutputKey is the ConfigMap key that holds a step's whole output.
 const OutputKey = "output"
 
+// TranscriptKey is the ConfigMap key that holds an agent step's transcript.
+const TranscriptKey = "transcript"
+
 // ResolveParams returns the Run's params with the Scene's defaults filled in. Params taken
 // from Secrets are not among them: they exist only inside pods.
 func ResolveParams(scene *ergonv1alpha1.SceneSpec, given map[string]string) map[string]string {
@@ -136,6 +139,18 @@ func OutputValue(run, step, value string) *ergonv1alpha1.OutputValue {
 		out.Ref = &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: OutputKey}
 	}
 	return out
+}
+
+// TranscriptValue describes an agent step's transcript for the Run's status: its size and
+// digest, and the output ConfigMap that keeps it. It has no preview: it is a record for
+// people and tools, not data for later steps. Nil when the step left none.
+func TranscriptValue(run, step, transcript string) *ergonv1alpha1.OutputValue {
+	if transcript == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(transcript))
+	return &ergonv1alpha1.OutputValue{Size: int64(len(transcript)), SHA256: hex.EncodeToString(sum[:]),
+		Ref: &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: TranscriptKey}}
 }
 
 // Preview is the start of a value, at most PreviewSize bytes, cut at a rune boundary.

@@ -111,4 +111,7 @@ type Output struct {
 	Stored bool
 	// Err says why the output could not be collected; the attempt then fails.
 	Err string
+	// Transcript is an agent step's record, its second output; Usage sums its model use.
+	Transcript string
+	Usage      *ergonv1alpha1.AgentUsage
 }

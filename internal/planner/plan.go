@@ -316,8 +316,18 @@ func (p *planner) render(step *compile.Step) (*compile.Rendered, bool) {
 		p.fail(p.record(step.Name), step, ReasonTemplateError, err.Error())
 		return nil, false
 	}
+	if n := len(r.AgentSystem) + len(r.AgentPrompt); n > MaxAgentPrompt {
+		p.fail(p.record(step.Name), step, ReasonTemplateError, fmt.Sprintf(
+			"the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod: "+
+				"hand large data over as context (the outputs of dependencies) instead of through a template", n, MaxAgentPrompt))
+		return nil, false
+	}
 	return r, true
 }
+
+// MaxAgentPrompt bounds an agent step's rendered system prompt and prompt together: they
+// travel in a pod annotation, and a pod's annotations hold 256 KiB in all.
+const MaxAgentPrompt = 200 << 10
 
 // start records that a step starts now.
 func (p *planner) start(s *ergonv1alpha1.StepStatus) {
@@ -417,5 +427,4 @@ const (
 	ReasonError               = "Error"
 	ReasonOutputError         = "OutputError"
 	ReasonPodDeleted          = "PodDeleted"
-	ReasonNotSupported        = "NotSupported"
 )

@@ -19,6 +19,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -440,5 +441,45 @@ func BenchmarkDecideFanOut1000(b *testing.B) {
 		if len(p.Pods) != 999 {
 			b.Fatalf("started %d pods", len(p.Pods))
 		}
+	}
+}
+
+func TestAnAgentStepRunsAsAPodAndRecordsItsTranscriptAndUsage(t *testing.T) {
+	agent := ergonv1alpha1.Step{Name: "draft", DependsOn: []string{"fetch"}, Agent: &ergonv1alpha1.AgentStep{
+		System: "You write reports.", Prompt: "Summarise: {{ .steps.fetch.output }}"}}
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("fetch"), agent}}, succeed)
+	w.plan()
+	w.kubelet()
+	p := w.plan()
+	if len(p.Pods) != 1 || p.Pods[0].Step.Name != "draft" {
+		t.Fatalf("pods = %v, want the agent step's", p.Pods)
+	}
+	if r := p.Pods[0].Rendered; r.AgentPrompt != "Summarise: out of fetch" || r.AgentSystem != "You write reports." {
+		t.Fatalf("rendered = %+v", r)
+	}
+	name := p.Pods[0].Name
+	w.pods["draft"][0].Phase = PodSucceeded
+	usage := &ergonv1alpha1.AgentUsage{Turns: 3, PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150}
+	w.outputs[name] = Output{Value: `{"title":"t"}`, Transcript: `{"entries":[]}`, Usage: usage}
+	p = w.plan()
+	s := p.Status.Steps[1]
+	if s.Phase != ergonv1alpha1.StepSucceeded || s.Usage == nil || *s.Usage != *usage {
+		t.Fatalf("status = %+v", s)
+	}
+	if s.Transcript == nil || s.Transcript.Size != 14 || s.Transcript.Ref == nil || s.Transcript.Ref.Key != TranscriptKey {
+		t.Fatalf("transcript = %+v", s.Transcript)
+	}
+}
+
+func TestAnAgentPromptTooLargeForItsPodFailsTheStep(t *testing.T) {
+	agent := ergonv1alpha1.Step{Name: "draft", Agent: &ergonv1alpha1.AgentStep{
+		Prompt: "{{ .params.big }}"}}
+	spec := ergonv1alpha1.SceneSpec{Params: []ergonv1alpha1.ParamSpec{{Name: "big"}}, Steps: []ergonv1alpha1.Step{agent}}
+	w := newWorld(t, spec, succeed)
+	w.run.Spec.Params = map[string]string{"big": strings.Repeat("x", MaxAgentPrompt+1)}
+	p := w.plan()
+	if len(p.Pods) != 0 || p.Status.Steps[0].Phase != ergonv1alpha1.StepFailed ||
+		!strings.Contains(p.Status.Steps[0].Message, "hand large data over as context") {
+		t.Fatalf("pods %d, step %+v", len(p.Pods), p.Status.Steps[0])
 	}
 }

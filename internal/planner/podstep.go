@@ -31,14 +31,6 @@ import (
 // decidePodStep moves a container or agent step: start an attempt, follow its pod, retry or
 // end it.
 func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
-	if step.Spec.Agent != nil {
-		// The agent runtime is not part of Ergon yet; say so instead of running a pod that
-		// cannot work.
-		if s == nil && p.ready(step) {
-			p.fail(p.record(step.Name), step, ReasonNotSupported, "agent steps need Ergon's agent runtime, which this version does not have")
-		}
-		return
-	}
 	latest := latestPod(p.f.Pods[step.Name])
 	if latest == nil && (s == nil || s.Phase == ergonv1alpha1.StepPending) {
 		if p.hasCapacity() && p.ready(step) {
@@ -141,6 +133,7 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 			p.active--
 		}
 		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
+		s.Usage, s.Transcript = out.Usage, TranscriptValue(p.f.Run.Name, step.Name, out.Transcript)
 		p.start(s)
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:

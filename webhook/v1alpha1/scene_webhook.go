@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 )
 
@@ -99,6 +101,7 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(agent.Child("model"), model,
 				fmt.Sprintf("no model %q in spec.models; define it there or name another", model)))
 		}
+		errs = append(errs, validateOutputContract(agent.Child("output"), s.Agent.Output)...)
 		if spec.Workspace != nil {
 			continue
 		}
@@ -108,6 +111,30 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 					fmt.Sprintf("the tool %s works on a Workspace's files; set spec.workspace or remove it", tool)))
 			}
 		}
+	}
+	return errs
+}
+
+// validateOutputContract refuses formats the agent runtime does not know and schemas that do
+// not compile, which would otherwise fail every attempt of the step.
+func validateOutputContract(path *field.Path, o *ergonv1alpha1.OutputContract) field.ErrorList {
+	if o == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	check := func(p *field.Path, format string, schema *apiextensionsv1.JSON) {
+		if format != "" && !slices.Contains(agentspec.Formats, format) {
+			errs = append(errs, field.NotSupported(p.Child("format"), format, agentspec.Formats))
+		}
+		if schema != nil {
+			if _, err := agentspec.CompileSchema(schema.Raw); err != nil {
+				errs = append(errs, field.Invalid(p.Child("schema"), string(schema.Raw), err.Error()+"; fix the JSON Schema"))
+			}
+		}
+	}
+	check(path, o.Format, o.Schema)
+	for i, n := range o.Outputs {
+		check(path.Child("outputs").Index(i), n.Format, n.Schema)
 	}
 	return errs
 }

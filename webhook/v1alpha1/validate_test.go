@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -57,6 +58,18 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 		{"a file tool with a Workspace is fine",
 			ergonv1alpha1.SceneSpec{Models: model, Workspace: &corev1.LocalObjectReference{Name: "alice"},
 				Steps: []ergonv1alpha1.Step{agentStep("edit", ergonv1alpha1.ToolShell)}},
+			nil},
+		{"an output format the runtime does not know, and a schema that does not compile",
+			ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{
+				Prompt: "hi", Output: &ergonv1alpha1.OutputContract{Format: "toml",
+					Outputs: []ergonv1alpha1.NamedOutput{{Name: "s", Format: "json",
+						Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type": 7}`)}}}}}}}},
+			[]string{`spec.steps[0].agent.output.format: Unsupported value: "toml"`,
+				`spec.steps[0].agent.output.outputs[0].schema`, "fix the JSON Schema"}},
+		{"a valid output contract is fine",
+			ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{
+				Prompt: "hi", Output: &ergonv1alpha1.OutputContract{Format: "json",
+					Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "required": ["title"]}`)}}}}}},
 			nil},
 		{"the graph's cycle is named",
 			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{

@@ -1,0 +1,173 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command agent is Ergon's agent runtime: it runs an agent step in its pod, under the step
+// entrypoint. It reads the rendered step from $ERGON_AGENT_SPEC, the API key from
+// $ERGON_AGENT_API_KEY and the dependencies' outputs from the spec's context directory; it
+// writes the answer to $ERGON_OUTPUT, the transcript to $ERGON_TRANSCRIPT and, when it
+// fails, {"reason","message"} to $ERGON_FAILURE, and exits non-zero (see internal/agent).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/ergon-dev/ergon/internal/agent"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	spec, err := readSpec(os.Getenv(agentspec.EnvSpec))
+	if err != nil {
+		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
+	}
+	secrets := []string{}
+	for _, name := range spec.SecretEnv {
+		secrets = append(secrets, os.Getenv(name))
+	}
+	apiKey := ""
+	if spec.APIKeyEnv != "" {
+		apiKey = os.Getenv(spec.APIKeyEnv)
+	}
+	items, err := readContext(spec.ContextDir)
+	if err != nil {
+		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
+	}
+	r := &agent.Runner{
+		Spec: spec, APIKey: apiKey, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
+		Tools: agent.ToolEnv{
+			Workspace: spec.Workspace,
+			HTTP:      agent.NewHTTPClient(nil, spec.HTTP.AllowHosts),
+			// The shell sees a plain environment: not the API key, not the secret params.
+			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + cmp(spec.Workspace, "/tmp"), "TMPDIR=/tmp"},
+		},
+	}
+	out, transcript, runErr := r.Run(ctx)
+	red := agent.NewRedactor(append(secrets, apiKey)...)
+	var f *agent.Failure
+	if runErr != nil && !errors.As(runErr, &f) {
+		f = &agent.Failure{Reason: agent.ReasonModelUnavailable, ExitCode: agent.ExitProvider, Message: runErr.Error()}
+	}
+	return finish(red, out, transcript, f)
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func readSpec(path string) (*agent.Spec, error) {
+	if path == "" {
+		return nil, fmt.Errorf("$%s names no spec file", agentspec.EnvSpec)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the agent spec: %w", err)
+	}
+	var s agent.Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("the agent spec %s is not valid: %w", path, err)
+	}
+	return &s, nil
+}
+
+// readContext reads the dependencies' outputs, one file per step, in name order.
+func readContext(dir string) ([]agent.ContextItem, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []agent.ContextItem
+	for _, e := range entries {
+		// The kubelet's projected volumes keep their data behind ..data and dot entries.
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, agent.ContextItem{Name: e.Name(), Value: string(b)})
+	}
+	slices.SortFunc(items, func(a, b agent.ContextItem) int { return strings.Compare(a.Name, b.Name) })
+	return items, nil
+}
+
+// finish writes the output, the transcript and the failure for the entrypoint, logs one line
+// and returns the exit code.
+func finish(red *agent.Redactor, out string, transcript *agent.Transcript, f *agent.Failure) int {
+	code := 0
+	if transcript != nil {
+		if b, err := json.Marshal(transcript); err == nil {
+			if err := writeEnvFile(agentspec.EnvTranscript, b); err != nil {
+				fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+			}
+		}
+	}
+	if f != nil {
+		msg := red.String(f.Message)
+		b, _ := json.Marshal(map[string]string{"reason": f.Reason, "message": msg})
+		if err := writeEnvFile(agentspec.EnvFailure, b); err != nil {
+			fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		}
+		fmt.Fprintf(os.Stderr, "agent: %s: %s\n", f.Reason, msg)
+		code = f.ExitCode
+	} else if err := writeEnvFile("ERGON_OUTPUT", []byte(out)); err != nil {
+		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		code = 1
+	}
+	if transcript != nil {
+		u := transcript.Usage
+		fmt.Fprintf(os.Stderr, "agent: %s after %d turns, %d tokens (%d prompt, %d completion)\n",
+			transcript.Outcome, u.Turns, u.TotalTokens, u.PromptTokens, u.CompletionTokens)
+	}
+	return code
+}
+
+// writeEnvFile writes the file an environment variable names; nothing when it is unset.
+func writeEnvFile(env string, b []byte) error {
+	path := os.Getenv(env)
+	if path == "" {
+		return nil
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("writing $%s: %w", env, err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/test/fakellm"
+)
+
+// TestTheRuntimeUnderTheEntrypoint runs the two binaries as a step pod does: the entrypoint
+// runs the agent runtime, and its report carries the output, the transcript's digest and,
+// on failure, the runtime's reason. Secrets stay out of all of it.
+func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries")
+	}
+	bin := t.TempDir()
+	for pkg, out := range map[string]string{".": "agent", "../entrypoint": "entrypoint"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, out), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	llm := httptest.NewServer(fakellm.New(fakellm.Script{Rules: []fakellm.Rule{
+		{Match: fakellm.Match{AnyContains: "fail please"}, Reply: fakellm.Reply{Content: "not json"}},
+		{Reply: fakellm.Reply{Content: `{"title":"done with s3cr3t-param"}`}},
+	}}))
+	defer llm.Close()
+
+	run := func(t *testing.T, prompt string) (*outputs.Report, string, string) {
+		dir := t.TempDir()
+		inputs := filepath.Join(dir, "inputs")
+		if err := os.MkdirAll(inputs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(inputs, "fetch"), []byte("sprint data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		spec := agentspec.Spec{Model: agentspec.ModelConfig{BaseURL: llm.URL + "/v1", Model: "m"}, Prompt: prompt,
+			MaxTurns: 3, Output: agentspec.Contract{Format: "json", MaxRepairs: 1}, ContextDir: inputs,
+			SecretEnv: []string{"ERGON_PARAM_token"}, APIKeyEnv: agentspec.EnvAPIKey}
+		b, _ := json.Marshal(spec)
+		specPath := filepath.Join(dir, "spec.json")
+		if err := os.WriteFile(specPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(bin, "entrypoint"), "run", "--", filepath.Join(bin, "agent"))
+		cmd.Env = []string{
+			"ERGON_OUTPUT=" + filepath.Join(dir, "value"),
+			agentspec.EnvTranscript + "=" + filepath.Join(dir, "transcript"),
+			agentspec.EnvFailure + "=" + filepath.Join(dir, "failure"),
+			agentspec.EnvSpec + "=" + specPath,
+			agentspec.EnvAPIKey + "=sk-key-under-test",
+			"ERGON_PARAM_token=s3cr3t-param",
+			"ERGON_TERMINATION_LOG=" + filepath.Join(dir, "termination-log"),
+		}
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		_ = cmd.Run()
+		msg, err := os.ReadFile(filepath.Join(dir, "termination-log"))
+		if err != nil {
+			t.Fatalf("no report: %v\n%s", err, log.String())
+		}
+		r, err := outputs.ParseReport(string(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Transcript == nil {
+			t.Fatalf("the report has no transcript: %s", msg)
+		}
+		transcript, err := outputs.FindFrame(bytes.NewReader(log.Bytes()), r.Transcript.Size, r.Transcript.SHA256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := log.String() + string(msg) + string(transcript)
+		if strings.Contains(all, "s3cr3t-param") || strings.Contains(all, "sk-key-under-test") {
+			t.Fatalf("a secret leaked:\n%s", all)
+		}
+		return r, string(transcript), log.String()
+	}
+
+	t.Run("success", func(t *testing.T) {
+		r, transcript, _ := run(t, "Summarise.")
+		out, inline, err := r.Inline()
+		if r.ExitCode != 0 || !inline || err != nil || string(out) != `{"title":"done with [REDACTED]"}` {
+			t.Fatalf("exit %d, output %q, %v", r.ExitCode, out, err)
+		}
+		if !strings.Contains(transcript, `BEGIN CONTEXT`) || !strings.Contains(transcript, "sprint data") {
+			t.Errorf("the context is not in the transcript: %s", transcript)
+		}
+	})
+	t.Run("failure", func(t *testing.T) {
+		r, _, log := run(t, "fail please")
+		if r.ExitCode != 4 || r.Reason != "OutputInvalid" || !strings.Contains(r.Message, "not valid JSON") {
+			t.Fatalf("exit %d, reason %q, message %q\n%s", r.ExitCode, r.Reason, r.Message, log)
+		}
+	})
+}

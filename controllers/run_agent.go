@@ -1,0 +1,192 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// The pieces of an agent step pod.
+const (
+	// AgentInImage is where Ergon's image keeps the agent runtime.
+	AgentInImage = "/ergon-agent"
+	agentDir     = "/ergon/agent"
+	agentSpecKey = "spec.json"
+	// annotationAgentSpec holds the rendered agent step, for the downward API to project.
+	annotationAgentSpec = "agent.ergon.dev/spec"
+	defaultModel        = "default"
+	defaultMaxTurns     = 20
+	defaultMaxRepairs   = 2
+)
+
+// agentSpec renders an agent step into what the runtime reads. It holds no secret: the API
+// key and secret params reach the pod as environment variables from their Secrets.
+func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
+	a := req.Step.Spec.Agent
+	name := a.Model
+	if name == "" {
+		name = defaultModel
+	}
+	m := scene.Spec.Models[name] // admission checked that it exists
+	s := &agentspec.Spec{
+		Model:  agentspec.ModelConfig{BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed},
+		System: req.Rendered.AgentSystem, Prompt: req.Rendered.AgentPrompt,
+		MaxTurns: defaultMaxTurns,
+		HTTP:     agentspec.HTTPConfig{AllowHosts: a.AllowHosts},
+	}
+	if m.Temperature != nil {
+		if t, err := strconv.ParseFloat(*m.Temperature, 64); err == nil {
+			s.Model.Temperature = &t
+		}
+	}
+	if m.APIKeySecretRef != nil {
+		s.APIKeyEnv = agentspec.EnvAPIKey
+	}
+	for _, t := range a.Tools {
+		s.Tools = append(s.Tools, string(t))
+	}
+	if a.MaxTurns != nil {
+		s.MaxTurns = int(*a.MaxTurns)
+	}
+	if a.MaxTokens != nil {
+		s.MaxTokens = *a.MaxTokens
+	}
+	s.Output.MaxRepairs = defaultMaxRepairs
+	if o := a.Output; o != nil {
+		s.Output.Format = o.Format
+		if o.Schema != nil {
+			s.Output.Schema = json.RawMessage(o.Schema.Raw)
+		}
+		if o.MaxRepairs != nil {
+			s.Output.MaxRepairs = int(*o.MaxRepairs)
+		}
+		for _, n := range o.Outputs {
+			out := agentspec.NamedOutput{Name: n.Name, Format: n.Format}
+			if n.Schema != nil {
+				out.Schema = json.RawMessage(n.Schema.Raw)
+			}
+			s.Output.Outputs = append(s.Output.Outputs, out)
+		}
+	}
+	// The runtime stops a little before the pod's deadline, so that it can say which budget
+	// ran out and hand its transcript back.
+	if t := req.Step.Spec.Timeout; t != nil {
+		s.Timeout.Duration = t.Duration - min(10*time.Second, t.Duration/10)
+	}
+	if scene.Spec.Workspace != nil {
+		s.Workspace = agentspec.DefaultWorkspace
+	}
+	if len(req.Inputs) > 0 {
+		s.ContextDir = inputsDir
+	}
+	for _, p := range scene.SecretParams {
+		s.SecretEnv = append(s.SecretEnv, compile.SecretParamEnv(p.Name))
+	}
+	return s
+}
+
+// agentPod builds the pod of one attempt of an agent step: Ergon's own image runs the agent
+// runtime under the step entrypoint, so the answer travels back like any step's output. The
+// image holds both binaries; no init container is needed.
+func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, ergonImage string) *corev1.Pod {
+	spec := agentSpec(scene, req)
+	specJSON, _ := json.Marshal(spec) // plain data: cannot fail
+	labels := childLabels(run, req.Step.Name)
+	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
+
+	env := []corev1.EnvVar{
+		{Name: "ERGON_OUTPUT", Value: outputDir + "/value"},
+		{Name: agentspec.EnvTranscript, Value: outputDir + "/transcript"},
+		{Name: agentspec.EnvFailure, Value: outputDir + "/failure"},
+		{Name: agentspec.EnvSpec, Value: agentDir + "/" + agentSpecKey},
+		{Name: "ERGON_RUN", Value: run.Name},
+		{Name: "ERGON_STEP", Value: req.Step.Name},
+		{Name: "ERGON_ATTEMPT", Value: strconv.Itoa(int(req.Attempt))},
+	}
+	model := scene.Spec.Models[req.Step.Spec.Agent.Model]
+	if req.Step.Spec.Agent.Model == "" {
+		model = scene.Spec.Models[defaultModel]
+	}
+	if ref := model.APIKeySecretRef; ref != nil {
+		env = append(env, corev1.EnvVar{Name: agentspec.EnvAPIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
+	}
+	for _, p := range scene.SecretParams {
+		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),
+		}})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: run.Namespace, Labels: labels,
+			Annotations:     map[string]string{annotationAgentSpec: string(specJSON)},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: new(false),
+			EnableServiceLinks:           new(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   new(true),
+				RunAsUser:      ptr.To[int64](stepUID),
+				RunAsGroup:     ptr.To[int64](stepUID),
+				FSGroup:        ptr.To[int64](stepUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: []corev1.Volume{
+				emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi"),
+				{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+					Items: []corev1.DownwardAPIVolumeFile{{Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{
+						FieldPath: "metadata.annotations['" + annotationAgentSpec + "']",
+					}}},
+				}}},
+			},
+			Containers: []corev1.Container{{
+				Name: stepContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{EntrypointInImage}, Args: []string{"run", "--", AgentInImage},
+				Env: env,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "ergon-output", MountPath: outputDir},
+					{Name: "tmp", MountPath: "/tmp"},
+					{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true},
+				},
+				SecurityContext:          restrictedContainer(),
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+		},
+	}
+	addInputs(pod, req.Inputs)
+	if t := req.Step.Spec.Timeout; t != nil {
+		pod.Spec.ActiveDeadlineSeconds = new(max(int64(t.Seconds()), 1))
+	}
+	return pod
+}

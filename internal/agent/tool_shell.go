@@ -1,0 +1,89 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"time"
+)
+
+func init() {
+	registerTool(&Tool{
+		Name: "shell", NeedsWorkspace: true,
+		Description: "Run a command with sh -c in the workspace directory and return its exit code and output (capped). " +
+			"The command sees no secrets.",
+		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["command"],
+			"properties": {"command": {"type": "string"}}}`),
+		Call: shell,
+	})
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the rest.
+type cappedBuffer struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	room := max(c.max-c.buf.Len(), 0)
+	if room < len(p) {
+		c.dropped += len(p) - room
+		p = p[:room]
+	}
+	c.buf.Write(p)
+	return n, nil
+}
+
+func shell(ctx context.Context, env *ToolEnv, raw json.RawMessage) (string, error) {
+	var a struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", err
+	}
+	if env.Workspace == "" {
+		return "", errors.New("this step is bound to no Workspace")
+	}
+	cmd := exec.CommandContext(ctx, "sh", "-c", a.Command)
+	cmd.Dir = env.Workspace
+	cmd.WaitDelay = 2 * time.Second // a child that keeps the pipes open does not hold the call
+	// Only what the tool's environment says: the API key and secret params stay out.
+	cmd.Env = env.Env
+	out := &cappedBuffer{max: env.MaxResult}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		return "", err
+	}
+	s := fmt.Sprintf("exit code %d\n%s", code, out.buf.String())
+	if out.dropped > 0 {
+		s += fmt.Sprintf("\n[truncated: %d more bytes of output]", out.dropped)
+	}
+	return s, nil
+}

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package agentspec is the contract between the Run controller and the agent runtime: the
+// rendered agent step, handed to the step pod as a JSON file. It is a package of its own so
+// that the manager does not link the runtime.
+package agentspec
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// File names and environment variables of an agent step pod.
+const (
+	// EnvSpec names the spec file.
+	EnvSpec = "ERGON_AGENT_SPEC"
+	// EnvAPIKey holds the model API's key, from the Secret the model names.
+	EnvAPIKey = "ERGON_AGENT_API_KEY"
+	// EnvTranscript and EnvFailure name the files the runtime leaves for the entrypoint:
+	// the transcript, and why it failed.
+	EnvTranscript = "ERGON_TRANSCRIPT"
+	EnvFailure    = "ERGON_FAILURE"
+	// DefaultWorkspace is where a Workspace's volume is mounted in a step pod.
+	DefaultWorkspace = "/workspace"
+)
+
+// Spec is the rendered agent step, as the controller hands it to the pod (a JSON file). It
+// never holds a secret: the API key and secret params come as environment variables.
+type Spec struct {
+	Model  ModelConfig `json:"model"`
+	System string      `json:"system,omitempty"`
+	Prompt string      `json:"prompt"`
+	// Tools the model may call, by name.
+	Tools []string `json:"tools,omitempty"`
+	// Output is the contract the answer must meet.
+	Output Contract `json:"output"`
+	// MaxTurns bounds the model calls; MaxTokens the tokens the API reports (0: no bound).
+	MaxTurns  int   `json:"maxTurns"`
+	MaxTokens int64 `json:"maxTokens,omitempty"`
+	// Timeout bounds the whole loop (0: no bound besides the pod's deadline).
+	Timeout Duration `json:"timeout,omitempty"`
+	// HTTP configures the http_fetch tool.
+	HTTP HTTPConfig `json:"http,omitzero"`
+	// Workspace is the directory the filesystem and shell tools are confined to; empty when
+	// the step is bound to no Workspace.
+	Workspace string `json:"workspace,omitempty"`
+	// ContextDir holds the outputs of the step's dependencies, one file per step: the
+	// context the model is told to treat as data.
+	ContextDir string `json:"contextDir,omitempty"`
+	// SecretEnv names the environment variables whose values are secrets: they are
+	// redacted from everything the runtime writes.
+	SecretEnv []string `json:"secretEnv,omitempty"`
+	// APIKeyEnv names the environment variable that holds the API key, if any.
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+}
+
+// ModelConfig selects the chat model.
+type ModelConfig struct {
+	BaseURL     string   `json:"baseURL"`
+	Model       string   `json:"model"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// HTTPConfig configures http_fetch.
+type HTTPConfig struct {
+	// AllowHosts are host names or host:port pairs that http_fetch may reach even when they
+	// resolve to private addresses (in-cluster Services). Everything else must be public.
+	AllowHosts []string `json:"allowHosts,omitempty"`
+}
+
+// Contract is the output contract.
+type Contract struct {
+	// Format of the answer, a registered format: text, markdown, json, yaml.
+	Format string `json:"format,omitempty"`
+	// Schema is a JSON Schema the parsed answer must satisfy.
+	Schema json.RawMessage `json:"schema,omitempty"`
+	// MaxRepairs is how often an invalid answer goes back to the model.
+	MaxRepairs int `json:"maxRepairs"`
+	// Outputs, when set, asks for several named outputs in labelled sections.
+	Outputs []NamedOutput `json:"outputs,omitempty"`
+}
+
+// NamedOutput is one section of a multi-output answer.
+type NamedOutput struct {
+	Name   string          `json:"name"`
+	Format string          `json:"format,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string in JSON.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string such as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
