@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,11 @@ func (r *TriggerReconciler) gather(ctx context.Context, trigger *ergonv1alpha1.T
 		if c := finishedAt(a).Compare(finishedAt(b)); c != 0 {
 			return c
 		}
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		// Within one second, a schedule's Run names (by unix minute) sort by time.
+		return strings.Compare(a.Name, b.Name)
 	}
 	slices.SortFunc(facts.succeeded, byFinish)
 	slices.SortFunc(facts.failed, byFinish)
