@@ -154,10 +154,12 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 		Expect(run.Spec.Params).To(Equal(map[string]string{"fixed": "yes", "pr": "42", "title": "Fix it"}))
 		Expect(run.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelTrigger, "on-push"))
 		Expect(metav1.GetControllerOf(run).Name).To(Equal("on-push"))
-		t := getTrigger(ctx, ns, "on-push")
-		Expect(t.Status.LastDelivery).NotTo(BeNil())
-		Expect(t.Status.LastDelivery.ID).To(Equal("delivery-1"))
-		Expect(t.Status.LastDelivery.Run).To(Equal(name))
+		Eventually(func(g Gomega) {
+			t := getTrigger(ctx, ns, "on-push")
+			g.Expect(t.Status.LastDelivery).NotTo(BeNil())
+			g.Expect(t.Status.LastDelivery.ID).To(Equal("delivery-1"))
+			g.Expect(t.Status.LastDelivery.Run).To(Equal(name))
+		}).Should(Succeed())
 	})
 
 	It("answers a retried delivery with the same Run and creates nothing new", func(ctx SpecContext) {

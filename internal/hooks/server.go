@@ -69,6 +69,7 @@ type Server struct {
 	mu       sync.Mutex
 	limiters map[types.UID]*rate.Limiter
 	keys     map[string]cachedKey
+	records  map[types.NamespacedName]*pendingRecord
 }
 
 type cachedKey struct {
@@ -296,19 +297,65 @@ func (s *Server) mapParams(trigger *ergonv1alpha1.Trigger, body []byte) (map[str
 	return params, nil
 }
 
-// recordDelivery writes the delivery into the Trigger's status. A failure is logged: the Run
-// is created, and the delivery succeeded.
+// recordDelivery writes the delivery into the Trigger's status, in the background. Writes to
+// one Trigger are serialized by the API server, so one write per delivery would bound a
+// Trigger's deliveries to the rate one object can be written at; instead at most one write per
+// Trigger is in flight, and it writes the latest delivery. A failure is logged: the Run is
+// created, and the delivery succeeded.
 func (s *Server) recordDelivery(ctx context.Context, trigger *ergonv1alpha1.Trigger, d Delivery, run string, now time.Time) {
-	patch := map[string]any{"status": map[string]any{"lastDelivery": ergonv1alpha1.WebhookDelivery{
-		ID: d.ID, Time: &metav1.Time{Time: now}, Run: run,
-	}}}
-	data, err := json.Marshal(patch)
-	if err == nil {
-		err = s.Client.Status().Patch(ctx, trigger, client.RawPatch(types.MergePatchType, data))
+	key := types.NamespacedName{Namespace: trigger.Namespace, Name: trigger.Name}
+	delivery := &ergonv1alpha1.WebhookDelivery{ID: d.ID, Time: &metav1.Time{Time: now}, Run: run}
+	s.mu.Lock()
+	if s.records == nil {
+		s.records = map[types.NamespacedName]*pendingRecord{}
 	}
+	p, ok := s.records[key]
+	if !ok {
+		p = &pendingRecord{}
+		s.records[key] = p
+	}
+	p.latest = delivery
+	writing := p.writing
+	p.writing = true
+	s.mu.Unlock()
+	if writing {
+		return
+	}
+	log := logf.FromContext(ctx).WithValues("trigger", key.String())
+	go func() {
+		for {
+			s.mu.Lock()
+			next := p.latest
+			p.latest = nil
+			if next == nil {
+				p.writing = false
+				delete(s.records, key)
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			if err := s.patchLastDelivery(key, next); err != nil {
+				log.Error(err, "Recording the delivery in the Trigger's status", "run", next.Run)
+			}
+		}
+	}()
+}
+
+// pendingRecord is the delivery waiting to be written into a Trigger's status.
+type pendingRecord struct {
+	latest  *ergonv1alpha1.WebhookDelivery
+	writing bool
+}
+
+func (s *Server) patchLastDelivery(key types.NamespacedName, d *ergonv1alpha1.WebhookDelivery) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"lastDelivery": d}})
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "Recording the delivery in the Trigger's status", "run", run)
+		return err
 	}
+	trigger := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return client.IgnoreNotFound(s.Client.Status().Patch(ctx, trigger, client.RawPatch(types.MergePatchType, data)))
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
