@@ -33,7 +33,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -47,7 +46,8 @@ func createKeySecret(ctx context.Context, ns string) {
 		Data: map[string][]byte{"key": hookKey}})).To(Succeed())
 }
 
-func webhookTrigger(ctx context.Context, ns, name string, params map[string]string, edit ...func(*ergonv1alpha1.Trigger)) *ergonv1alpha1.Trigger {
+func webhookTrigger(ctx context.Context, ns, name string, params map[string]string,
+	edit ...func(*ergonv1alpha1.Trigger)) *ergonv1alpha1.Trigger {
 	t := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: ergonv1alpha1.TriggerSpec{
 			SceneRef: corev1.LocalObjectReference{Name: "on-push"},
@@ -95,7 +95,7 @@ func (h *hookClient) send(method, path string, body []byte, header map[string]st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	Expect(err).NotTo(HaveOccurred())
 	a := hookAnswer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
@@ -254,7 +254,7 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 		a := h.signed("/hooks/"+ns+"/cron", body, hookKey, "d")
 		Expect(a.status).To(Equal(http.StatusNotFound), a.raw)
 
-		webhookTrigger(ctx, ns, "paused", nil, func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = ptr.To(true) })
+		webhookTrigger(ctx, ns, "paused", nil, func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
 		a = h.signed("/hooks/"+ns+"/paused", body, hookKey, "d")
 		Expect(a.status).To(Equal(http.StatusConflict), a.raw)
 		Expect(a.body["error"]).To(ContainSubstring("suspended"))

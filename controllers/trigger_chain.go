@@ -105,7 +105,7 @@ func sourcesToHandle(trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.Trigg
 
 // markHandled moves the watermark to a handled source Run.
 func markHandled(status *ergonv1alpha1.TriggerStatus, src *ergonv1alpha1.Run) {
-	at := src.Status.FinishedAt.Time.Truncate(time.Second)
+	at := src.Status.FinishedAt.Truncate(time.Second)
 	if status.LastScheduleTime == nil || at.After(status.LastScheduleTime.Time) {
 		status.LastScheduleTime = &metav1.Time{Time: at}
 		status.HandledRuns = nil
@@ -134,7 +134,7 @@ func (r *TriggerReconciler) startChained(ctx context.Context, trigger *ergonv1al
 		return nil
 	}
 	run := triggers.NewRun(trigger, naming.ChainedRunName(trigger.Name, string(src.UID)), params)
-	if _, err := r.createRun(ctx, trigger, run, "because Run "+src.Name+" ended "+string(src.Status.Phase)); err != nil {
+	if err := r.createRun(ctx, trigger, run, "because Run "+src.Name+" ended "+string(src.Status.Phase)); err != nil {
 		return err
 	}
 	status.LastRun = run.Name

@@ -114,18 +114,18 @@ func (r *TriggerReconciler) patchStatus(ctx context.Context, trigger *ergonv1alp
 
 // createRun creates a Run a Trigger starts; one that exists already was started by an
 // earlier reconcile, another replica or the manager before a restart, and is success.
-func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, run *ergonv1alpha1.Run, why string) (bool, error) {
+func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, run *ergonv1alpha1.Run, why string) error {
 	log.FromContext(ctx).Info("Creating Run", "run", run.Name, "why", why)
 	if err := r.Create(ctx, run); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name)
-			return false, nil
+			return nil
 		}
-		return false, err
+		return err
 	}
 	r.Recorder.Eventf(trigger, run, corev1.EventTypeNormal, EventRunStarted, "Start",
 		"Started Run %s %s", run.Name, why)
-	return true, nil
+	return nil
 }
 
 // Event reasons of the Trigger controller.
@@ -160,7 +160,8 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	options := controller.Options{}
 	if delayed, ok := r.Clock.(clock.WithDelayedExecution); ok && !isRealClock(r.Clock) {
-		options.NewQueue = func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		options.NewQueue = func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request],
+		) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 			return clockedQueue{
 				TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 					workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}),

@@ -18,7 +18,7 @@ package controllers
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -60,7 +60,7 @@ func setTriggerClock(t time.Time) {
 	triggerClock.SetTime(t)
 }
 
-func scheduleTrigger(ctx context.Context, ns, name, cron string, edit ...func(*ergonv1alpha1.Trigger)) *ergonv1alpha1.Trigger {
+func scheduleTrigger(ctx context.Context, ns, name, cron string, edit ...func(*ergonv1alpha1.Trigger)) {
 	t := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: ergonv1alpha1.TriggerSpec{
 			SceneRef: corev1.LocalObjectReference{Name: "nightly"},
@@ -72,7 +72,6 @@ func scheduleTrigger(ctx context.Context, ns, name, cron string, edit ...func(*e
 	}
 	Expect(k8sClient.Create(ctx, t)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, t))).To(Succeed()) })
-	return t
 }
 
 // triggerRuns lists the Runs a Trigger started, by name.
@@ -84,7 +83,7 @@ func triggerRuns(ctx context.Context, ns, trigger string) []string {
 	for _, r := range list.Items {
 		names = append(names, r.Name)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -263,7 +262,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("starts nothing while suspended and says so", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "suspended", "* * * * *", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = ptr.To(true) })
+		scheduleTrigger(ctx, ns, "suspended", "* * * * *", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
 		Eventually(func(g Gomega) {
 			t := getTrigger(ctx, ns, "suspended")
 			ready := meta.FindStatusCondition(t.Status.Conditions, ergonv1alpha1.ConditionReady)

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 	}
 	var deadline *time.Duration
 	if spec.StartingDeadlineSeconds != nil {
-		deadline = ptr.To(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
+		deadline = new(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
 	}
 	due := sched.DueAt(earliest, now, deadline)
 	if due.TooManyMissed() {
@@ -122,23 +123,14 @@ func (r *TriggerReconciler) startScheduled(ctx context.Context, trigger *ergonv1
 		}
 	}
 	run := triggers.NewRun(trigger, name, nil)
-	if _, err := r.createRun(ctx, trigger, run, "for the schedule time "+scheduled.UTC().Format(time.RFC3339)); err != nil {
+	if err := r.createRun(ctx, trigger, run, "for the schedule time "+scheduled.UTC().Format(time.RFC3339)); err != nil {
 		return err
 	}
 	status.LastScheduleTime = &metav1.Time{Time: scheduled}
 	status.LastRun = name
-	if !containsString(status.Active, name) {
+	if !slices.Contains(status.Active, name) {
 		status.Active = append(status.Active, name)
 		status.ActiveCount++
 	}
 	return nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

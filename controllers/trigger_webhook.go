@@ -37,7 +37,8 @@ const secretRecheck = time.Minute
 
 // reconcileWebhook reports where a webhook Trigger listens and whether its key Secret is
 // there. The hooks server starts its Runs.
-func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
+func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergonv1alpha1.Trigger,
+	status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
 	status.WebhookPath = fmt.Sprintf("/hooks/%s/%s", trigger.Namespace, trigger.Name)
 	if ptr.Deref(trigger.Spec.Suspend, false) {
 		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSuspended,

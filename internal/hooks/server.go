@@ -288,8 +288,7 @@ func (s *Server) mapParams(trigger *ergonv1alpha1.Trigger, body []byte) (map[str
 	}
 	params, err := mappings.Eval(map[string]any{"body": parsed})
 	if err != nil {
-		var e *expr.Error
-		if errors.As(err, &e) {
+		if e, ok := errors.AsType[*expr.Error](err); ok {
 			return nil, refuse(http.StatusUnprocessableEntity, "%s: %s", e.Field, e.Detail)
 		}
 		return nil, refuse(http.StatusUnprocessableEntity, "%v", err)

@@ -101,7 +101,8 @@ func main() {
 	url := "http://" + addr + "/hooks/" + ns + "/push"
 	waitServing(url)
 
-	body := []byte(`{"action":"opened","pull_request":{"number":4242,"title":"Make the hooks fast"},"repository":{"full_name":"ergon-dev/ergon"}}`)
+	body := []byte(`{"action":"opened","pull_request":{"number":4242,"title":"Make the hooks fast"},` +
+		`"repository":{"full_name":"ergon-dev/ergon"}}`)
 	fmt.Printf("%d signed deliveries, %d in flight, each starting a Run (%d-byte body, two CEL mappings)\n", *n, *concurrency, len(body))
 	report(load(url, body, *n, *concurrency, key, http.StatusAccepted))
 	fmt.Printf("\n%d deliveries with a bad signature, %d in flight, each refused\n", *n, *concurrency)
