@@ -133,7 +133,7 @@ var _ = Describe("Triggers on a real cluster", func() {
 			req.Header.Set(hooks.HeaderDelivery, "e2e-1")
 			resp, err := http.DefaultClient.Do(req)
 			Expect(err).NotTo(HaveOccurred())
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			raw, err := io.ReadAll(resp.Body)
 			Expect(err).NotTo(HaveOccurred())
 			answer := map[string]string{}
