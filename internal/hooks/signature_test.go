@@ -210,3 +210,12 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestSignMatchesTheOpenSSLRecipe pins the signature to what docs/triggers.md tells senders to
+// compute: printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$key" -hex.
+func TestSignMatchesTheOpenSSLRecipe(t *testing.T) {
+	const fromOpenSSL = "sha256=3a8b19283fa6ebb5af5cb2e56c48358fc52baeb8ea4d4bc6dbd89f414fa2a712"
+	if got := Sign([]byte("s3cret"), 1780315200, []byte(`{"sprint":{"number":43}}`)); got != fromOpenSSL {
+		t.Fatalf("Sign = %s, openssl computed %s", got, fromOpenSSL)
+	}
+}
