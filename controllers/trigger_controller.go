@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,9 @@ type TriggerReconciler struct {
 	Location *time.Location
 
 	mappings triggers.MappingCache
+	// noticed remembers the events already recorded about one scheduled time of a Trigger, so
+	// a Trigger whose Forbid-skipped time stays owed is not told so on every reconcile.
+	noticed sync.Map // namespace/name/reason -> unix time of the scheduled time
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=triggers,verbs=get;list;watch

@@ -63,7 +63,7 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 		deadline = new(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
 	}
 	due := sched.DueAt(earliest, now, deadline)
-	if due.TooManyMissed() {
+	if due.TooManyMissed() && r.firstNotice(trigger, EventTooManyMissed, due.Time) {
 		r.Recorder.Eventf(trigger, nil, corev1.EventTypeWarning, EventTooManyMissed, "Schedule",
 			"Missed more than %d start times of %q; starting only the most recent. Check the clocks, or set spec.schedule.startingDeadlineSeconds",
 			schedule.MaxMissed, spec.Cron)
@@ -100,6 +100,9 @@ func (r *TriggerReconciler) startScheduled(ctx context.Context, trigger *ergonv1
 	case schedule.Skip:
 		// As a CronJob, the time stays owed: it starts when the active Run ends, if that is
 		// within the starting deadline.
+		if !r.firstNotice(trigger, EventRunSkipped, scheduled) {
+			return nil
+		}
 		log.FromContext(ctx).Info("Not starting a Run while one is active (concurrencyPolicy Forbid)",
 			"scheduled", scheduled, "active", status.Active)
 		r.Recorder.Eventf(trigger, nil, corev1.EventTypeNormal, EventRunSkipped, "Schedule",
@@ -133,4 +136,12 @@ func (r *TriggerReconciler) startScheduled(ctx context.Context, trigger *ergonv1
 		status.ActiveCount++
 	}
 	return nil
+}
+
+// firstNotice says whether this manager has not yet recorded the event reason about this
+// scheduled time of the Trigger, and remembers that it now has. Only the latest time is kept.
+func (r *TriggerReconciler) firstNotice(trigger *ergonv1alpha1.Trigger, reason string, scheduled time.Time) bool {
+	key := trigger.Namespace + "/" + trigger.Name + "/" + reason
+	previous, loaded := r.noticed.Swap(key, scheduled.Unix())
+	return !loaded || previous.(int64) != scheduled.Unix()
 }
