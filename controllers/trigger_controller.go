@@ -57,6 +57,8 @@ type TriggerReconciler struct {
 	// noticed remembers the events already recorded about one scheduled time of a Trigger, so
 	// a Trigger whose Forbid-skipped time stays owed is not told so on every reconcile.
 	noticed sync.Map // namespace/name/reason -> unix time of the scheduled time
+	// secretChecked remembers when a webhook Trigger's key Secret was last found.
+	secretChecked sync.Map // namespace/name -> time.Time
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=triggers,verbs=get;list;watch
@@ -72,6 +74,7 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Get(ctx, req.NamespacedName, trigger); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.mappings.Forget(req.Namespace, req.Name)
+			r.secretChecked.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -100,9 +100,11 @@ var _ = Describe("Schedule Triggers across restarts", Serial, func() {
 		minute := nextMinute()
 		scheduleTrigger(ctx, ns, "restarts", "* * * * *")
 		var last time.Time
+		var scheduled []string // the names of the Runs of every time fired
 		for i := range fires {
 			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 			last = minute.Add(time.Duration(i) * time.Minute)
+			scheduled = append(scheduled, naming.ScheduledRunName("restarts", last))
 			// The manager may be stopped before, while or after it creates the Run and records it.
 			setTriggerClock(last.Add(time.Second))
 			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
@@ -126,6 +128,7 @@ var _ = Describe("Schedule Triggers across restarts", Serial, func() {
 		Expect(len(names)).To(BeNumerically("<=", fires), "at most one Run per scheduled time")
 		Expect(created.names()).To(ConsistOf(names), "every Run created is one of the schedule's")
 		for _, name := range names {
+			Expect(scheduled).To(ContainElement(name), "a Run is named by the time it was started for")
 			Expect(getRun(ctx, ns, name).Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelTrigger, "restarts"))
 		}
 	})

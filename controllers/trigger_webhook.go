@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,8 +32,8 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-// secretRecheck is how soon a webhook Trigger whose key Secret is missing looks again: the
-// manager does not watch Secrets, to hold none of them in memory.
+// secretRecheck is how soon a webhook Trigger looks at its key Secret again, whether it was
+// missing or there: the manager does not watch Secrets, to hold none of them in memory.
 const secretRecheck = time.Minute
 
 // reconcileWebhook reports where a webhook Trigger listens and whether its key Secret is
@@ -43,6 +44,13 @@ func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergon
 	if ptr.Deref(trigger.Spec.Suspend, false) {
 		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSuspended,
 			"spec.suspend is set; deliveries are refused with 409 until it is cleared")
+		return ctrl.Result{}, nil
+	}
+	ready := meta.FindStatusCondition(status.Conditions, ergonv1alpha1.ConditionReady)
+	key := client.ObjectKeyFromObject(trigger).String()
+	if last, ok := r.secretChecked.Load(key); ok && ready != nil && ready.Reason == ergonv1alpha1.ReasonListening &&
+		ready.ObservedGeneration == trigger.Generation && r.Clock.Since(last.(time.Time)) < secretRecheck {
+		// Every Run of the Trigger that changes reconciles it; the Secret was there a moment ago.
 		return ctrl.Result{}, nil
 	}
 	ref := trigger.Spec.Webhook.SecretRef
@@ -60,6 +68,7 @@ func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergon
 			fmt.Sprintf("spec.webhook.secretRef: Secret %q has no key %q; add the signing key under it", ref.Name, ref.Key))
 		return ctrl.Result{RequeueAfter: secretRecheck}, nil
 	}
+	r.secretChecked.Store(key, r.Clock.Now())
 	setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonListening,
 		"Accepting signed deliveries at "+status.WebhookPath)
 	return ctrl.Result{}, nil
