@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -106,6 +107,10 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
+		SetupWithManager(mgr)).To(Succeed())
+	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
+	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -98,8 +98,10 @@ const (
 	ReasonInvalidSchedule = "InvalidSchedule"
 	// ReasonListening: the webhook endpoint accepts deliveries.
 	ReasonListening = "Listening"
-	// ReasonSecretNotFound: the webhook's key Secret is missing.
+	// ReasonSecretNotFound: the webhook's key Secret is missing, or lacks the key.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonWatching: a runCompleted Trigger waits for Runs of its source Scene to end.
+	ReasonWatching = "Watching"
 	// ReasonPodRunning: the workspace pod is running.
 	ReasonPodRunning = "PodRunning"
 	// ReasonPodPending: the workspace pod is starting.

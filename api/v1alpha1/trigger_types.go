@@ -153,7 +153,8 @@ type TriggerStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// lastScheduleTime is the last time a schedule was due and a Run started.
+	// lastScheduleTime is the last time a schedule was due and a Run started. For a
+	// runCompleted Trigger it is when the last Run that started one finished.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
@@ -165,6 +166,14 @@ type TriggerStatus struct {
 	// +optional
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
 
+	// handledRuns are the UIDs of the source Runs that finished at lastScheduleTime and were
+	// handled, so that Runs finishing within the same second each start one Run, once.
+	// runCompleted Triggers only.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	HandledRuns []string `json:"handledRuns,omitempty"`
+
 	// lastRun is the name of the last Run started.
 	// +optional
 	LastRun string `json:"lastRun,omitempty"`
@@ -173,6 +182,11 @@ type TriggerStatus struct {
 	// +listType=set
 	// +optional
 	Active []string `json:"active,omitempty"`
+
+	// activeCount is how many Runs of this Trigger have not finished, for kubectl's ACTIVE
+	// column.
+	// +optional
+	ActiveCount int32 `json:"activeCount,omitempty"`
 
 	// webhookPath is where the manager accepts deliveries for a webhook Trigger.
 	// +optional
@@ -204,8 +218,10 @@ type WebhookDelivery struct {
 // +kubebuilder:printcolumn:name="Scene",type=string,JSONPath=`.spec.sceneRef.name`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule.cron`
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeCount`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Trigger starts Runs of a Scene on a schedule, from a signed webhook, or when a Run of

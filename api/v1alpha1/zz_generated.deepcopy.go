@@ -1176,6 +1176,11 @@ func (in *TriggerStatus) DeepCopyInto(out *TriggerStatus) {
 		in, out := &in.LastSuccessfulTime, &out.LastSuccessfulTime
 		*out = (*in).DeepCopy()
 	}
+	if in.HandledRuns != nil {
+		in, out := &in.HandledRuns, &out.HandledRuns
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Active != nil {
 		in, out := &in.Active, &out.Active
 		*out = make([]string, len(*in))

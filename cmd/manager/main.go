@@ -29,6 +29,7 @@ import (
 	// to ensure that exec-entrypoint and run can make use of them.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/hooks"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -76,6 +78,13 @@ func main() {
 	var runConfig controllers.RunConfig
 	var webhooks webhookOptions
 	webhooks.bindFlags()
+	var hooksAddr string
+	var hooksRate float64
+	var hooksBurst int
+	flag.StringVar(&hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
+		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
+	flag.Float64Var(&hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
+	flag.IntVar(&hooksBurst, "hooks-burst", 20, "Deliveries each webhook Trigger accepts at once.")
 	flag.StringVar(&runConfig.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
@@ -233,6 +242,26 @@ func main() {
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "Gate")
 		os.Exit(1)
+	}
+	if err := (&controllers.TriggerReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ergon-trigger"),
+		Clock:     clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Failed to create controller", "controller", "Trigger")
+		os.Exit(1)
+	}
+	if hooksAddr != "0" {
+		// Secrets are read directly, never cached: the manager needs only the few that sign
+		// webhooks, and a cache of every Secret in the cluster would cost memory and RBAC.
+		if err := mgr.Add(&hooks.Server{
+			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
+			Addr: hooksAddr, Rate: rate.Limit(hooksRate), Burst: hooksBurst,
+		}); err != nil {
+			setupLog.Error(err, "Failed to set up the webhook Trigger endpoint")
+			os.Exit(1)
+		}
 	}
 	// The webhook server reads its certificate from --webhook-cert-path, or from
 	// controller-runtime's default directory, where the rotator then writes it.

@@ -116,6 +116,10 @@ func ValidateTriggerSpec(spec *ergonv1alpha1.TriggerSpec) field.ErrorList {
 		mappings(field.NewPath("spec", "webhook", "params"), spec.Webhook.Params, "body")
 	}
 	if spec.RunCompleted != nil {
+		if spec.RunCompleted.SceneRef.Name == spec.SceneRef.Name {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "runCompleted", "sceneRef", "name"), spec.RunCompleted.SceneRef.Name,
+				"a Trigger that starts a Run of the Scene it waits for would start Runs without end; chain through another Scene"))
+		}
 		mappings(field.NewPath("spec", "runCompleted", "params"), spec.RunCompleted.Params, "run")
 	}
 	return errs

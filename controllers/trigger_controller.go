@@ -1,0 +1,234 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/triggers"
+)
+
+// TriggerReconciler starts the Runs of schedule and runCompleted Triggers, keeps their
+// history within its limits, and reports every Trigger's state. Webhook deliveries start
+// their Runs in the hooks server; this reconciler only checks their key Secret.
+type TriggerReconciler struct {
+	client.Client
+	// APIReader reads the webhook key Secrets, which the manager does not cache.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	// Clock tells the time schedules are due at. A fake clock also drives the controller's
+	// delayed requeues, so a test that steps it sees the Trigger fire.
+	Clock clock.Clock
+	// Location is the time zone of schedules without one; time.Local when nil.
+	Location *time.Location
+
+	mappings triggers.MappingCache
+	// noticed remembers the events already recorded about one scheduled time of a Trigger, so
+	// a Trigger whose Forbid-skipped time stays owed is not told so on every reconcile.
+	noticed sync.Map // namespace/name/reason -> unix time of the scheduled time
+	// secretChecked remembers when a webhook Trigger's key Secret was last found.
+	secretChecked sync.Map // namespace/name -> time.Time
+}
+
+// +kubebuilder:rbac:groups=ergon.dev,resources=triggers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ergon.dev,resources=triggers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one Trigger up to date.
+func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	trigger := &ergonv1alpha1.Trigger{}
+	if err := r.Get(ctx, req.NamespacedName, trigger); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mappings.Forget(req.Namespace, req.Name)
+			r.secretChecked.Delete(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !trigger.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	facts, err := r.gather(ctx, trigger)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status := trigger.Status.DeepCopy()
+	status.ObservedGeneration = trigger.Generation
+	setRunHistory(status, facts)
+	if err := r.deleteHistory(ctx, trigger, facts); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	var result ctrl.Result
+	switch {
+	case trigger.Spec.Schedule != nil:
+		result, err = r.reconcileSchedule(ctx, trigger, facts, status)
+	case trigger.Spec.Webhook != nil:
+		result, err = r.reconcileWebhook(ctx, trigger, status)
+	case trigger.Spec.RunCompleted != nil:
+		err = r.reconcileChain(ctx, trigger, status)
+	}
+	// Runs started before an error are recorded all the same.
+	if patchErr := r.patchStatus(ctx, trigger, status); patchErr != nil && err == nil {
+		err = patchErr
+	}
+	return result, err
+}
+
+// patchStatus writes the status once, when it changed. It is a merge patch of the fields that
+// changed, so it never undoes the hooks server's lastDelivery.
+func (r *TriggerReconciler) patchStatus(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus) error {
+	if equality.Semantic.DeepEqual(&trigger.Status, status) {
+		return nil
+	}
+	base := trigger.DeepCopy()
+	trigger.Status = *status
+	return client.IgnoreNotFound(r.Status().Patch(ctx, trigger, client.MergeFrom(base)))
+}
+
+// createRun creates a Run a Trigger starts; one that exists already was started by an
+// earlier reconcile, another replica or the manager before a restart, and is success.
+func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, run *ergonv1alpha1.Run, why string) error {
+	log.FromContext(ctx).Info("Creating Run", "run", run.Name, "why", why)
+	if err := r.Create(ctx, run); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name)
+			return nil
+		}
+		return err
+	}
+	r.Recorder.Eventf(trigger, run, corev1.EventTypeNormal, EventRunStarted, "Start",
+		"Started Run %s %s", run.Name, why)
+	return nil
+}
+
+// Event reasons of the Trigger controller.
+const (
+	EventRunStarted     = "RunStarted"
+	EventRunSkipped     = "RunSkipped"
+	EventRunReplaced    = "RunReplaced"
+	EventMissedSchedule = "MissedSchedule"
+	EventTooManyMissed  = "TooManyMissedTimes"
+	EventMappingFailed  = "MappingFailed"
+	EventRunDeleted     = "RunDeleted"
+)
+
+// runCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.
+const runCompletedSceneField = "spec.runCompleted.sceneRef.name"
+
+// SetupWithManager registers the controller: Triggers, the Runs they own, and every finished
+// Run of a Scene a runCompleted Trigger waits for. It relies on the Run controller's index of
+// Runs by Scene.
+func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Location == nil {
+		r.Location = time.Local
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ergonv1alpha1.Trigger{}, runCompletedSceneField,
+		func(obj client.Object) []string {
+			if s := obj.(*ergonv1alpha1.Trigger).Spec.RunCompleted; s != nil {
+				return []string{s.SceneRef.Name}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	options := controller.Options{}
+	if delayed, ok := r.Clock.(clock.WithDelayedExecution); ok && !isRealClock(r.Clock) {
+		options.NewQueue = func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request],
+		) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return clockedQueue{
+				TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+					workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}),
+				clock: delayed,
+			}
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ergonv1alpha1.Trigger{}).
+		Owns(&ergonv1alpha1.Run{}).
+		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.triggersWaitingFor)).
+		WithOptions(options).
+		Named("trigger").
+		Complete(r)
+}
+
+// triggersWaitingFor maps a finished Run to the runCompleted Triggers of its Scene.
+func (r *TriggerReconciler) triggersWaitingFor(ctx context.Context, obj client.Object) []reconcile.Request {
+	run := obj.(*ergonv1alpha1.Run)
+	if !run.Status.Phase.Finished() {
+		return nil
+	}
+	list := &ergonv1alpha1.TriggerList{}
+	if err := r.List(ctx, list, client.InNamespace(run.Namespace),
+		client.MatchingFields{runCompletedSceneField: run.Spec.SceneRef.Name}); err != nil {
+		log.FromContext(ctx).Error(err, "Listing the Triggers waiting for a Scene", "scene", run.Spec.SceneRef.Name)
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
+}
+
+// clockedQueue waits out RequeueAfter on an injected clock instead of the wall clock, so a
+// test that steps a fake clock sees the next schedule time come. Rate-limited retries keep
+// the wall clock, so a failing reconcile is still retried while the fake clock stands still.
+type clockedQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	clock clock.WithDelayedExecution
+}
+
+func isRealClock(c clock.Clock) bool {
+	switch c.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
+}
+
+func (q clockedQueue) AddAfter(item reconcile.Request, d time.Duration) {
+	if d <= 0 {
+		q.Add(item)
+		return
+	}
+	q.clock.AfterFunc(d, func() { q.Add(item) })
+}
+
+// triggerLabelSelector selects the Runs a Trigger started.
+func triggerLabelSelector(trigger *ergonv1alpha1.Trigger) client.MatchingLabels {
+	return client.MatchingLabels{ergonv1alpha1.LabelTrigger: naming.LabelValue(trigger.Name)}
+}

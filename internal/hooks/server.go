@@ -1,0 +1,369 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package hooks serves webhook Triggers: POST /hooks/NAMESPACE/TRIGGER with a signed body
+// starts a Run of the Trigger's Scene, its params mapped from the JSON body with CEL.
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/triggers"
+)
+
+// keyTTL is how long a signing key read from its Secret is used before it is read again: a
+// rotated key takes effect within it, and a burst of deliveries costs one API read.
+const keyTTL = 10 * time.Second
+
+// Server is the webhook endpoint. It runs on every replica of the manager, leader or not.
+type Server struct {
+	// Client reads Triggers (from the manager's cache) and creates Runs.
+	Client client.Client
+	// SecretReader reads key Secrets directly: the manager caches no Secrets.
+	SecretReader client.Reader
+	// Clock checks timestamps and paces the rate limit.
+	Clock clock.PassiveClock
+	// Addr is the address to listen on, such as :8090.
+	Addr string
+	// Rate and Burst limit the deliveries each Trigger accepts: Rate per second on average,
+	// Burst at once.
+	Rate  rate.Limit
+	Burst int
+
+	mappings triggers.MappingCache
+	mu       sync.Mutex
+	limiters map[types.UID]*rate.Limiter
+	keys     map[string]cachedKey
+	records  map[types.NamespacedName]*pendingRecord
+}
+
+type cachedKey struct {
+	key     []byte // nil when the Secret or its key is missing
+	readAt  time.Time
+	problem string
+}
+
+// Response bodies.
+type accepted struct {
+	Run       string `json:"run"`
+	Namespace string `json:"namespace"`
+}
+
+type failure struct {
+	Error string `json:"error"`
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hooks/{namespace}/{trigger}", s.serveDelivery)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, failure{Error: "not found: deliveries go to POST /hooks/NAMESPACE/TRIGGER"})
+	})
+	return mux
+}
+
+// Start serves until ctx ends; it is a manager Runnable.
+func (s *Server) Start(ctx context.Context) error {
+	srv := &http.Server{
+		Addr:              s.Addr,
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- srv.ListenAndServe() }()
+	logf.FromContext(ctx).Info("Serving webhook Triggers", "address", s.Addr)
+	select {
+	case err := <-errs:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	}
+}
+
+// NeedLeaderElection is false: every replica accepts deliveries; Run names keep them exact.
+func (s *Server) NeedLeaderElection() bool {
+	return false
+}
+
+func (s *Server) serveDelivery(w http.ResponseWriter, req *http.Request) {
+	ctx := req.Context()
+	key := types.NamespacedName{Namespace: req.PathValue("namespace"), Name: req.PathValue("trigger")}
+	log := logf.FromContext(ctx).WithValues("trigger", key.String())
+	status, body := s.deliver(ctx, req, key)
+	switch b := body.(type) {
+	case accepted:
+		log.Info("Delivery accepted", "run", b.Run)
+	case failure:
+		// The reason says what was wrong with the request; it holds no key and no body.
+		log.V(1).Info("Delivery refused", "status", status, "reason", b.Error)
+	}
+	if status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	writeJSON(w, status, body)
+}
+
+// deliver does the work of one request and returns the status and body to answer with.
+func (s *Server) deliver(ctx context.Context, req *http.Request, key types.NamespacedName) (int, any) {
+	fail := func(r *Refusal) (int, any) { return r.Status, failure{Error: r.Message} }
+	if req.Method != http.MethodPost {
+		return fail(refuse(http.StatusMethodNotAllowed, "method %s is not allowed: deliveries are POSTed", req.Method))
+	}
+	if req.ContentLength > MaxBodyBytes {
+		return fail(refuse(http.StatusRequestEntityTooLarge, "the body is %d bytes, more than the %d allowed", req.ContentLength, MaxBodyBytes))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fail(refuse(http.StatusRequestEntityTooLarge, "the body is more than the %d bytes allowed", MaxBodyBytes))
+		}
+		return fail(refuse(http.StatusBadRequest, "the body could not be read"))
+	}
+
+	trigger := &ergonv1alpha1.Trigger{}
+	if err := s.Client.Get(ctx, key, trigger); err != nil || trigger.Spec.Webhook == nil {
+		if err != nil && !apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).Error(err, "Reading the Trigger")
+			return fail(refuse(http.StatusServiceUnavailable, "the Trigger could not be read; try again"))
+		}
+		return fail(refuse(http.StatusNotFound, "there is no webhook Trigger %s in namespace %s", key.Name, key.Namespace))
+	}
+	signingKey, refusal := s.signingKey(ctx, trigger)
+	if refusal != nil {
+		return fail(refusal)
+	}
+	now := s.Clock.Now()
+	delivery, refusal := Verify(req.Header, body, signingKey, now)
+	if refusal != nil {
+		return fail(refusal)
+	}
+	if ptr.Deref(trigger.Spec.Suspend, false) {
+		return fail(refuse(http.StatusConflict, "Trigger %s is suspended (spec.suspend); it starts no Runs", key.Name))
+	}
+	if wait := s.reserve(trigger, now); wait > 0 {
+		return http.StatusTooManyRequests, retryAfter{failure{Error: "Trigger " + key.Name +
+			" accepts no more deliveries right now; retry after " + strconv.Itoa(seconds(wait)) + "s"}, seconds(wait)}
+	}
+	params, refusal := s.mapParams(trigger, body)
+	if refusal != nil {
+		return fail(refusal)
+	}
+
+	run := triggers.NewRun(trigger, naming.DeliveryRunName(trigger.Name, delivery.Key), params)
+	if err := s.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+			return fail(refuse(http.StatusUnprocessableEntity, "the Run was refused: %v", err))
+		}
+		logf.FromContext(ctx).Error(err, "Creating the Run", "run", run.Name)
+		return fail(refuse(http.StatusServiceUnavailable, "the Run could not be created; try again with the same delivery id"))
+	}
+	s.recordDelivery(ctx, trigger, delivery, run.Name, now)
+	return http.StatusAccepted, accepted{Run: run.Name, Namespace: run.Namespace}
+}
+
+// retryAfter is a 429 body with the Retry-After it goes with.
+type retryAfter struct {
+	failure
+	after int
+}
+
+func seconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// signingKey returns the Trigger's key, read from its Secret at most every keyTTL.
+func (s *Server) signingKey(ctx context.Context, trigger *ergonv1alpha1.Trigger) ([]byte, *Refusal) {
+	ref := trigger.Spec.Webhook.SecretRef
+	cacheKey := trigger.Namespace + "/" + ref.Name + "/" + ref.Key
+	now := s.Clock.Now()
+	s.mu.Lock()
+	cached, ok := s.keys[cacheKey]
+	s.mu.Unlock()
+	if !ok || now.Sub(cached.readAt) > keyTTL || now.Before(cached.readAt) {
+		cached = cachedKey{readAt: now}
+		secret := &corev1.Secret{}
+		err := s.SecretReader.Get(ctx, client.ObjectKey{Namespace: trigger.Namespace, Name: ref.Name}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			cached.problem = "the Trigger's key Secret does not exist; see the Trigger's Ready condition"
+		case err != nil:
+			logf.FromContext(ctx).Error(err, "Reading the key Secret", "secret", ref.Name)
+			return nil, refuse(http.StatusServiceUnavailable, "the Trigger's key could not be read; try again")
+		case len(secret.Data[ref.Key]) == 0:
+			cached.problem = "the Trigger's key Secret has no such key; see the Trigger's Ready condition"
+		default:
+			cached.key = secret.Data[ref.Key]
+		}
+		s.mu.Lock()
+		if s.keys == nil {
+			s.keys = map[string]cachedKey{}
+		}
+		s.keys[cacheKey] = cached
+		s.mu.Unlock()
+	}
+	if cached.key == nil {
+		return nil, refuse(http.StatusServiceUnavailable, "%s", cached.problem)
+	}
+	return cached.key, nil
+}
+
+// reserve takes a token from the Trigger's rate limit, or says how long until one is free.
+func (s *Server) reserve(trigger *ergonv1alpha1.Trigger, now time.Time) time.Duration {
+	s.mu.Lock()
+	if s.limiters == nil {
+		s.limiters = map[types.UID]*rate.Limiter{}
+	}
+	limiter, ok := s.limiters[trigger.UID]
+	if !ok {
+		limiter = rate.NewLimiter(s.Rate, s.Burst)
+		s.limiters[trigger.UID] = limiter
+	}
+	s.mu.Unlock()
+	r := limiter.ReserveN(now, 1)
+	if !r.OK() {
+		return time.Second
+	}
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return wait
+	}
+	return 0
+}
+
+// mapParams evaluates the Trigger's mappings over the JSON body.
+func (s *Server) mapParams(trigger *ergonv1alpha1.Trigger, body []byte) (map[string]string, *Refusal) {
+	if len(trigger.Spec.Webhook.Params) == 0 {
+		return nil, nil
+	}
+	mappings, err := s.mappings.Get(trigger)
+	if err != nil {
+		return nil, refuse(http.StatusUnprocessableEntity, "the Trigger's param mappings do not compile: %v", err)
+	}
+	var parsed any
+	if err := json.Unmarshal(body, &parsed); err != nil {
+		return nil, refuse(http.StatusUnprocessableEntity, "the body is not JSON (%v), and the Trigger maps params from it", err)
+	}
+	params, err := mappings.Eval(map[string]any{"body": parsed})
+	if err != nil {
+		if e, ok := errors.AsType[*expr.Error](err); ok {
+			return nil, refuse(http.StatusUnprocessableEntity, "%s: %s", e.Field, e.Detail)
+		}
+		return nil, refuse(http.StatusUnprocessableEntity, "%v", err)
+	}
+	return params, nil
+}
+
+// recordDelivery writes the delivery into the Trigger's status, in the background. Writes to
+// one Trigger are serialized by the API server, so one write per delivery would bound a
+// Trigger's deliveries to the rate one object can be written at; instead at most one write per
+// Trigger is in flight, and it writes the latest delivery. A failure is logged: the Run is
+// created, and the delivery succeeded.
+func (s *Server) recordDelivery(ctx context.Context, trigger *ergonv1alpha1.Trigger, d Delivery, run string, now time.Time) {
+	key := types.NamespacedName{Namespace: trigger.Namespace, Name: trigger.Name}
+	delivery := &ergonv1alpha1.WebhookDelivery{ID: d.ID, Time: &metav1.Time{Time: now}, Run: run}
+	s.mu.Lock()
+	if s.records == nil {
+		s.records = map[types.NamespacedName]*pendingRecord{}
+	}
+	p, ok := s.records[key]
+	if !ok {
+		p = &pendingRecord{}
+		s.records[key] = p
+	}
+	p.latest = delivery
+	writing := p.writing
+	p.writing = true
+	s.mu.Unlock()
+	if writing {
+		return
+	}
+	log := logf.FromContext(ctx).WithValues("trigger", key.String())
+	go func() {
+		for {
+			s.mu.Lock()
+			next := p.latest
+			p.latest = nil
+			if next == nil {
+				p.writing = false
+				delete(s.records, key)
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			if err := s.patchLastDelivery(key, next); err != nil {
+				log.Error(err, "Recording the delivery in the Trigger's status", "run", next.Run)
+			}
+		}
+	}()
+}
+
+// pendingRecord is the delivery waiting to be written into a Trigger's status.
+type pendingRecord struct {
+	latest  *ergonv1alpha1.WebhookDelivery
+	writing bool
+}
+
+func (s *Server) patchLastDelivery(key types.NamespacedName, d *ergonv1alpha1.WebhookDelivery) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"lastDelivery": d}})
+	if err != nil {
+		return err
+	}
+	trigger := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	return client.IgnoreNotFound(s.Client.Status().Patch(ctx, trigger, client.RawPatch(types.MergePatchType, data)))
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	if r, ok := body.(retryAfter); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(r.after))
+		body = r.failure
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
