@@ -125,7 +125,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
 	}
 	if err != nil {
-		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene, err.Error())
+		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene, err.Error())
 	}
 	facts, err := r.gather(ctx, run, scene)
 	if err != nil {

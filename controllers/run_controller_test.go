@@ -445,4 +445,26 @@ var _ = Describe("The Run controller", func() {
 		Expect(cond.Reason).To(Equal(ergonv1alpha1.ReasonInvalidParams))
 		Expect(cond.Message).To(ContainSubstring(`spec.params[nope]: Unsupported value: "nope"`))
 	})
+
+	It("cancels a Run that is still waiting for its Scene", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createRun(ctx, ns, "waiting", "never", nil)
+		key := types.NamespacedName{Namespace: ns, Name: "waiting"}
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, key, run)).To(Succeed())
+			g.Expect(meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)).
+				To(HaveField("Reason", ergonv1alpha1.ReasonSceneNotFound))
+		}).Should(Succeed())
+		run := &ergonv1alpha1.Run{}
+		Expect(k8sClient.Get(ctx, key, run)).To(Succeed())
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Spec.Cancel = true
+		Expect(k8sClient.Patch(ctx, run, patch)).To(Succeed())
+		run = finished(ctx, ns, "waiting")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunCancelled))
+		Expect(meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)).
+			To(HaveField("Reason", ergonv1alpha1.ReasonCancelled))
+		Expect(run.Status.SceneSnapshot).To(BeNil(), "a cancelled Run never took a snapshot")
+	})
 })

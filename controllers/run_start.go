@@ -41,6 +41,12 @@ const sceneNotFoundRetry = time.Minute
 // reconcileStart resolves the Run's Scene and params and takes the snapshot the Run executes
 // to its end.
 func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	if run.Spec.Cancel {
+		// Nothing has run yet: a Run waiting for its Scene, or cancelled as it was created,
+		// ends here instead of waiting on.
+		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled,
+			"the Run was cancelled before it started")
+	}
 	scene := &ergonv1alpha1.Scene{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
 	err := r.Get(ctx, key, scene)
@@ -60,10 +66,10 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		return ctrl.Result{}, err
 	}
 	if errs := compile.CheckParams(&scene.Spec, run.Spec.Params); len(errs) > 0 {
-		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidParams, errs.ToAggregate().Error())
+		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidParams, errs.ToAggregate().Error())
 	}
 	if _, errs := compile.Compile(&scene.Spec); len(errs) > 0 {
-		return r.finishInvalid(ctx, run, ergonv1alpha1.ReasonInvalidScene,
+		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("Scene %s does not compile: %v", scene.Name, errs.ToAggregate()))
 	}
 	base := run.DeepCopy()
@@ -128,18 +134,23 @@ func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 	return spec, nil
 }
 
-// finishInvalid ends a Run that cannot execute.
-func (r *RunReconciler) finishInvalid(ctx context.Context, run *ergonv1alpha1.Run, reason, message string) (ctrl.Result, error) {
+// finishUnstarted ends a Run before it starts: cancelled, or unable to execute.
+func (r *RunReconciler) finishUnstarted(ctx context.Context, run *ergonv1alpha1.Run, phase ergonv1alpha1.RunPhase,
+	reason, message string) (ctrl.Result, error) {
 	status := run.Status.DeepCopy()
 	now := metav1.NewTime(r.Clock.Now())
-	status.Phase = ergonv1alpha1.RunFailed
+	status.Phase = phase
 	status.ObservedGeneration = run.Generation
 	status.FinishedAt = &now
 	r.setSucceeded(status, run, metav1.ConditionFalse, reason, message)
 	if err := r.patchStatus(ctx, run.DeepCopy(), run, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Start", "Run %s cannot start: %s", run.Name, message)
+	if phase == ergonv1alpha1.RunCancelled {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, reason, "Start", "Run %s: %s", run.Name, message)
+	} else {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Start", "Run %s cannot start: %s", run.Name, message)
+	}
 	return ctrl.Result{}, nil
 }
 
