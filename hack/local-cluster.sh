@@ -9,6 +9,8 @@
 #   hack/local-cluster.sh imagebuild ARGS... run hack/tools/cmd/imagebuild (see its --help)
 #   hack/local-cluster.sh kubectl ARGS...    kubectl against the cluster
 #   hack/local-cluster.sh kubeconfig         print the kubeconfig path
+#   hack/local-cluster.sh exec CMD ARGS...   run a host command inside the cluster's network
+#                                            namespace (reach ClusterIPs and pods, e.g. curl)
 #   hack/local-cluster.sh build              only build/fetch binaries and images (warms the cache)
 #   hack/local-cluster.sh host-state         what the cluster may change on the host (diff it
 #                                            before `up` and after `down`)
@@ -984,7 +986,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -1006,6 +1008,12 @@ main() {
   imagebuild)
     with_lock tools build_tools
     exec "$CACHE_DIR/tools-$(tools_hash)/bin/imagebuild" "$@"
+    ;;
+  exec)
+    # A command inside the cluster's network namespace, as a pod or node would run it.
+    [ $# -gt 0 ] || die "usage: $0 exec COMMAND [ARG...]"
+    netns_exists || die "the local cluster is not up"
+    exec nsenter --net="/run/netns/$NETNS" -- "$@"
     ;;
   kubectl)
     locate_binaries

@@ -22,17 +22,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -41,28 +42,63 @@ import (
 
 // hooksURL is the manager's hooks endpoint. The test process runs in the cluster's network
 // namespace, so it reaches the pod directly; the Service is checked to point at it.
-func hooksURL(ctx SpecContext) string {
+// deliverHook posts a signed delivery to the manager's hooks Service and returns the HTTP
+// status and the JSON answer. On the local cluster it runs curl inside the cluster's network
+// namespace, against the Service's ClusterIP, as a sender in the cluster would; on another
+// cluster it goes through the API server's service proxy. Nothing leaves the machine.
+func deliverHook(ctx SpecContext, path string, headers map[string]string, body []byte) (int, map[string]string, error) {
 	svc := &corev1.Service{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "ergon-hooks"}, svc)).To(Succeed())
-	Expect(svc.Spec.Ports).To(HaveLen(1))
-	Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString("hooks")))
-	var url string
-	Eventually(func(g Gomega) {
-		pods := &corev1.PodList{}
-		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(managerNamespace), client.MatchingLabels(svc.Spec.Selector))).To(Succeed())
-		g.Expect(pods.Items).NotTo(BeEmpty())
-		pod := pods.Items[0]
-		g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
-		port := 0
-		for _, p := range pod.Spec.Containers[0].Ports {
-			if p.Name == "hooks" {
-				port = int(p.ContainerPort)
-			}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "ergon-hooks"}, svc); err != nil {
+		return 0, nil, err
+	}
+	var status int
+	var raw []byte
+	if localCluster() {
+		url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))) + path
+		args := []string{"exec", "curl", "-sS", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", "-X", "POST",
+			"--data-binary", "@-", url}
+		for k, v := range headers {
+			args = append(args, "-H", k+": "+v)
 		}
-		g.Expect(port).NotTo(BeZero(), "the manager container has a port named hooks")
-		url = "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port))
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return url
+		cmd := exec.CommandContext(ctx, "hack/local-cluster.sh", args...)
+		cmd.Dir = repoRoot
+		cmd.Stdin = bytes.NewReader(body)
+		cmd.Stderr = GinkgoWriter
+		out, err := cmd.Output()
+		if err != nil {
+			return 0, nil, fmt.Errorf("curl in the cluster's network namespace: %w", err)
+		}
+		cut := bytes.LastIndexByte(out, '\n')
+		if cut < 0 {
+			return 0, nil, fmt.Errorf("curl printed no status: %q", out)
+		}
+		raw = out[:cut]
+		if status, err = strconv.Atoi(string(out[cut+1:])); err != nil {
+			return 0, nil, fmt.Errorf("curl printed no status: %q", out)
+		}
+	} else {
+		req := clientset.CoreV1().RESTClient().Post().
+			AbsPath("/api/v1/namespaces", managerNamespace, "services", svc.Name+":http", "proxy").Suffix(path).Body(body)
+		for k, v := range headers {
+			req.SetHeader(k, v)
+		}
+		result := req.Do(ctx)
+		result.StatusCode(&status)
+		raw, _ = result.Raw()
+	}
+	answer := map[string]string{}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return status, nil, fmt.Errorf("the answer (HTTP %d) is not JSON: %q", status, raw)
+	}
+	return status, answer, nil
+}
+
+// localCluster reports whether the suite runs on the local cluster of hack/local-cluster.sh.
+func localCluster() bool {
+	cmd := exec.Command("hack/local-cluster.sh", "kubeconfig")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	return err == nil && strings.TrimSpace(string(out)) == os.Getenv("KUBECONFIG")
 }
 
 func runsOfTrigger(ctx SpecContext, ns, trigger string) []ergonv1alpha1.Run {
@@ -121,34 +157,28 @@ var _ = Describe("Triggers on a real cluster", func() {
 					Params:    map[string]string{"pr": "body.pull_request.number"},
 				}}}
 		Expect(k8sClient.Create(ctx, trigger)).To(Succeed())
-		url := hooksURL(ctx) + "/hooks/" + ns + "/push"
+		path := "/hooks/" + ns + "/push"
 
 		body := []byte(`{"pull_request":{"number":7}}`)
-		deliver := func() (int, map[string]string) {
+		deliver := func(g Gomega) (int, map[string]string) {
 			ts := time.Now().Unix()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-			Expect(err).NotTo(HaveOccurred())
-			req.Header.Set(hooks.HeaderSignature, hooks.Sign(key, ts, body))
-			req.Header.Set(hooks.HeaderTimestamp, strconv.FormatInt(ts, 10))
-			req.Header.Set(hooks.HeaderDelivery, "e2e-1")
-			resp, err := http.DefaultClient.Do(req)
-			Expect(err).NotTo(HaveOccurred())
-			defer func() { _ = resp.Body.Close() }()
-			raw, err := io.ReadAll(resp.Body)
-			Expect(err).NotTo(HaveOccurred())
-			answer := map[string]string{}
-			Expect(json.Unmarshal(raw, &answer)).To(Succeed(), string(raw))
-			return resp.StatusCode, answer
+			status, answer, err := deliverHook(ctx, path, map[string]string{
+				hooks.HeaderSignature: hooks.Sign(key, ts, body),
+				hooks.HeaderTimestamp: strconv.FormatInt(ts, 10),
+				hooks.HeaderDelivery:  "e2e-1",
+			}, body)
+			g.Expect(err).NotTo(HaveOccurred())
+			return status, answer
 		}
 		var first map[string]string
 		// The manager's cache sees the new Trigger within moments.
 		Eventually(func(g Gomega) {
-			status, answer := deliver()
+			status, answer := deliver(g)
 			g.Expect(status).To(Equal(http.StatusAccepted), fmt.Sprint(answer))
 			first = answer
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Expect(first).To(HaveKeyWithValue("namespace", ns))
-		status, again := deliver()
+		status, again := deliver(Default)
 		Expect(status).To(Equal(http.StatusAccepted))
 		Expect(again["run"]).To(Equal(first["run"]))
 

@@ -198,22 +198,23 @@ func read(t *testing.T, objs []*unstructured.Unstructured) *installation {
 	return in
 }
 
-// webhookSecret is the Secret the kubelet mounts as the manager's webhook certificate.
-func (in *installation) webhookSecret(t *testing.T) string {
+// mountedAt is the volume the manager has at a path, or nil.
+func (in *installation) mountedAt(path string) *corev1.Volume {
 	pod := in.deployment.Spec.Template.Spec
 	for _, m := range pod.Containers[0].VolumeMounts {
-		if m.MountPath != "/tmp/k8s-webhook-server/serving-certs" {
+		if m.MountPath != path {
 			continue
 		}
-		for _, v := range pod.Volumes {
-			if v.Name == m.Name && v.Secret != nil {
-				return v.Secret.SecretName
+		for i, v := range pod.Volumes {
+			if v.Name == m.Name {
+				return &pod.Volumes[i]
 			}
 		}
 	}
-	t.Fatal("the manager does not mount a Secret at /tmp/k8s-webhook-server/serving-certs")
-	return ""
+	return nil
 }
+
+const certDir = "/tmp/k8s-webhook-server/serving-certs"
 
 func (in *installation) args() []string {
 	return in.deployment.Spec.Template.Spec.Containers[0].Args
@@ -235,13 +236,26 @@ func TestRenderingsHangTogether(t *testing.T) {
 			if _, ok := in.services[service.Name]; !ok || service.Namespace != namespace {
 				t.Fatalf("the webhooks call Service %s/%s, which the rendering does not have", service.Namespace, service.Name)
 			}
-			secret := in.webhookSecret(t)
 			dnsName := service.Name + "." + namespace + ".svc"
 			if !r.certManager {
-				if !in.secrets[secret] {
-					t.Errorf("the manager mounts Secret %q, which the rendering does not make", secret)
+				// The manager keeps the certificate in a Secret and writes it to its
+				// certificate directory itself, which must be writable.
+				if v := in.mountedAt(certDir); v != nil {
+					t.Errorf("the manager writes its own certificate, yet %s is mounted from %+v", certDir, v.VolumeSource)
 				}
-				for _, want := range []string{"--webhook-cert-mode=self", "--webhook-secret=" + secret, "--webhook-service=" + service.Name} {
+				if v := in.mountedAt("/tmp"); v == nil || v.EmptyDir == nil {
+					t.Errorf("the manager has no writable /tmp for its certificate")
+				}
+				secret := ""
+				for _, arg := range in.args() {
+					if s, ok := strings.CutPrefix(arg, "--webhook-secret="); ok {
+						secret = s
+					}
+				}
+				if !in.secrets[secret] {
+					t.Errorf("the manager keeps its certificate in Secret %q, which the rendering does not make", secret)
+				}
+				for _, want := range []string{"--webhook-cert-mode=self", "--webhook-service=" + service.Name} {
 					if !slices.Contains(in.args(), want) {
 						t.Errorf("the manager's args %v lack %s", in.args(), want)
 					}
@@ -256,6 +270,11 @@ func TestRenderingsHangTogether(t *testing.T) {
 				}
 				return
 			}
+			v := in.mountedAt(certDir)
+			if v == nil || v.Secret == nil {
+				t.Fatalf("the manager does not mount cert-manager's Secret at %s", certDir)
+			}
+			secret := v.Secret.SecretName
 			if !slices.Contains(in.args(), "--webhook-cert-mode=external") {
 				t.Errorf("the manager's args %v lack --webhook-cert-mode=external", in.args())
 			}
