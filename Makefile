@@ -109,8 +109,8 @@ envtest-assets: $(LOCALBIN) ## Build kube-apiserver and etcd for envtest (cached
 	hack/k8s-binaries.sh envtest > "$(LOCALBIN)/envtest-assets"
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint linter
-	"$(GOLANGCI_LINT)" run
+lint: golangci-lint ## Run golangci-lint (the e2e suite included)
+	"$(GOLANGCI_LINT)" run --build-tags e2e
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint linter and perform fixes

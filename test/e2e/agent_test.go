@@ -98,7 +98,8 @@ func deployFakeLLM(ctx SpecContext, ns string) {
 	Expect(k8sClient.Create(ctx, deploy)).To(Succeed())
 	for name, port := range map[string]int32{"llm": 80, "tracker": 8080} {
 		Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(8080)}}}})).To(Succeed())
+			Spec: corev1.ServiceSpec{Selector: labels,
+				Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(8080)}}}})).To(Succeed())
 	}
 	Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
@@ -107,55 +108,57 @@ func deployFakeLLM(ctx SpecContext, ns string) {
 }
 
 var _ = Describe("Agent steps on a real cluster", func() {
-	It("runs an agent that fetches from an allow-listed in-cluster Service and returns schema-valid JSON the next step consumes", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		deployFakeLLM(ctx, ns)
-		const apiKey = "e2e-api-key-never-shown"
-		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
-			StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
+	It("runs an agent that fetches from an allow-listed in-cluster Service and returns schema-valid JSON the next step consumes",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			deployFakeLLM(ctx, ns)
+			const apiKey = "e2e-api-key-never-shown"
+			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
+				StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
 
-		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "sprint", Namespace: ns}}
-		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
-			BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
-			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
-		}}
-		scene.Spec.Steps = []ergonv1alpha1.Step{
-			{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute}, Agent: &ergonv1alpha1.AgentStep{
-				System:     "You write sprint reports.",
-				Prompt:     "Fetch sprint 43 from the tracker and report what was done.",
-				Tools:      []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
-				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)},
-				Output: &ergonv1alpha1.OutputContract{Format: "json", Schema: &apiextensionsv1.JSON{Raw: []byte(
-					`{"type":"object","required":["title","done"],"properties":{"title":{"type":"string"},"done":{"type":"array","items":{"type":"string"}}}}`)}},
-				MaxTurns: new(int32(5)),
-			}},
-			busyboxStep("publish", `echo -n "published {{ .steps.draft.outputs.title }}: $(cat "$ERGON_INPUTS/draft")" > "$ERGON_OUTPUT"`, "draft"),
-		}
-		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
-		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "sprint-1", Namespace: ns},
-			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "sprint"}}}
-		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+			scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "sprint", Namespace: ns}}
+			scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
+				BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
+				APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
+			}}
+			scene.Spec.Steps = []ergonv1alpha1.Step{
+				{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute}, Agent: &ergonv1alpha1.AgentStep{
+					System:     "You write sprint reports.",
+					Prompt:     "Fetch sprint 43 from the tracker and report what was done.",
+					Tools:      []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
+					AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)},
+					Output: &ergonv1alpha1.OutputContract{Format: "json", Schema: &apiextensionsv1.JSON{Raw: []byte(
+						`{"type":"object","required":["title","done"],"properties":{"title":{"type":"string"},` +
+							`"done":{"type":"array","items":{"type":"string"}}}}`)}},
+					MaxTurns: new(int32(5)),
+				}},
+				busyboxStep("publish", `echo -n "published {{ .steps.draft.outputs.title }}: $(cat "$ERGON_INPUTS/draft")" > "$ERGON_OUTPUT"`, "draft"),
+			}
+			Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "sprint-1", Namespace: ns},
+				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "sprint"}}}
+			Expect(k8sClient.Create(ctx, run)).To(Succeed())
 
-		run = finished(ctx, run)
-		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
-		draft := stepOf(run, "draft")
-		Expect(draft.Output.Preview).To(Equal(`{"title":"Sprint 43","done":["payments","search"]}`))
-		Expect(draft.Usage).NotTo(BeNil())
-		Expect(draft.Usage.Turns).To(BeEquivalentTo(2))
-		Expect(draft.Usage.TotalTokens).To(BeNumerically(">", 0))
-		Expect(stepOf(run, "publish").Output.Preview).To(Equal(
-			`published Sprint 43: {"title":"Sprint 43","done":["payments","search"]}`))
+			run = finished(ctx, run)
+			Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
+			draft := stepOf(run, "draft")
+			Expect(draft.Output.Preview).To(Equal(`{"title":"Sprint 43","done":["payments","search"]}`))
+			Expect(draft.Usage).NotTo(BeNil())
+			Expect(draft.Usage.Turns).To(BeEquivalentTo(2))
+			Expect(draft.Usage.TotalTokens).To(BeNumerically(">", 0))
+			Expect(stepOf(run, "publish").Output.Preview).To(Equal(
+				`published Sprint 43: {"title":"Sprint 43","done":["payments","search"]}`))
 
-		By("keeping the transcript in the step's output ConfigMap")
-		Expect(draft.Transcript).NotTo(BeNil())
-		cm := &corev1.ConfigMap{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: draft.Transcript.Ref.ConfigMap}, cm)).To(Succeed())
-		transcript := cm.Data["transcript"]
-		Expect(transcript).To(ContainSubstring(`"name":"http_fetch"`))
-		Expect(transcript).To(ContainSubstring(`HTTP 200`))
-		Expect(transcript).To(ContainSubstring(`"outcome":"Succeeded"`))
-		Expect(transcript).NotTo(ContainSubstring(apiKey))
-		fmt.Fprintf(GinkgoWriter, "transcript of sprint-1/draft:\n%s\n", transcript)
-		Expect(strings.Count(transcript, `"role":"assistant"`)).To(Equal(2))
-	})
+			By("keeping the transcript in the step's output ConfigMap")
+			Expect(draft.Transcript).NotTo(BeNil())
+			cm := &corev1.ConfigMap{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: draft.Transcript.Ref.ConfigMap}, cm)).To(Succeed())
+			transcript := cm.Data["transcript"]
+			Expect(transcript).To(ContainSubstring(`"name":"http_fetch"`))
+			Expect(transcript).To(ContainSubstring(`HTTP 200`))
+			Expect(transcript).To(ContainSubstring(`"outcome":"Succeeded"`))
+			Expect(transcript).NotTo(ContainSubstring(apiKey))
+			GinkgoWriter.Printf("transcript of sprint-1/draft:\n%s\n", transcript)
+			Expect(strings.Count(transcript, `"role":"assistant"`)).To(Equal(2))
+		})
 })

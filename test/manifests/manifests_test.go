@@ -236,79 +236,89 @@ func TestRenderingsHangTogether(t *testing.T) {
 			if _, ok := in.services[service.Name]; !ok || service.Namespace != namespace {
 				t.Fatalf("the webhooks call Service %s/%s, which the rendering does not have", service.Namespace, service.Name)
 			}
-			dnsName := service.Name + "." + namespace + ".svc"
-			if !r.certManager {
-				// The manager keeps the certificate in a Secret and writes it to its
-				// certificate directory itself, which must be writable.
-				if v := in.mountedAt(certDir); v != nil {
-					t.Errorf("the manager writes its own certificate, yet %s is mounted from %+v", certDir, v.VolumeSource)
-				}
-				if v := in.mountedAt("/tmp"); v == nil || v.EmptyDir == nil {
-					t.Errorf("the manager has no writable /tmp for its certificate")
-				}
-				secret := ""
-				for _, arg := range in.args() {
-					if s, ok := strings.CutPrefix(arg, "--webhook-secret="); ok {
-						secret = s
-					}
-				}
-				if !in.secrets[secret] {
-					t.Errorf("the manager keeps its certificate in Secret %q, which the rendering does not make", secret)
-				}
-				for _, want := range []string{"--webhook-cert-mode=self", "--webhook-service=" + service.Name} {
-					if !slices.Contains(in.args(), want) {
-						t.Errorf("the manager's args %v lack %s", in.args(), want)
-					}
-				}
-				if len(in.certificates)+len(in.issuers) > 0 {
-					t.Errorf("self-managed certificates, yet the rendering has cert-manager objects")
-				}
-				for _, w := range in.webhooks {
-					if _, ok := w.Annotations[cmapi.WantInjectAnnotation]; ok {
-						t.Errorf("%s asks cert-manager to inject a CA in self-managed mode", w.Name)
-					}
-				}
-				return
-			}
-			v := in.mountedAt(certDir)
-			if v == nil || v.Secret == nil {
-				t.Fatalf("the manager does not mount cert-manager's Secret at %s", certDir)
-			}
-			secret := v.Secret.SecretName
-			if !slices.Contains(in.args(), "--webhook-cert-mode=external") {
-				t.Errorf("the manager's args %v lack --webhook-cert-mode=external", in.args())
-			}
-			if in.secrets[secret] {
-				t.Errorf("the rendering makes Secret %q, which cert-manager owns", secret)
-			}
-			if len(in.certificates) != 1 {
-				t.Fatalf("the rendering has %d Certificates, want 1", len(in.certificates))
-			}
-			var cert cmapi.Certificate
-			for _, c := range in.certificates {
-				cert = c
-			}
-			if cert.Spec.SecretName != secret {
-				t.Errorf("the Certificate writes Secret %q, but the manager mounts %q", cert.Spec.SecretName, secret)
-			}
-			if !slices.Contains(cert.Spec.DNSNames, dnsName) {
-				t.Errorf("the Certificate's dnsNames %v lack the webhook Service's %s", cert.Spec.DNSNames, dnsName)
-			}
-			if r.issuer != "" {
-				if _, ok := in.issuers[cert.Spec.IssuerRef.Name]; !ok || cert.Spec.IssuerRef.Name != r.issuer {
-					t.Errorf("the Certificate names Issuer %q; the rendering has %v", cert.Spec.IssuerRef.Name, in.issuers)
-				}
-			} else if len(in.issuers) > 0 || cert.Spec.IssuerRef.Kind != "ClusterIssuer" {
-				t.Errorf("with issuerRef set, the chart makes no Issuer and names the ClusterIssuer; got %v and %+v",
-					in.issuers, cert.Spec.IssuerRef)
-			}
-			for _, w := range in.webhooks {
-				want := cert.Namespace + "/" + cert.Name
-				if got := w.Annotations[cmapi.WantInjectAnnotation]; got != want {
-					t.Errorf("%s: %s is %q, want %q", w.Name, cmapi.WantInjectAnnotation, got, want)
-				}
+			if r.certManager {
+				checkCertManager(t, r, in, service.Name)
+			} else {
+				checkSelfManaged(t, in, service.Name)
 			}
 		})
+	}
+}
+
+// checkSelfManaged: the manager keeps the certificate in a Secret and writes it to its
+// certificate directory itself, which must be writable.
+func checkSelfManaged(t *testing.T, in *installation, service string) {
+	if v := in.mountedAt(certDir); v != nil {
+		t.Errorf("the manager writes its own certificate, yet %s is mounted from %+v", certDir, v.VolumeSource)
+	}
+	if v := in.mountedAt("/tmp"); v == nil || v.EmptyDir == nil {
+		t.Errorf("the manager has no writable /tmp for its certificate")
+	}
+	secret := ""
+	for _, arg := range in.args() {
+		if s, ok := strings.CutPrefix(arg, "--webhook-secret="); ok {
+			secret = s
+		}
+	}
+	if !in.secrets[secret] {
+		t.Errorf("the manager keeps its certificate in Secret %q, which the rendering does not make", secret)
+	}
+	for _, want := range []string{"--webhook-cert-mode=self", "--webhook-service=" + service} {
+		if !slices.Contains(in.args(), want) {
+			t.Errorf("the manager's args %v lack %s", in.args(), want)
+		}
+	}
+	if len(in.certificates)+len(in.issuers) > 0 {
+		t.Errorf("self-managed certificates, yet the rendering has cert-manager objects")
+	}
+	for _, w := range in.webhooks {
+		if _, ok := w.Annotations[cmapi.WantInjectAnnotation]; ok {
+			t.Errorf("%s asks cert-manager to inject a CA in self-managed mode", w.Name)
+		}
+	}
+}
+
+// checkCertManager: cert-manager makes the certificate for the webhook Service, the kubelet
+// mounts its Secret, and cert-manager's CA injector fills the webhook configurations.
+func checkCertManager(t *testing.T, r rendering, in *installation, service string) {
+	dnsName := service + "." + namespace + ".svc"
+	v := in.mountedAt(certDir)
+	if v == nil || v.Secret == nil {
+		t.Fatalf("the manager does not mount cert-manager's Secret at %s", certDir)
+	}
+	secret := v.Secret.SecretName
+	if !slices.Contains(in.args(), "--webhook-cert-mode=external") {
+		t.Errorf("the manager's args %v lack --webhook-cert-mode=external", in.args())
+	}
+	if in.secrets[secret] {
+		t.Errorf("the rendering makes Secret %q, which cert-manager owns", secret)
+	}
+	if len(in.certificates) != 1 {
+		t.Fatalf("the rendering has %d Certificates, want 1", len(in.certificates))
+	}
+	var cert cmapi.Certificate
+	for _, c := range in.certificates {
+		cert = c
+	}
+	if cert.Spec.SecretName != secret {
+		t.Errorf("the Certificate writes Secret %q, but the manager mounts %q", cert.Spec.SecretName, secret)
+	}
+	if !slices.Contains(cert.Spec.DNSNames, dnsName) {
+		t.Errorf("the Certificate's dnsNames %v lack the webhook Service's %s", cert.Spec.DNSNames, dnsName)
+	}
+	if r.issuer != "" {
+		if _, ok := in.issuers[cert.Spec.IssuerRef.Name]; !ok || cert.Spec.IssuerRef.Name != r.issuer {
+			t.Errorf("the Certificate names Issuer %q; the rendering has %v", cert.Spec.IssuerRef.Name, in.issuers)
+		}
+	} else if len(in.issuers) > 0 || cert.Spec.IssuerRef.Kind != "ClusterIssuer" {
+		t.Errorf("with issuerRef set, the chart makes no Issuer and names the ClusterIssuer; got %v and %+v",
+			in.issuers, cert.Spec.IssuerRef)
+	}
+	for _, w := range in.webhooks {
+		want := cert.Namespace + "/" + cert.Name
+		if got := w.Annotations[cmapi.WantInjectAnnotation]; got != want {
+			t.Errorf("%s: %s is %q, want %q", w.Name, cmapi.WantInjectAnnotation, got, want)
+		}
 	}
 }
 
