@@ -141,7 +141,7 @@ var _ = Describe("Triggers on a real cluster", func() {
 		Expect(k8sClient.Delete(ctx, trigger)).To(Succeed())
 	})
 
-	It("starts a Run for a signed delivery to the hooks Service's pod, and the same one for its retry", func(ctx SpecContext) {
+	It("starts a Run for a signed delivery to the hooks Service, and the same one for its retry", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		key := []byte("e2e-signing-key")
 		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: ns},
