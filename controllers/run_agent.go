@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
@@ -151,13 +150,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: new(false),
 			EnableServiceLinks:           new(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   new(true),
-				RunAsUser:      ptr.To[int64](stepUID),
-				RunAsGroup:     ptr.To[int64](stepUID),
-				FSGroup:        ptr.To[int64](stepUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:              restrictedPod(),
 			Volumes: []corev1.Volume{
 				emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi"),
 				{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{

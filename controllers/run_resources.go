@@ -65,6 +65,18 @@ func childLabels(run *ergonv1alpha1.Run, step string) map[string]string {
 	return l
 }
 
+// restrictedPod is the pod security context of every step pod: a fixed non-root user and
+// group, and the runtime's default seccomp profile (Pod Security "restricted").
+func restrictedPod() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   new(true),
+		RunAsUser:      ptr.To[int64](stepUID),
+		RunAsGroup:     ptr.To[int64](stepUID),
+		FSGroup:        ptr.To[int64](stepUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
 // restrictedContainer is the security context that meets the Pod Security "restricted"
 // profile.
 func restrictedContainer() *corev1.SecurityContext {
@@ -119,14 +131,8 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: new(false),
 			EnableServiceLinks:           new(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   new(true),
-				RunAsUser:      ptr.To[int64](stepUID),
-				RunAsGroup:     ptr.To[int64](stepUID),
-				FSGroup:        ptr.To[int64](stepUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Volumes: []corev1.Volume{emptyDir("ergon-bin", "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
+			SecurityContext:              restrictedPod(),
+			Volumes:                      []corev1.Volume{emptyDir("ergon-bin", "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
 			InitContainers: []corev1.Container{{
 				Name: initContainer, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{EntrypointInImage, "copy", entrypointPath},
