@@ -29,11 +29,11 @@ import (
 
 // Headers of a delivery.
 const (
-	// HeaderSignature is Ergon's signature: sha256=HEX, the HMAC-SHA256 of the timestamp, a
-	// dot and the raw body.
+	// HeaderSignature is Ergon's signature: sha256=HEX, the HMAC-SHA256 of the raw body.
 	HeaderSignature = "X-Ergon-Signature"
-	// HeaderTimestamp is the unix time in seconds the sender signed the delivery at. It is
-	// required with HeaderSignature, and signed with the body.
+	// HeaderTimestamp is the unix time in seconds the sender sent the delivery at. It is
+	// required with HeaderSignature; outside the window around the server's time it is
+	// refused.
 	HeaderTimestamp = "X-Ergon-Timestamp"
 	// HeaderDelivery identifies a delivery; a retry sends the same one.
 	HeaderDelivery = "X-Ergon-Delivery"
@@ -71,31 +71,22 @@ type Delivery struct {
 	// ID is the sender's delivery id, or empty.
 	ID string
 	// Key identifies the delivery for its Run's name: the delivery id when there is one,
-	// else the signature, which a replay within the time window repeats.
+	// else the timestamp and the signature, which a replay of the request repeats.
 	Key string
 }
 
-// Sign returns the value of HeaderSignature for a body signed at a unix time: what a sender
-// computes, and what tests and the bench send.
-func Sign(key []byte, timestamp int64, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(strconv.FormatInt(timestamp, 10)))
-	mac.Write([]byte("."))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// SignGitHub returns the value of HeaderGitHubSignature for a body, as GitHub computes it.
-func SignGitHub(key, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+// Sign returns the value of HeaderSignature, or of GitHub's HeaderGitHubSignature, for a
+// body: sha256= and the hex HMAC-SHA256 of the raw body. It is what a sender computes, and
+// what tests and the bench send.
+func Sign(key, body []byte) string {
+	return "sha256=" + hex.EncodeToString(macOf(key, body))
 }
 
 // Verify checks a delivery's signature against key, in constant time, and its timestamp
-// against now. Ergon's signature covers the timestamp, so a captured request cannot be
-// replayed outside the window; GitHub's covers only the body and sends no timestamp, so its
-// delivery id is required and a replay finds the Run the first delivery started.
+// against now. The signature covers the raw body, as GitHub's does. Ergon's requires a
+// timestamp within MaxSkew; GitHub's sends none, so its delivery id is required. A replay of
+// a delivery with an id finds the Run the first one started, whenever it comes; one without
+// an id does within the window, since the timestamp is part of its key.
 func Verify(header http.Header, body, key []byte, now time.Time) (Delivery, *Refusal) {
 	id := header.Get(HeaderDelivery)
 	if id == "" {
@@ -123,12 +114,12 @@ func Verify(header http.Header, body, key []byte, now time.Time) (Delivery, *Ref
 		if refusal != nil {
 			return Delivery{}, refusal
 		}
-		if !hmac.Equal(mac, macOf(key, []byte(ts+"."), body)) {
+		if !hmac.Equal(mac, macOf(key, body)) {
 			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s does not match: sign the timestamp, a dot and the raw body with the Trigger's key", HeaderSignature)
+				"%s does not match: sign the raw body with the Trigger's key", HeaderSignature)
 		}
 		if id == "" {
-			return Delivery{Key: "signature:" + hex.EncodeToString(mac)}, nil
+			return Delivery{Key: "signature:" + ts + ":" + hex.EncodeToString(mac)}, nil
 		}
 		return Delivery{ID: id, Key: "id:" + id}, nil
 	}
@@ -137,7 +128,7 @@ func Verify(header http.Header, body, key []byte, now time.Time) (Delivery, *Ref
 		if refusal != nil {
 			return Delivery{}, refusal
 		}
-		if !hmac.Equal(mac, macOf(key, nil, body)) {
+		if !hmac.Equal(mac, macOf(key, body)) {
 			return Delivery{}, refuse(http.StatusUnauthorized,
 				"%s does not match: sign the raw body with the Trigger's key", HeaderGitHubSignature)
 		}
@@ -164,9 +155,8 @@ func decodeSignature(header, value string) ([]byte, *Refusal) {
 	return mac, nil
 }
 
-func macOf(key, prefix, body []byte) []byte {
+func macOf(key, body []byte) []byte {
 	mac := hmac.New(sha256.New, key)
-	mac.Write(prefix)
 	mac.Write(body)
 	return mac.Sum(nil)
 }

@@ -163,7 +163,7 @@ var _ = Describe("Triggers on a real cluster", func() {
 		deliver := func(g Gomega) (int, map[string]string) {
 			ts := time.Now().Unix()
 			status, answer, err := deliverHook(ctx, path, map[string]string{
-				hooks.HeaderSignature: hooks.Sign(key, ts, body),
+				hooks.HeaderSignature: hooks.Sign(key, body),
 				hooks.HeaderTimestamp: strconv.FormatInt(ts, 10),
 				hooks.HeaderDelivery:  "e2e-1",
 			}, body)

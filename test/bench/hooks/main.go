@@ -135,7 +135,7 @@ func load(url string, body []byte, n, concurrency int, signingKey []byte, want i
 				}
 				ts := time.Now().Unix()
 				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set(hooks.HeaderSignature, hooks.Sign(signingKey, ts, body))
+				req.Header.Set(hooks.HeaderSignature, hooks.Sign(signingKey, body))
 				req.Header.Set(hooks.HeaderTimestamp, strconv.FormatInt(ts, 10))
 				req.Header.Set(hooks.HeaderDelivery, fmt.Sprintf("%d-%d", want, i))
 				t0 := time.Now()
