@@ -253,6 +253,11 @@ func main() {
 		os.Exit(1)
 	}
 	if hooksAddr != "0" {
+		if hooksRate <= 0 || hooksBurst < 1 {
+			setupLog.Error(nil, "--hooks-rate must be above 0 and --hooks-burst at least 1, or every delivery is refused",
+				"hooks-rate", hooksRate, "hooks-burst", hooksBurst)
+			os.Exit(1)
+		}
 		// Secrets are read directly, never cached: the manager needs only the few that sign
 		// webhooks, and a cache of every Secret in the cluster would cost memory and RBAC.
 		if err := mgr.Add(&hooks.Server{

@@ -93,11 +93,13 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 	if l.Nonce == nil {
 		l.Nonce = nonce
 	}
-	if l.Tools.Timeout == 0 {
-		l.Tools.Timeout = DefaultToolTimeout
+	l.tools = r.Tools
+	l.tools.Redactor = l.red
+	if l.tools.Timeout == 0 {
+		l.tools.Timeout = DefaultToolTimeout
 	}
-	if l.Tools.MaxResult == 0 {
-		l.Tools.MaxResult = DefaultToolResult
+	if l.tools.MaxResult == 0 {
+		l.tools.MaxResult = DefaultToolResult
 	}
 	l.t = &Transcript{Model: r.Spec.Model.Model, StartedAt: l.Now().UTC()}
 	out, err := l.run(ctx)
@@ -119,8 +121,9 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 
 type loop struct {
 	*Runner
-	red *Redactor
-	t   *Transcript
+	red   *Redactor
+	t     *Transcript
+	tools ToolEnv // the Runner's, with the redactor
 }
 
 func (l *loop) run(ctx context.Context) (string, error) {
@@ -287,7 +290,7 @@ func (l *loop) callTools(ctx context.Context, calls []openai.ChatCompletionMessa
 			if !ok || !allowed[tc.Function.Name] {
 				err = fmt.Errorf("there is no tool %q; the tools are: %s", tc.Function.Name, strings.Join(l.Spec.Tools, ", "))
 			} else {
-				out, err = t.call(ctx, &l.Tools, tc.Function.Arguments)
+				out, err = t.call(ctx, &l.tools, tc.Function.Arguments)
 			}
 			if err != nil {
 				out = "error: " + err.Error()

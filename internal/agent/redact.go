@@ -18,6 +18,7 @@ package agent
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -30,10 +31,19 @@ type Redactor struct {
 	r *strings.Replacer
 }
 
-// NewRedactor redacts the given values; empty values are ignored. Longer values are replaced
-// first, so a secret that contains another is removed whole.
+// NewRedactor redacts the given values, and each as it appears inside a JSON string (tool
+// call arguments are JSON text: a secret with a quote or a backslash is escaped there); empty
+// values are ignored. Longer values are replaced first, so a secret that contains another is
+// removed whole.
 func NewRedactor(values ...string) *Redactor {
 	vs := slices.DeleteFunc(slices.Clone(values), func(v string) bool { return v == "" })
+	for _, v := range vs {
+		if quoted, err := json.Marshal(v); err == nil {
+			if escaped := string(quoted[1 : len(quoted)-1]); escaped != v {
+				vs = append(vs, escaped)
+			}
+		}
+	}
 	if len(vs) == 0 {
 		return &Redactor{}
 	}

@@ -54,6 +54,9 @@ var blockedPrefixes = func() []netip.Prefix {
 		"::/128",          // unspecified
 		"::1/128",         // loopback
 		"100::/64",        // discard
+		"64:ff9b:1::/48",  // local-use NAT64 (RFC 8215): maps to whatever IPv4 the site chose
+		"2001::/32",       // Teredo: tunnels to an IPv4 address it hides
+		"::ffff:0:0:0/96", // IPv4-translated (SIIT)
 		"2001:db8::/32",   // documentation
 		"fc00::/7",        // unique local, AWS metadata fd00:ec2::254
 		"fe80::/10",       // link-local

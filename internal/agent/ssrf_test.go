@@ -49,8 +49,11 @@ func TestBlockedAddresses(t *testing.T) {
 		{"255.255.255.255", true},
 		{"::ffff:127.0.0.1", true},
 		{"::ffff:169.254.169.254", true},
-		{"64:ff9b::a9fe:a9fe", true}, // NAT64 of 169.254.169.254
-		{"2002:7f00:1::", true},      // 6to4 of 127.0.0.1
+		{"64:ff9b::a9fe:a9fe", true},  // NAT64 of 169.254.169.254
+		{"2002:7f00:1::", true},       // 6to4 of 127.0.0.1
+		{"64:ff9b:1::a00:1", true},    // local-use NAT64
+		{"2001:0:4136:e378::1", true}, // Teredo
+		{"::ffff:0:a00:1", true},      // IPv4-translated 10.0.0.1
 		{"8.8.8.8", false},
 		{"1.1.1.1", false},
 		{"2606:4700:4700::1111", false},

@@ -52,6 +52,8 @@ type ToolEnv struct {
 	// Timeout bounds one call; MaxResult caps what a call returns to the model.
 	Timeout   time.Duration
 	MaxResult int
+	// Redactor removes secret values from results, before they are capped; nil removes none.
+	Redactor *Redactor
 	// Env is the environment the shell tool gives commands: no secrets.
 	Env []string
 }
@@ -101,7 +103,8 @@ func ToolNames() []string {
 }
 
 // call validates the arguments and runs the tool within its timeout. An error is meant for
-// the model: it goes back as the tool's result.
+// the model: it goes back as the tool's result. The result is redacted before it is capped at
+// env.MaxResult: capping first could cut a secret in two and leave a part no redactor finds.
 func (t *Tool) call(ctx context.Context, env *ToolEnv, args string) (string, error) {
 	if args == "" {
 		args = "{}"
@@ -119,7 +122,7 @@ func (t *Tool) call(ctx context.Context, env *ToolEnv, args string) (string, err
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("the call ran past its timeout of %s", env.Timeout)
 	}
-	return capString(out, env.MaxResult), err
+	return capString(env.Redactor.String(out), env.MaxResult), err
 }
 
 // capString cuts s to at most n bytes and says so.

@@ -83,10 +83,12 @@ func Sign(key, body []byte) string {
 }
 
 // Verify checks a delivery's signature against key, in constant time, and its timestamp
-// against now. The signature covers the raw body, as GitHub's does. Ergon's requires a
-// timestamp within MaxSkew; GitHub's sends none, so its delivery id is required. A replay of
-// a delivery with an id finds the Run the first one started, whenever it comes; one without
-// an id does within the window, since the timestamp is part of its key.
+// against now. The signature covers the raw body, as the API contract (and GitHub's) has it.
+// Ergon's requires a timestamp within MaxSkew; GitHub's sends none, so its delivery id is
+// required. A retried or replayed request finds the Run the first one started: by its
+// delivery id, or by its timestamp and signature. Neither header is signed, so whoever holds
+// a captured request can resend it with new ones; that is what the contract's body-only
+// signature cannot prevent (TLS in front, and the per-Trigger rate limit, bound it).
 func Verify(header http.Header, body, key []byte, now time.Time) (Delivery, *Refusal) {
 	id := header.Get(HeaderDelivery)
 	if id == "" {

@@ -48,11 +48,21 @@ func Parse(spec, zone string, local *time.Location) (*Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule %q: %w", spec, err)
 	}
+	// Runs are named by the minute they are due in, so two times in one minute would be one
+	// Run; a schedule finer than a minute cannot be kept.
+	if every, ok := s.(cron.ConstantDelaySchedule); ok && every.Delay < time.Minute {
+		return nil, fmt.Errorf("schedule %q is more often than once a minute; the shortest is @every 1m", spec)
+	}
 	location := local
 	if zone != "" {
 		if location, err = time.LoadLocation(zone); err != nil {
 			return nil, fmt.Errorf("time zone %q: %w", zone, err)
 		}
+	}
+	// A schedule that matches no date (0 0 30 2 *) has no next time: robfig/cron returns the
+	// zero time, which would have the controller look for one without end.
+	if s.Next(time.Now().In(location)).IsZero() {
+		return nil, fmt.Errorf("schedule %q never fires: no date matches it", spec)
 	}
 	return &Schedule{cron: s, location: location}, nil
 }
@@ -103,7 +113,7 @@ func (s *Schedule) DueAt(earliest, now time.Time, startingDeadline *time.Duratio
 		return due
 	}
 	var mostRecent time.Time
-	for t := s.Next(earliest); !t.After(now); t = s.Next(t) {
+	for t := s.Next(earliest); !t.IsZero() && !t.After(now); t = s.Next(t) {
 		mostRecent = t
 		due.Missed++
 		if due.Missed > MaxMissed {
@@ -139,7 +149,7 @@ func (s *Schedule) last(from, now time.Time) time.Time {
 			}
 		}
 	}
-	for t := s.Next(from); !t.After(now); t = s.Next(t) {
+	for t := s.Next(from); !t.IsZero() && !t.After(now); t = s.Next(t) {
 		from = t
 	}
 	return from

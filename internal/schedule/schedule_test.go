@@ -51,6 +51,9 @@ func TestParse(t *testing.T) {
 		{"nonsense is refused", "every monday", "", true},
 		{"a time zone inside the schedule is refused", "CRON_TZ=Europe/Berlin 0 9 * * *", "", true},
 		{"an unknown zone is refused", "0 9 * * *", "Mars/Olympus", true},
+		{"a schedule that matches no date is refused", "0 0 30 2 *", "", true},
+		{"@every a minute parses", "@every 1m", "", false},
+		{"more often than a minute is refused: Runs are named by their minute", "@every 20s", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.spec, tc.zone, time.UTC)
@@ -58,6 +61,29 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse(%q, %q) error = %v, want error %v", tc.spec, tc.zone, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestDueAtReturnsForEveryParsedSchedule guards the loops of DueAt against a schedule
+// without a next time, which once had the controller spin: whatever Parse accepts, DueAt
+// returns, even after a long downtime.
+func TestDueAtReturnsForEveryParsedSchedule(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, spec := range []string{"* * * * *", "0 0 29 2 *", "@every 1m", "@yearly", "0 0 31 * *"} {
+		s, err := Parse(spec, "", time.UTC)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", spec, err)
+		}
+		done := make(chan Due, 1)
+		go func() { done <- s.DueAt(now.AddDate(-5, 0, 0), now, nil) }()
+		select {
+		case due := <-done:
+			if due.Next.IsZero() || !due.Next.After(now) {
+				t.Errorf("%q: next time %v is not after %v", spec, due.Next, now)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%q: DueAt did not return", spec)
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/schedule"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-trigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=vtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -96,6 +97,10 @@ func ValidateTriggerSpec(spec *ergonv1alpha1.TriggerSpec) field.ErrorList {
 		} else if _, err := cron.ParseStandard(s.Cron); err != nil {
 			errs = append(errs, field.Invalid(path.Child("cron"), s.Cron,
 				fmt.Sprintf("not a cron schedule (%v); use five fields such as \"0 9 * * MON\" or a macro such as @daily", err)))
+		} else if _, err := schedule.Parse(s.Cron, "", time.UTC); err != nil {
+			// What the controller refuses too: a schedule that never fires, or one finer
+			// than the minute its Runs are named by.
+			errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, err.Error()))
 		}
 		if s.TimeZone != nil {
 			if _, err := time.LoadLocation(*s.TimeZone); err != nil {
