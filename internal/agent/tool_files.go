@@ -87,16 +87,23 @@ type pathArgs struct {
 	Content string `json:"content"`
 }
 
-func readFile(_ context.Context, env *ToolEnv, raw json.RawMessage) (string, error) {
+// openPath reads a file tool's arguments and opens the workspace for the path they name, as a
+// root that nothing outside it can be reached through. The caller closes the root.
+func openPath(env *ToolEnv, raw json.RawMessage) (pathArgs, string, *os.Root, error) {
 	var a pathArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", err
+		return a, "", nil, err
 	}
 	p, err := workspacePath(env.Workspace, a.Path)
 	if err != nil {
-		return "", err
+		return a, "", nil, err
 	}
 	root, err := openRoot(env)
+	return a, p, root, err
+}
+
+func readFile(_ context.Context, env *ToolEnv, raw json.RawMessage) (string, error) {
+	_, p, root, err := openPath(env, raw)
 	if err != nil {
 		return "", err
 	}
@@ -111,22 +118,14 @@ func readFile(_ context.Context, env *ToolEnv, raw json.RawMessage) (string, err
 }
 
 func writeFile(_ context.Context, env *ToolEnv, raw json.RawMessage) (string, error) {
-	var a pathArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", err
-	}
-	p, err := workspacePath(env.Workspace, a.Path)
-	if err != nil {
-		return "", err
-	}
-	if p == "." {
-		return "", errors.New("path names the workspace itself; name a file")
-	}
-	root, err := openRoot(env)
+	a, p, root, err := openPath(env, raw)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = root.Close() }()
+	if p == "." {
+		return "", errors.New("path names the workspace itself; name a file")
+	}
 	if dir := path.Dir(p); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
 			return "", err
@@ -139,15 +138,7 @@ func writeFile(_ context.Context, env *ToolEnv, raw json.RawMessage) (string, er
 }
 
 func listFiles(ctx context.Context, env *ToolEnv, raw json.RawMessage) (string, error) {
-	var a pathArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", err
-	}
-	p, err := workspacePath(env.Workspace, a.Path)
-	if err != nil {
-		return "", err
-	}
-	root, err := openRoot(env)
+	_, p, root, err := openPath(env, raw)
 	if err != nil {
 		return "", err
 	}

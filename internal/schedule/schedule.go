@@ -21,6 +21,7 @@ limitations under the License.
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,11 +43,11 @@ type Schedule struct {
 // in local when zone is empty.
 func Parse(spec, zone string, local *time.Location) (*Schedule, error) {
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("schedule %q sets a time zone; set it in timeZone instead", spec)
+		return nil, errors.New("set the time zone in spec.schedule.timeZone, not in the schedule")
 	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
-		return nil, fmt.Errorf("schedule %q: %w", spec, err)
+		return nil, fmt.Errorf("not a cron schedule (%w); use five fields such as \"0 9 * * MON\" or a macro such as @daily", err)
 	}
 	// Runs are named by the minute they are due in, so two times in one minute would be one
 	// Run; a schedule finer than a minute cannot be kept.

@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
@@ -79,21 +80,7 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := ValidateSceneSpec(&tc.spec)
-			if len(tc.want) == 0 {
-				if len(errs) > 0 {
-					t.Fatalf("refused a valid Scene: %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(errs.ToAggregate().Error(), w) {
-					t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
-				}
-			}
+			expectErrors(t, ValidateSceneSpec(&tc.spec), tc.want)
 		})
 	}
 }
@@ -157,21 +144,7 @@ func TestTriggersThatCouldNeverStartARunAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := ValidateTriggerSpec(&tc.spec)
-			if len(tc.want) == 0 {
-				if len(errs) > 0 {
-					t.Fatalf("refused: %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(errs.ToAggregate().Error(), w) {
-					t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
-				}
-			}
+			expectErrors(t, ValidateTriggerSpec(&tc.spec), tc.want)
 		})
 	}
 }
@@ -187,6 +160,25 @@ func TestTriggerParamsMustFitTheScene(t *testing.T) {
 	for _, w := range []string{"spec.params[sprint]: Required value", `spec.params[colour]: Unsupported value: "colour"`} {
 		if !strings.Contains(got, w) {
 			t.Errorf("%q does not contain %q", got, w)
+		}
+	}
+}
+
+// expectErrors checks that errs is empty when want is, and otherwise holds every part of want.
+func expectErrors(t *testing.T, errs field.ErrorList, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if len(errs) > 0 {
+			t.Fatalf("refused: %v", errs)
+		}
+		return
+	}
+	if len(errs) == 0 {
+		t.Fatal("accepted")
+	}
+	for _, w := range want {
+		if !strings.Contains(errs.ToAggregate().Error(), w) {
+			t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
 		}
 	}
 }
