@@ -31,6 +31,8 @@ make -s helm
 say "installing the chart into namespace $NAMESPACE"
 bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
   --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --wait --timeout 5m
+say "waiting for the admission webhooks to answer"
+hack/wait-webhooks.sh "$NAMESPACE"
 
 say "applying the sample Scene and starting a Run"
 sample=config/samples/run/hello.yaml
