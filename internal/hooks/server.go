@@ -50,6 +50,9 @@ import (
 // rotated key takes effect within it, and a burst of deliveries costs one API read.
 const keyTTL = 10 * time.Second
 
+// sweepEvery is how often the server forgets what it keeps per Trigger and no longer needs.
+const sweepEvery = time.Minute
+
 // Server is the webhook endpoint. It runs on every replica of the manager, leader or not.
 type Server struct {
 	// Client reads Triggers (from the manager's cache) and creates Runs.
@@ -112,6 +115,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.ListenAndServe() }()
+	go s.sweepUntil(ctx)
 	logf.FromContext(ctx).Info("Serving webhook Triggers", "address", s.Addr)
 	select {
 	case err := <-errs:
@@ -121,6 +125,48 @@ func (s *Server) Start(ctx context.Context) error {
 		defer cancel()
 		return srv.Shutdown(shutdown)
 	}
+}
+
+// sweepUntil forgets, every sweepEvery until ctx ends, what the server keeps for Triggers that
+// are idle or gone, so a long-lived manager does not grow with every Trigger it ever served.
+func (s *Server) sweepUntil(ctx context.Context) {
+	ticker := time.NewTicker(sweepEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		list := &ergonv1alpha1.TriggerList{}
+		if err := s.Client.List(ctx, list); err != nil {
+			logf.FromContext(ctx).Error(err, "Listing Triggers to forget the deleted ones")
+			continue
+		}
+		live := make(map[types.NamespacedName]bool, len(list.Items))
+		for i := range list.Items {
+			live[types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}] = true
+		}
+		s.forget(s.Clock.Now(), func(key types.NamespacedName) bool { return live[key] })
+	}
+}
+
+// forget drops signing keys older than keyTTL (they would be read again anyway), rate limiters
+// that are full (a new one is the same), and the mappings of Triggers exists denies.
+func (s *Server) forget(now time.Time, exists func(types.NamespacedName) bool) {
+	s.mu.Lock()
+	for k, cached := range s.keys {
+		if now.Sub(cached.readAt) > keyTTL || now.Before(cached.readAt) {
+			delete(s.keys, k)
+		}
+	}
+	for uid, limiter := range s.limiters {
+		if limiter.TokensAt(now) >= float64(limiter.Burst()) {
+			delete(s.limiters, uid)
+		}
+	}
+	s.mu.Unlock()
+	s.mappings.Prune(exists)
 }
 
 // NeedLeaderElection is false: every replica accepts deliveries; Run names keep them exact.

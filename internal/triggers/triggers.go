@@ -87,13 +87,13 @@ func (m *Mappings) Eval(vars map[string]any) (map[string]string, error) {
 // MappingCache compiles each Trigger generation's mappings once. It is safe for concurrent
 // use and forgets a Trigger when it is told to.
 type MappingCache struct {
-	entries sync.Map // namespace/name -> *Mappings
+	entries sync.Map // types.NamespacedName -> *Mappings
 }
 
 // Get returns the compiled mappings of the Trigger's webhook or runCompleted source: params
 // over the variable body, or over run.
 func (c *MappingCache) Get(trigger *ergonv1alpha1.Trigger) (*Mappings, error) {
-	key := trigger.Namespace + "/" + trigger.Name
+	key := types.NamespacedName{Namespace: trigger.Namespace, Name: trigger.Name}
 	if v, ok := c.entries.Load(key); ok {
 		m := v.(*Mappings)
 		if m.uid == trigger.UID && m.generation == trigger.Generation {
@@ -125,7 +125,17 @@ func (c *MappingCache) Get(trigger *ergonv1alpha1.Trigger) (*Mappings, error) {
 
 // Forget drops a Trigger's mappings.
 func (c *MappingCache) Forget(namespace, name string) {
-	c.entries.Delete(namespace + "/" + name)
+	c.entries.Delete(types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// Prune drops the mappings of every Trigger keep returns false for.
+func (c *MappingCache) Prune(keep func(types.NamespacedName) bool) {
+	c.entries.Range(func(k, _ any) bool {
+		if key := k.(types.NamespacedName); !keep(key) {
+			c.entries.Delete(key)
+		}
+		return true
+	})
 }
 
 // RunVars is what a runCompleted mapping sees as run: the finished Run's name, namespace,

@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
@@ -113,5 +114,20 @@ func TestMappingCacheCompilesEachGenerationOnce(t *testing.T) {
 	if _, err := cache.Get(&ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "bad", UID: "x"},
 		Spec: ergonv1alpha1.TriggerSpec{Webhook: &ergonv1alpha1.WebhookSource{Params: map[string]string{"a": "body."}}}}); err == nil {
 		t.Error("a mapping that does not compile was accepted")
+	}
+}
+
+func TestMappingCachePruneForgetsOnlyWhatKeepDenies(t *testing.T) {
+	var cache MappingCache
+	kept, gone := trigger(), trigger()
+	gone.Name, gone.UID = "deleted", "uid-deleted"
+	keptFirst, _ := cache.Get(kept)
+	goneFirst, _ := cache.Get(gone)
+	cache.Prune(func(key types.NamespacedName) bool { return key.Name == kept.Name })
+	if again, _ := cache.Get(kept); again != keptFirst {
+		t.Error("Prune dropped a Trigger keep returned true for")
+	}
+	if again, _ := cache.Get(gone); again == goneFirst {
+		t.Error("Prune kept a Trigger keep returned false for")
 	}
 }
