@@ -137,13 +137,12 @@ func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha
 
 // Event reasons of the Trigger controller.
 const (
-	EventRunStarted     = "RunStarted"
-	EventRunSkipped     = "RunSkipped"
-	EventRunReplaced    = "RunReplaced"
-	EventMissedSchedule = "MissedSchedule"
-	EventTooManyMissed  = "TooManyMissedTimes"
-	EventMappingFailed  = "MappingFailed"
-	EventRunDeleted     = "RunDeleted"
+	EventRunStarted    = "RunStarted"
+	EventRunSkipped    = "RunSkipped"
+	EventRunReplaced   = "RunReplaced"
+	EventTooManyMissed = "TooManyMissedTimes"
+	EventMappingFailed = "MappingFailed"
+	EventRunDeleted    = "RunDeleted"
 )
 
 // runCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.

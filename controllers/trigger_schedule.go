@@ -68,11 +68,6 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 			"Missed more than %d start times of %q; starting only the most recent. Check the clocks, or set spec.schedule.startingDeadlineSeconds",
 			schedule.MaxMissed, spec.Cron)
 	}
-	if due.TooLate {
-		r.Recorder.Eventf(trigger, nil, corev1.EventTypeWarning, EventMissedSchedule, "Schedule",
-			"Missed a start time of %q by more than startingDeadlineSeconds (%d); waiting for the next",
-			spec.Cron, ptr.Deref(spec.StartingDeadlineSeconds, 0))
-	}
 	if !due.Time.IsZero() {
 		if err := r.startScheduled(ctx, trigger, facts, status, due.Time); err != nil {
 			return ctrl.Result{}, err

@@ -81,9 +81,6 @@ type Due struct {
 	// Time is the scheduled time to start a Run for now, the most recent one missed; zero
 	// when none is due.
 	Time time.Time
-	// TooLate is set when the most recent time is due but past the starting deadline: it is
-	// given up, and Time is zero.
-	TooLate bool
 	// Missed counts the scheduled times between earliest and now, up to MaxMissed+1; all but
 	// the most recent are given up.
 	Missed int
@@ -123,13 +120,7 @@ func (s *Schedule) DueAt(earliest, now time.Time, startingDeadline *time.Duratio
 			break
 		}
 	}
-	if mostRecent.IsZero() {
-		return due
-	}
-	if startingDeadline != nil && mostRecent.Add(*startingDeadline).Before(now) {
-		due.TooLate = true
-		return due
-	}
+	// Zero when nothing is due; never past the deadline, since the search started there.
 	due.Time = mostRecent
 	return due
 }

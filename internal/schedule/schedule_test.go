@@ -193,7 +193,6 @@ func TestDueAt(t *testing.T) {
 		deadline          *time.Duration
 		wantTime          time.Time
 		wantMissed        int
-		wantTooLate       bool
 		wantTooManyMissed bool
 		wantNext          time.Time
 	}{
@@ -278,9 +277,6 @@ func TestDueAt(t *testing.T) {
 			}
 			if got.Missed != tc.wantMissed {
 				t.Errorf("Missed = %d, want %d", got.Missed, tc.wantMissed)
-			}
-			if got.TooLate != tc.wantTooLate {
-				t.Errorf("TooLate = %v, want %v", got.TooLate, tc.wantTooLate)
 			}
 			if got.TooManyMissed() != tc.wantTooManyMissed {
 				t.Errorf("TooManyMissed = %v, want %v", got.TooManyMissed(), tc.wantTooManyMissed)
