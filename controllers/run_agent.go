@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,6 +45,13 @@ const (
 	defaultMaxRepairs   = 2
 )
 
+// allowHosts is the Scene's allow-list with the step's added, each host once.
+func allowHosts(scene, step []string) []string {
+	hosts := slices.Concat(scene, step)
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
 // agentSpec renders an agent step into what the runtime reads. It holds no secret: the API
 // key and secret params reach the pod as environment variables from their Secrets.
 func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
@@ -57,7 +65,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		Model:  agentspec.ModelConfig{BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed},
 		System: req.Rendered.AgentSystem, Prompt: req.Rendered.AgentPrompt,
 		MaxTurns: defaultMaxTurns,
-		HTTP:     agentspec.HTTPConfig{AllowHosts: a.AllowHosts},
+		HTTP:     agentspec.HTTPConfig{AllowHosts: allowHosts(scene.Spec.AllowHosts, a.AllowHosts)},
 	}
 	if m.Temperature != nil {
 		if t, err := strconv.ParseFloat(*m.Temperature, 64); err == nil {

@@ -50,6 +50,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 		{Name: "token", ValueFrom: &ergonv1alpha1.ParamValueSource{SecretKeyRef: corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "tracker"}, Key: "token"}}},
 	}
+	scene.Spec.AllowHosts = []string{"docs.tools.svc", "tracker.tools.svc"}
 	scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
 		BaseURL: "http://llm.models.svc/v1", Model: "small", Temperature: new("0.2"), Seed: new(int64(7)),
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
@@ -136,7 +137,8 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.System).To(Equal("You write for 42."))
 		Expect(spec.Prompt).To(Equal("Summarise sprint 42."))
 		Expect(spec.Tools).To(Equal([]string{"http_fetch"}))
-		Expect(spec.HTTP.AllowHosts).To(ConsistOf("tracker.tools.svc", "tracker.tools.svc:8080"))
+		// The Scene's allow-list and the step's, each host once.
+		Expect(spec.HTTP.AllowHosts).To(Equal([]string{"docs.tools.svc", "tracker.tools.svc", "tracker.tools.svc:8080"}))
 		Expect(spec.MaxTurns).To(Equal(8))
 		Expect(spec.MaxTokens).To(Equal(int64(5000)))
 		Expect(spec.Timeout.Duration).To(Equal(5*time.Minute - 10*time.Second))

@@ -57,6 +57,16 @@ type SceneSpec struct {
 	// +optional
 	Models map[string]ModelSpec `json:"models,omitempty"`
 
+	// allowHosts are hosts that the http_fetch tool of every agent step of the Scene may reach
+	// although they resolve to private addresses, such as in-cluster Services: a host name
+	// (tracker.tools.svc) or host:port. An agent step's own allowHosts add to these.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
+	// +optional
+	AllowHosts []string `json:"allowHosts,omitempty"`
+
 	// workspace binds the Scene to a Workspace in the same namespace: steps then run against
 	// its volume, and agent steps may use the filesystem and shell tools.
 	// +optional
@@ -341,9 +351,10 @@ type AgentStep struct {
 	MaxTokens *int64 `json:"maxTokens,omitempty"`
 
 	// allowHosts are hosts that http_fetch may reach although they resolve to private
-	// addresses, such as in-cluster Services: a host name (llm.team.svc) or host:port. Every
-	// other destination must be a public address; loopback, private, link-local, CGNAT,
-	// multicast and cloud metadata addresses are refused.
+	// addresses, such as in-cluster Services: a host name (llm.team.svc) or host:port, in
+	// addition to the Scene's spec.allowHosts. Every other destination must be a public
+	// address; loopback, private, link-local, CGNAT, multicast and cloud metadata addresses
+	// are refused.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=261

@@ -867,6 +867,11 @@ func (in *SceneSpec) DeepCopyInto(out *SceneSpec) {
 			(*out)[key] = *val.DeepCopy()
 		}
 	}
+	if in.AllowHosts != nil {
+		in, out := &in.AllowHosts, &out.AllowHosts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Workspace != nil {
 		in, out := &in.Workspace, &out.Workspace
 		*out = new(corev1.LocalObjectReference)
