@@ -81,6 +81,12 @@ type cachedKey struct {
 	problem string
 }
 
+// fresh says whether the key was read within keyTTL before now (a clock that went back makes
+// it stale too).
+func (k cachedKey) fresh(now time.Time) bool {
+	return !now.Before(k.readAt) && now.Sub(k.readAt) <= keyTTL
+}
+
 // Response bodies.
 type accepted struct {
 	Run       string `json:"run"`
@@ -156,7 +162,7 @@ func (s *Server) sweepUntil(ctx context.Context) {
 func (s *Server) forget(now time.Time, exists func(types.NamespacedName) bool) {
 	s.mu.Lock()
 	for k, cached := range s.keys {
-		if now.Sub(cached.readAt) > keyTTL || now.Before(cached.readAt) {
+		if !cached.fresh(now) {
 			delete(s.keys, k)
 		}
 	}
@@ -268,7 +274,7 @@ func (s *Server) signingKey(ctx context.Context, trigger *ergonv1alpha1.Trigger)
 	s.mu.Lock()
 	cached, ok := s.keys[cacheKey]
 	s.mu.Unlock()
-	if !ok || now.Sub(cached.readAt) > keyTTL || now.Before(cached.readAt) {
+	if !ok || !cached.fresh(now) {
 		cached = cachedKey{readAt: now}
 		secret := &corev1.Secret{}
 		err := s.SecretReader.Get(ctx, client.ObjectKey{Namespace: trigger.Namespace, Name: ref.Name}, secret)
