@@ -1,0 +1,170 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package security is the attack suite: each spec plays a hostile tenant (or a stranger on the
+// network) against a real kube-apiserver with Ergon's admission webhooks installed and its
+// manager running under its own ServiceAccount identity and ClusterRole, as in a cluster.
+package security
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers"
+	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
+)
+
+const (
+	// managerNamespace and managerServiceAccount are the identity the manager runs as, as the
+	// chart and config/default install it.
+	managerNamespace      = "ergon-system"
+	managerServiceAccount = "ergon-controller-manager"
+)
+
+var (
+	adminCfg   *rest.Config
+	admin      client.Client // cluster-admin, reads around any cache
+	managerCfg *rest.Config  // the manager's own identity
+	testEnv    *envtest.Environment
+	scheme     = runtime.NewScheme()
+	stopMgr    context.CancelFunc
+)
+
+func TestSecurity(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Attack suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
+
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
+	}
+	var err error
+	adminCfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
+	admin, err = client.New(adminCfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	installRBAC()
+	managerCfg = userConfig("system:serviceaccount:"+managerNamespace+":"+managerServiceAccount,
+		"system:serviceaccounts", "system:serviceaccounts:"+managerNamespace, "system:authenticated")
+	bindCluster(managerServiceAccount, "ergon-manager-role", rbacv1.Subject{
+		Kind: rbacv1.ServiceAccountKind, Name: managerServiceAccount, Namespace: managerNamespace})
+	stopMgr = startManager()
+})
+
+var _ = AfterSuite(func() {
+	if stopMgr != nil {
+		stopMgr()
+	}
+	Expect(testEnv.Stop()).To(Succeed())
+})
+
+// startManager runs the webhooks and the Run, Gate and Trigger controllers under the manager's
+// own identity until the returned function is called.
+func startManager() context.CancelFunc {
+	opts := &testEnv.WebhookInstallOptions
+	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
+	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       {Label: managed},
+			&corev1.ConfigMap{}: {Label: managed},
+		}},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
+		}),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	for _, setup := range []func(ctrl.Manager) error{
+		webhookv1alpha1.SetupSceneWebhookWithManager, webhookv1alpha1.SetupRunWebhookWithManager,
+		webhookv1alpha1.SetupTriggerWebhookWithManager, webhookv1alpha1.SetupGateWebhookWithManager,
+		webhookv1alpha1.SetupWorkspaceWebhookWithManager,
+	} {
+		Expect(setup(mgr)).To(Succeed())
+	}
+	Expect((&controllers.RunReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: noLogs{},
+		Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
+	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+		Clock: clock.RealClock{}}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
+		SetupWithManager(mgr)).To(Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer GinkgoRecover()
+		defer wg.Done()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	addr := net.JoinHostPort(opts.LocalServingHost, fmt.Sprint(opts.LocalServingPort))
+	Eventually(func() error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}).Should(Succeed(), "the webhook server serves")
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// noLogs is the log reader of a cluster without a kubelet: no step pod ever writes a log here.
+type noLogs struct{}
+
+func (noLogs) Read(_ context.Context, namespace, pod, _ string) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
+}
