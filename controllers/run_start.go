@@ -101,7 +101,7 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.Join(naming.MaxSubdomainLength, run.Name, "snapshot"), Namespace: run.Namespace,
+			Name: naming.SnapshotConfigMapName(run.Name), Namespace: run.Namespace,
 			Labels: childLabels(run, ""), OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
 		},
 		Data:      map[string]string{snapshotKey: string(raw)},

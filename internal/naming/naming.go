@@ -18,8 +18,15 @@ limitations under the License.
 // their owner and purpose, so a reconciler that runs twice finds the object it created the
 // first time instead of creating another (DESIGN principle 2).
 //
-// Every name fits its kind's length limit. A name that would be too long is cut and ends in
-// a hash of the whole name, so two long names that differ anywhere stay different.
+// The name of every object a Run creates is a readable start and a hash of what the object
+// is: its kind and the parts that identify it (Run, step, attempt, ...), separated by NUL bytes,
+// which cannot occur in names. Run `a-b` step `c` and Run `a` step `b-c` read alike but hash
+// differently, so no two Runs can be given one name by how their names split at hyphens.
+// A name is a claim, not a proof: the Run controller still uses an object only when the Run
+// is its controlling owner (see the controllers package).
+//
+// Every name fits its kind's length limit: the readable start is cut to leave room for the
+// hash, which is always there.
 package naming
 
 import (
@@ -73,42 +80,64 @@ func Hash(parts ...string) string {
 	return hex.EncodeToString(sum[:])[:10]
 }
 
-// StepPodName names the pod of one attempt of a step: <run>-<step>-<attempt>. Pod names
+// uniqueHashLength is the length of the hash that ends every name from unique: Hash's 10 hex
+// digits.
+const uniqueHashLength = 10
+
+// unique names an object: readable joined with "-" (dots made hyphens, so a name stays a
+// DNS-1123 label), cut so that "-" and the hash of kind and identity fit in maxLen. The hash
+// alone tells objects apart; the readable start is for people.
+func unique(maxLen int, readable []string, kind string, identity ...string) string {
+	hash := Hash(append([]string{kind}, identity...)...)
+	prefix := strings.ReplaceAll(strings.Join(readable, "-"), ".", "-")
+	if keep := maxLen - uniqueHashLength - 1; len(prefix) > keep {
+		prefix = prefix[:max(keep, 0)]
+	}
+	prefix = strings.TrimRight(prefix, "-")
+	if prefix == "" {
+		return hash
+	}
+	return prefix + "-" + hash
+}
+
+// StepPodName names the pod of one attempt of a step: <run>-<step>-<attempt>-<hash>. Pod names
 // become host names, so it is kept to a DNS label's 63 characters.
 func StepPodName(run, step string, attempt int32) string {
-	return Join(MaxLabelLength, run, step, strconv.FormatInt(int64(attempt), 10))
+	a := strconv.FormatInt(int64(attempt), 10)
+	return unique(MaxLabelLength, []string{run, step, a}, "pod", run, step, a)
 }
 
-// GateName names the Gate of a gate step: <run>-<step>. A Gate name may be a subdomain of 253
-// characters, but it is kept to 63 so it can also be a label value that selects the Gate.
+// GateName names the Gate of a gate step: <run>-<step>-<hash>. A Gate name may be a subdomain
+// of 253 characters, but it is kept to 63 so it can also be a label value that selects the Gate.
 func GateName(run, step string) string {
-	return Join(MaxLabelLength, run, step)
+	return unique(MaxLabelLength, []string{run, step}, "gate", run, step)
 }
 
-// ChildRunName names the Run a scene step starts: <run>-<step>-<key>, where key identifies
-// the call, usually ChildRunKey of the called Scene and its rendered params. It is kept to 63
-// characters so it can be a label value.
-func ChildRunName(run, step, key string) string {
-	return Join(MaxLabelLength, run, step, key)
-}
-
-// ChildRunKey identifies a call of a Scene with rendered params, for ChildRunName. The params
-// are hashed in their JSON form, whose keys are sorted, so the key does not depend on map
-// order, and no choice of keys and values can make two different calls look alike.
-func ChildRunKey(scene string, params map[string]string) string {
+// ChildRunName names the Run a scene step starts: <run>-<scene>-<hash>, where the hash covers
+// the Run, the called Scene and its rendered params, so one parent Run runs each call once,
+// whichever step asks for it. The params are hashed in their JSON form, whose keys are
+// sorted, so the name does not depend on map order, and no choice of keys and values can make
+// two different calls look alike. It is kept to 63 characters so it can be a label value.
+func ChildRunName(run, scene string, params map[string]string) string {
 	if params == nil {
 		// No params and empty params are the same call; JSON would tell them apart.
 		params = map[string]string{}
 	}
 	// Marshalling a map of strings cannot fail.
 	encoded, _ := json.Marshal(params)
-	return Hash(scene, string(encoded))
+	return unique(MaxLabelLength, []string{run, scene}, "child", run, scene, string(encoded))
 }
 
 // OutputConfigMapName names the ConfigMap that holds a step's whole output:
-// <run>-<step>-output, within a ConfigMap name's 253 characters.
+// <run>-<step>-output-<hash>, within a ConfigMap name's 253 characters.
 func OutputConfigMapName(run, step string) string {
-	return Join(MaxSubdomainLength, run, step, "output")
+	return unique(MaxSubdomainLength, []string{run, step, "output"}, "output", run, step)
+}
+
+// SnapshotConfigMapName names the ConfigMap that holds the snapshot of a Run's Scene when it is
+// too large for the Run's status: <run>-snapshot-<hash>.
+func SnapshotConfigMapName(run string) string {
+	return unique(MaxSubdomainLength, []string{run, "snapshot"}, "snapshot", run)
 }
 
 // LabelValue fits a name, such as a Run's, into a label value's 63 characters, shortened with

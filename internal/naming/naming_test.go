@@ -101,18 +101,24 @@ func TestObjectNames(t *testing.T) {
 		want   string // empty when only the shape is checked
 		maxLen int
 	}{
-		{"a step pod is named run-step-attempt", StepPodName("weekly-report-x7k2", "fetch", 1),
-			"weekly-report-x7k2-fetch-1", 63},
-		{"a gate is named run-step", GateName("weekly-report-x7k2", "review"), "weekly-report-x7k2-review", 63},
-		{"a child run is named run-step-key", ChildRunName("weekly-report-x7k2", "publish", "0123456789"),
-			"weekly-report-x7k2-publish-0123456789", 63},
-		{"an output config map is named run-step-output", OutputConfigMapName("weekly-report-x7k2", "draft"),
-			"weekly-report-x7k2-draft-output", 253},
+		{"a step pod is named run-step-attempt-hash", StepPodName("weekly-report-x7k2", "fetch", 1),
+			"weekly-report-x7k2-fetch-1-" + Hash("pod", "weekly-report-x7k2", "fetch", "1"), 63},
+		{"a gate is named run-step-hash", GateName("weekly-report-x7k2", "review"),
+			"weekly-report-x7k2-review-" + Hash("gate", "weekly-report-x7k2", "review"), 63},
+		{"a child run is named run-scene-hash", ChildRunName("weekly-report-x7k2", "publish", nil),
+			"weekly-report-x7k2-publish-" + Hash("child", "weekly-report-x7k2", "publish", "{}"), 63},
+		{"an output config map is named run-step-output-hash", OutputConfigMapName("weekly-report-x7k2", "draft"),
+			"weekly-report-x7k2-draft-output-" + Hash("output", "weekly-report-x7k2", "draft"), 253},
+		{"a snapshot config map is named run-snapshot-hash", SnapshotConfigMapName("weekly-report-x7k2"),
+			"weekly-report-x7k2-snapshot-" + Hash("snapshot", "weekly-report-x7k2"), 253},
+		{"dots of a run name become hyphens, so a pod name is a DNS label", StepPodName("v1.2", "fetch", 1),
+			"v1-2-fetch-1-" + Hash("pod", "v1.2", "fetch", "1"), 63},
 		{"a short label value is unchanged", LabelValue("weekly-report-x7k2"), "weekly-report-x7k2", 63},
 		{"a step pod of a long run fits a label", StepPodName(long, "fetch", 12), "", 63},
 		{"a gate of a long run fits a label", GateName(long, "review"), "", 63},
-		{"a child run of a long run fits a label", ChildRunName(long, "publish", "0123456789"), "", 63},
+		{"a child run of a long run fits a label", ChildRunName(long, "publish", map[string]string{"a": "b"}), "", 63},
 		{"an output config map of a long run fits a subdomain", OutputConfigMapName(long, "draft"), "", 253},
+		{"a snapshot config map of a long run fits a subdomain", SnapshotConfigMapName(long), "", 253},
 		{"a long label value fits a label", LabelValue(long), "", 63},
 	}
 	for _, tc := range cases {
@@ -128,11 +134,49 @@ func TestObjectNames(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a known hash, so that names stay the same between versions", func(t *testing.T) {
+		// printf 'pod\0r\0s\0001' | sha256sum | cut -c1-10
+		if got, want := StepPodName("r", "s", 1), "r-s-1-e9d9582534"; got != want {
+			t.Errorf("StepPodName(r, s, 1) = %q, want %q", got, want)
+		}
+	})
 	t.Run("attempts of a step of a long run get different pods", func(t *testing.T) {
 		if StepPodName(long, "fetch", 1) == StepPodName(long, "fetch", 2) {
 			t.Errorf("attempts 1 and 2 share the pod %q", StepPodName(long, "fetch", 1))
 		}
 	})
+}
+
+// TestNamesDoNotCollideAcrossRuns checks pairs of distinct objects whose readable parts join to
+// the same text: each pair must get two names.
+func TestNamesDoNotCollideAcrossRuns(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	cases := []struct {
+		name string
+		a, b string
+	}{
+		{"run a-b step c and run a step b-c: pods", StepPodName("a-b", "c", 1), StepPodName("a", "b-c", 1)},
+		{"run a-b step c and run a step b-c: gates", GateName("a-b", "c"), GateName("a", "b-c")},
+		{"run a-b step c and run a step b-c: outputs", OutputConfigMapName("a-b", "c"), OutputConfigMapName("a", "b-c")},
+		{"run a step 1-2 and run a-1 step 2, both attempt 3: pods", StepPodName("a", "1-2", 3), StepPodName("a-1", "2", 3)},
+		{"run a-b calling scene c and run a calling scene b-c", ChildRunName("a-b", "c", nil), ChildRunName("a", "b-c", nil)},
+		{"run v1.2 and run v1-2", StepPodName("v1.2", "s", 1), StepPodName("v1-2", "s", 1)},
+		{"run x-snapshot's snapshot and run x step snapshot's output",
+			SnapshotConfigMapName("x-snapshot"), OutputConfigMapName("x", "snapshot")},
+		{"run x step snapshot's output and run x-snapshot step output's output",
+			OutputConfigMapName("x", "snapshot-output"), OutputConfigMapName("x-snapshot", "output")},
+		{"a step pod and a gate of one run and step", StepPodName("r", "s", 1), GateName("r-s", "1")},
+		{"two long runs that differ only past the cut", StepPodName(long+"a", "s", 1), StepPodName(long+"b", "s", 1)},
+		{"child params that would join alike", ChildRunName("r", "s", map[string]string{"a": "b-c"}),
+			ChildRunName("r", "s", map[string]string{"a-b": "c"})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.a == tc.b {
+				t.Errorf("both are named %q", tc.a)
+			}
+		})
+	}
 }
 
 func TestNamesStayValidForEveryRunLength(t *testing.T) {
@@ -154,7 +198,7 @@ func TestNamesStayValidForEveryRunLength(t *testing.T) {
 				validation.IsDNS1123Subdomain(cm)...), validation.IsValidLabelValue(label)...) {
 				t.Fatalf("run %q: %s (pod %q, config map %q, label %q)", run, problem, pod, cm, label)
 			}
-			if !strings.Contains(run, ".") && !dns1123Label.MatchString(pod) {
+			if !dns1123Label.MatchString(pod) {
 				t.Fatalf("run %q: pod %q is not a DNS-1123 label", run, pod)
 			}
 		}
@@ -162,34 +206,33 @@ func TestNamesStayValidForEveryRunLength(t *testing.T) {
 }
 
 //nolint:goconst // the calls read best with their param names spelled out
-func TestChildRunKey(t *testing.T) {
+func TestChildRunName(t *testing.T) {
 	cases := []struct {
 		name string
 		a, b string
 		same bool
 	}{
-		{"the same call gives the same key",
-			ChildRunKey("publish", map[string]string{"body": "x", "title": "y"}),
-			ChildRunKey("publish", map[string]string{"title": "y", "body": "x"}), true},
-		{"another param value gives another key",
-			ChildRunKey("publish", map[string]string{"body": "x"}),
-			ChildRunKey("publish", map[string]string{"body": "y"}), false},
-		{"another scene gives another key",
-			ChildRunKey("publish", map[string]string{"body": "x"}),
-			ChildRunKey("archive", map[string]string{"body": "x"}), false},
+		{"the same call gives the same name",
+			ChildRunName("r", "publish", map[string]string{"body": "x", "title": "y"}),
+			ChildRunName("r", "publish", map[string]string{"title": "y", "body": "x"}), true},
+		{"another param value gives another name",
+			ChildRunName("r", "publish", map[string]string{"body": "x"}),
+			ChildRunName("r", "publish", map[string]string{"body": "y"}), false},
+		{"another scene gives another name",
+			ChildRunName("r", "publish", map[string]string{"body": "x"}),
+			ChildRunName("r", "archive", map[string]string{"body": "x"}), false},
+		{"another parent gives another name",
+			ChildRunName("r1", "publish", nil), ChildRunName("r2", "publish", nil), false},
 		{"values cannot pass for keys",
-			ChildRunKey("s", map[string]string{"a": "b", "c": ""}),
-			ChildRunKey("s", map[string]string{"a": `b","c":"`}), false},
+			ChildRunName("r", "s", map[string]string{"a": "b", "c": ""}),
+			ChildRunName("r", "s", map[string]string{"a": `b","c":"`}), false},
 		{"no params and empty params are the same call",
-			ChildRunKey("s", nil), ChildRunKey("s", map[string]string{}), true},
+			ChildRunName("r", "s", nil), ChildRunName("r", "s", map[string]string{}), true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if (tc.a == tc.b) != tc.same {
-				t.Errorf("keys %q and %q: same = %v, want %v", tc.a, tc.b, tc.a == tc.b, tc.same)
-			}
-			if len(tc.a) != 10 {
-				t.Errorf("key %q is not 10 hex digits", tc.a)
+				t.Errorf("names %q and %q: same = %v, want %v", tc.a, tc.b, tc.a == tc.b, tc.same)
 			}
 		})
 	}

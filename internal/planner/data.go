@@ -20,8 +20,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
-	"slices"
 	"unicode/utf8"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -163,14 +161,4 @@ func Preview(value string) string {
 		cut--
 	}
 	return value[:cut]
-}
-
-// ChildRunName names the child Run of a scene step after the Run and the (scene, params)
-// pair, so that one parent Run runs each pair once, whichever step asks for it.
-func ChildRunName(run, scene string, params map[string]string) string {
-	parts := []string{scene}
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		parts = append(parts, k, params[k])
-	}
-	return naming.ChildRunName(run, scene, naming.Hash(parts...))
 }

@@ -353,7 +353,7 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 			return
 		}
 		s = p.record(step.Name)
-		s.ChildRun = ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
+		s.ChildRun = naming.ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
 		s.Attempts = 1
 		s.Phase = ergonv1alpha1.StepRunning
 		p.start(s)

@@ -27,6 +27,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -144,7 +145,7 @@ func (w *world) status(step string) ergonv1alpha1.StepStatus {
 // wave is the index of the plan that started a step's first attempt.
 func (w *world) wave(step string) int {
 	for i, names := range w.started {
-		if slices.Contains(names, "r-"+step+"-1") {
+		if slices.Contains(names, naming.StepPodName("r", step, 1)) {
 			return i
 		}
 	}
@@ -286,7 +287,7 @@ func TestRetriesWaitForTheirBackoff(t *testing.T) {
 		t.Fatalf("halfway through the backoff: %d pods, requeue %s; want none, 5s", len(p.Pods), p.RequeueAfter)
 	}
 	w.now = w.now.Add(5 * time.Second)
-	if p := w.plan(); len(p.Pods) != 1 || p.Pods[0].Name != "r-flaky-2" {
+	if p := w.plan(); len(p.Pods) != 1 || p.Pods[0].Name != naming.StepPodName("r", "flaky", 2) {
 		t.Fatalf("when the backoff ends, want pod r-flaky-2, got %+v", p.Pods)
 	}
 	w.kubelet()
@@ -364,7 +365,7 @@ func TestCancellationStopsTheGraphMidway(t *testing.T) {
 	w.plan()
 	w.run.Spec.Cancel = true
 	p := w.plan()
-	if !slices.Equal(p.DeletePods, []string{"r-a-1"}) {
+	if !slices.Equal(p.DeletePods, []string{naming.StepPodName("r", "a", 1)}) {
 		t.Fatalf("DeletePods = %v, want the running pod r-a-1", p.DeletePods)
 	}
 	if w.run.Status.Phase != ergonv1alpha1.RunCancelled || w.phase("a") != ergonv1alpha1.StepCancelled ||
@@ -375,10 +376,10 @@ func TestCancellationStopsTheGraphMidway(t *testing.T) {
 
 func TestCancellationStopsAPodTheStatusDoesNotKnow(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
-	w.pods["a"] = []PodState{{Name: "r-a-1", Attempt: 1, Phase: PodRunning}}
+	w.pods["a"] = []PodState{{Name: naming.StepPodName("r", "a", 1), Attempt: 1, Phase: PodRunning}}
 	w.run.Spec.Cancel = true
 	p := w.plan()
-	if !slices.Equal(p.DeletePods, []string{"r-a-1"}) || w.phase("a") != ergonv1alpha1.StepCancelled {
+	if !slices.Equal(p.DeletePods, []string{naming.StepPodName("r", "a", 1)}) || w.phase("a") != ergonv1alpha1.StepCancelled {
 		t.Fatalf("DeletePods = %v, step a %s; want the pod deleted and the step Cancelled", p.DeletePods, w.phase("a"))
 	}
 }
@@ -398,11 +399,11 @@ func TestARunPastItsTimeoutFails(t *testing.T) {
 
 func TestAPodTheStatusLostIsAdoptedNotStartedAgain(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
-	w.pods["a"] = []PodState{{Name: "r-a-1", Attempt: 1, Phase: PodRunning}}
+	w.pods["a"] = []PodState{{Name: naming.StepPodName("r", "a", 1), Attempt: 1, Phase: PodRunning}}
 	if p := w.plan(); len(p.Pods) != 0 {
 		t.Fatalf("planned %v although the pod of attempt 1 exists", p.Pods)
 	}
-	if s := w.status("a"); s.Phase != ergonv1alpha1.StepRunning || s.Attempts != 1 || s.PodName != "r-a-1" {
+	if s := w.status("a"); s.Phase != ergonv1alpha1.StepRunning || s.Attempts != 1 || s.PodName != naming.StepPodName("r", "a", 1) {
 		t.Fatalf("status %+v", s)
 	}
 }
