@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // step fixtures
@@ -136,7 +137,7 @@ var _ = Describe("The Run controller", func() {
 		createRun(ctx, ns, "one-1", "one", nil)
 		pod := &corev1.Pod{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "one-1-only-1"}, pod)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("one-1", "only", 1)}, pod)
 		}).Should(Succeed())
 		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelStep, "only"))
@@ -162,7 +163,7 @@ var _ = Describe("The Run controller", func() {
 		Expect(try.Phase).To(Equal(ergonv1alpha1.StepFailed))
 		Expect(try.Attempts).To(BeEquivalentTo(3))
 		Expect(try.History).To(HaveLen(3))
-		Expect(try.History[2].PodName).To(Equal("flaky-1-try-3"))
+		Expect(try.History[2].PodName).To(Equal(naming.StepPodName("flaky-1", "try", 3)))
 		Expect(try.History[2].ExitCode).To(HaveValue(BeEquivalentTo(3)))
 		Expect(try.Message).To(ContainSubstring("exited with code 3"))
 		Expect(stepStatus(run, "after").Phase).To(Equal(ergonv1alpha1.StepSkipped))
@@ -194,7 +195,7 @@ var _ = Describe("The Run controller", func() {
 		createRun(ctx, ns, "slow-1", "slow", nil)
 		pod := &corev1.Pod{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slow-1-slow-1"}, pod)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("slow-1", "slow", 1)}, pod)
 		}).Should(Succeed())
 		Expect(pod.Spec.ActiveDeadlineSeconds).To(HaveValue(BeEquivalentTo(5)))
 
@@ -210,7 +211,7 @@ var _ = Describe("The Run controller", func() {
 		createScene(ctx, ns, "forever", container("wait", "sleep 3600"), container("after", "x", "wait"))
 		run := createRun(ctx, ns, "forever-1", "forever", nil)
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "forever-1-wait-1"}, &corev1.Pod{})
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("forever-1", "wait", 1)}, &corev1.Pod{})
 		}).Should(Succeed())
 
 		Expect(k8sClient.Patch(ctx, run, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`)))).To(Succeed())
@@ -218,7 +219,7 @@ var _ = Describe("The Run controller", func() {
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunCancelled))
 		Expect(stepStatus(run, "wait").Phase).To(Equal(ergonv1alpha1.StepCancelled))
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "forever-1-wait-1"}, &corev1.Pod{})
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("forever-1", "wait", 1)}, &corev1.Pod{})
 		}).Should(MatchError(ContainSubstring("not found")))
 	})
 
@@ -272,7 +273,7 @@ var _ = Describe("The Run controller", func() {
 		scene := createScene(ctx, ns, "stable", container("first", "one"), container("second", "original", "first"))
 		createRun(ctx, ns, "stable-1", "stable", nil)
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stable-1-first-1"}, &corev1.Pod{})
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("stable-1", "first", 1)}, &corev1.Pod{})
 		}).Should(Succeed())
 
 		scene.Spec.Steps[1].Container.Command = []string{"sh", "-c", "edited"}
@@ -308,7 +309,7 @@ var _ = Describe("The Run controller", func() {
 		By("handing both inputs to the consuming pod as files")
 		pod := &corev1.Pod{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "big-1-consume-1"}, pod)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("big-1", "consume", 1)}, pod)
 		}).Should(Succeed())
 		var inputs *corev1.ProjectedVolumeSource
 		for _, v := range pod.Spec.Volumes {
@@ -317,7 +318,7 @@ var _ = Describe("The Run controller", func() {
 			}
 		}
 		Expect(inputs).NotTo(BeNil())
-		Expect(inputs.Sources).To(ContainElement(HaveField("ConfigMap.LocalObjectReference.Name", "big-1-produce-output")))
+		Expect(inputs.Sources).To(ContainElement(HaveField("ConfigMap.LocalObjectReference.Name", naming.OutputConfigMapName("big-1", "produce"))))
 		Expect(pod.Annotations).To(HaveKeyWithValue("inputs.ergon.dev/small", "tiny"))
 		Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/ergon/inputs")))
 		close(release)
@@ -357,7 +358,7 @@ var _ = Describe("The Run controller", func() {
 		Expect(stepStatus(run, "discard").Phase).To(Equal(ergonv1alpha1.StepSucceeded))
 		Expect(stepStatus(run, "publish").Phase).To(Equal(ergonv1alpha1.StepSkipped))
 		gate := &ergonv1alpha1.Gate{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "review-1-review"}, gate)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.GateName("review-1", "review")}, gate)).To(Succeed())
 		Expect(gate.Spec.Message).To(Equal("Publish draft?"))
 		Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GateTimedOut))
 		Expect(gate.Status.DecidedBy).To(Equal("timeout"))
@@ -371,7 +372,7 @@ var _ = Describe("The Run controller", func() {
 		createRun(ctx, ns, "quorum-1", "quorum", nil)
 		gate := &ergonv1alpha1.Gate{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "quorum-1-ask"}, gate)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.GateName("quorum-1", "ask")}, gate)
 		}).Should(Succeed())
 		vote := func(users ...string) {
 			var approvals []string

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 var _ = Describe("Admission on a real cluster", func() {
@@ -64,7 +65,7 @@ spec:
 			busyboxStep("after", `echo -n "went {{ .steps.review.decision }}" > "$ERGON_OUTPUT"`, "review"))
 		gate := &ergonv1alpha1.Gate{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ask-1-review"}, gate)
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.GateName("ask-1", "review")}, gate)
 		}).WithTimeout(time.Minute).Should(Succeed())
 
 		// dave's requests, as kubectl --as=dave sends them: the webhook sees dave.

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // busyboxStep is a container step of the local cluster's tool image.
@@ -88,7 +89,7 @@ var _ = Describe("Runs on a real cluster", func() {
 
 		gate := &ergonv1alpha1.Gate{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "weekly-1-review"}, gate)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.GateName("weekly-1", "review")}, gate)).To(Succeed())
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
 			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
@@ -138,7 +139,7 @@ var _ = Describe("Runs on a real cluster", func() {
 		run := runScene(ctx, ns, "slow", busyboxStep("wait", "sleep 300"), busyboxStep("after", "true", "wait"))
 		pod := &corev1.Pod{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slow-1-wait-1"}, pod)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.StepPodName("slow-1", "wait", 1)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(k8sClient.Patch(ctx, run, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`)))).To(Succeed())
@@ -146,7 +147,7 @@ var _ = Describe("Runs on a real cluster", func() {
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunCancelled))
 		Expect(stepOf(run, "wait").Phase).To(Equal(ergonv1alpha1.StepCancelled))
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slow-1-wait-1"}, &corev1.Pod{})
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.StepPodName("slow-1", "wait", 1)}, &corev1.Pod{})
 		}).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("not found")))
 	})
 
