@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,17 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			continue // a child Run's output, kept by the child
 		}
 		cm := outputConfigMap(run, s.Name, out.Value, out.Transcript)
-		if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+			// Written by an earlier pass whose status write was lost, or someone else's:
+			// gather checked a moment ago, so the next pass will find which.
+			existing := &corev1.ConfigMap{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+				return err
+			}
+			if _, err := checkOutput(existing, run.UID, run.Name, s.Output); err != nil {
+				return err
+			}
+		} else if err != nil {
 			return err
 		}
 	}
@@ -76,18 +87,26 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			return err
 		}
 	}
+	// Only what the Run owns is stopped: a pod or Run under a name the Run uses may be
+	// someone else's (see run_ownership.go). The UID precondition makes sure of it.
+	owned := podUIDs(f)
 	for _, name := range plan.DeletePods {
-		pod := &corev1.Pod{}
-		pod.Name, pod.Namespace = name, run.Namespace
-		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		if err := r.deletePod(ctx, run.Namespace, name, owned[name]); err != nil {
 			return err
 		}
 	}
 	for _, name := range plan.CancelChildren {
-		child := &ergonv1alpha1.Run{}
-		child.Name, child.Namespace = name, run.Namespace
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`))
-		if err := r.Patch(ctx, child, patch); client.IgnoreNotFound(err) != nil {
+		child, ok := f.Children[name]
+		if !ok {
+			continue // never created, or not the Run's
+		}
+		// metadata.uid is immutable: a Run that replaced the child under its name refuses
+		// the patch as Invalid instead of being cancelled.
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"cancel":true}}`, child.UID)
+		obj := &ergonv1alpha1.Run{}
+		obj.Name, obj.Namespace = name, run.Namespace
+		if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); client.IgnoreNotFound(err) != nil &&
+			!apierrors.IsInvalid(err) {
 			return err
 		}
 	}
@@ -109,6 +128,7 @@ func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {
 // outputs are safe. With KeepFailedPods, the pods of failed attempts stay for debugging.
 func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
 	var pods []string
+	uids := podUIDs(f)
 	if f != nil {
 		for _, states := range f.Pods {
 			for _, p := range states {
@@ -124,8 +144,9 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 			return err
 		}
 		for _, p := range list.Items {
-			if metav1IsControlledBy(&p, run) && p.DeletionTimestamp.IsZero() {
+			if controlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
 				pods = append(pods, p.Name)
+				uids[p.Name] = string(p.UID)
 			}
 		}
 	}
@@ -145,11 +166,41 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 		if (!ok && !done) || (r.Config.KeepFailedPods && phase == ergonv1alpha1.StepFailed) {
 			continue
 		}
-		pod := &corev1.Pod{}
-		pod.Name, pod.Namespace = name, run.Namespace
-		if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		if err := r.deletePod(ctx, run.Namespace, name, uids[name]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// podUIDs maps the names of the Run's pods that exist to their UIDs.
+func podUIDs(f *planner.Facts) map[string]string {
+	uids := map[string]string{}
+	if f == nil {
+		return uids
+	}
+	for _, states := range f.Pods {
+		for _, p := range states {
+			if p.UID != "" {
+				uids[p.Name] = p.UID
+			}
+		}
+	}
+	return uids
+}
+
+// deletePod deletes the pod name if it is still the one with uid; with no uid, the pod is not
+// known to be the Run's, and is left alone.
+func (r *RunReconciler) deletePod(ctx context.Context, namespace, name, uid string) error {
+	if uid == "" {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace = name, namespace
+	u := types.UID(uid)
+	err := r.Delete(ctx, pod, client.Preconditions{UID: &u})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or replaced by another pod that is not ours to delete
+	}
+	return err
 }

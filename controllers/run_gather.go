@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -58,6 +59,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		Now: r.Clock.Now(), Run: run, Scene: scene,
 		Pods: map[string][]planner.PodState{}, Children: map[string]planner.ChildState{},
 		Gates: map[string]planner.GateState{}, Outputs: map[string]planner.Output{}, Values: map[string]string{},
+		Conflicts: map[string]string{},
 		PodBudget: -1, MaxDepth: r.Config.MaxDepth, Depth: depth(run),
 	}
 	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
@@ -69,7 +71,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !metav1IsControlledBy(pod, run) {
+		if !controlledBy(pod, run.UID) {
 			continue
 		}
 		state := podState(pod)
@@ -77,7 +79,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		f.Pods[step] = append(f.Pods[step], state)
 		seen[pod.Name] = true
 		if state.Phase == planner.PodSucceeded && !phases[step].Finished() {
-			f.Outputs[pod.Name] = r.collect(ctx, pod)
+			f.Outputs[pod.Name] = r.collect(ctx, run, pod)
 		}
 	}
 	// A pod the status says is running but the cache does not have is either not in the
@@ -94,6 +96,10 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 				Reason: planner.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
 		case err != nil:
 			return nil, err
+		case !controlledBy(pod, run.UID):
+			// Someone else's pod under the attempt's name: the attempt never ran.
+			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
+				Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", s.PodName, run).Error()})
 		default:
 			f.Pods[s.Name] = append(f.Pods[s.Name], podState(pod))
 		}
@@ -102,6 +108,9 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		return nil, err
 	}
 	if err := r.gatherGates(ctx, run, f); err != nil {
+		return nil, err
+	}
+	if err := r.gatherConflicts(ctx, run, f); err != nil {
 		return nil, err
 	}
 	if err := r.gatherValues(ctx, run, scene, phases, f); err != nil {
@@ -115,15 +124,6 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		f.PodBudget = max(r.Config.MaxActivePods-active, 0)
 	}
 	return f, nil
-}
-
-func metav1IsControlledBy(obj client.Object, run *ergonv1alpha1.Run) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.UID == run.UID {
-			return true
-		}
-	}
-	return false
 }
 
 func depth(run *ergonv1alpha1.Run) int {
@@ -144,7 +144,7 @@ func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
 // podState is what the planner needs to know of a step pod.
 func podState(pod *corev1.Pod) planner.PodState {
 	attempt, _ := strconv.Atoi(pod.Labels[ergonv1alpha1.LabelAttempt])
-	s := planner.PodState{Name: pod.Name, Attempt: int32(attempt), Reason: pod.Status.Reason, Message: pod.Status.Message}
+	s := planner.PodState{Name: pod.Name, UID: string(pod.UID), Attempt: int32(attempt), Reason: pod.Status.Reason, Message: pod.Status.Message}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		s.Phase = planner.PodSucceeded
@@ -185,8 +185,29 @@ func podState(pod *corev1.Pod) planner.PodState {
 
 // collect reads the output a succeeded pod handed back and, for an agent step, its
 // transcript. The log is read once, when either is framed in it. A transcript that cannot be
-// found does not fail the step: the output is what later steps need.
-func (r *RunReconciler) collect(ctx context.Context, pod *corev1.Pod) planner.Output {
+// found does not fail the step: the output is what later steps need. An output that needs the
+// step's output ConfigMap fails the attempt when someone else's ConfigMap has its name.
+func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod) planner.Output {
+	out := r.readOutput(ctx, pod)
+	if out.Err != "" || (!out.Stored && out.Transcript == "") {
+		return out
+	}
+	name := naming.OutputConfigMapName(run.Name, pod.Labels[ergonv1alpha1.LabelStep])
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+	case !controlledBy(cm, run.UID):
+		return planner.Output{Err: notOwned("ConfigMap", name, run).Error(), Reason: ergonv1alpha1.ReasonNameConflict}
+	}
+	return out
+}
+
+// readOutput reads the output a succeeded pod handed back, from its termination message or
+// its log.
+func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == stepContainer && cs.State.Terminated != nil {
@@ -261,18 +282,22 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, run *ergonv1alpha1.R
 	}
 	for i := range children.Items {
 		child := &children.Items[i]
-		if !metav1IsControlledBy(child, run) {
+		if !controlledBy(child, run.UID) {
 			continue
 		}
-		state := planner.ChildState{Phase: child.Status.Phase}
+		state := planner.ChildState{Phase: child.Status.Phase, UID: string(child.UID)}
 		if c := meta.FindStatusCondition(child.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
 			state.Message = c.Message
 		}
 		if names := slices.Sorted(maps.Keys(child.Status.Outputs)); len(names) > 0 {
 			out := child.Status.Outputs[names[len(names)-1]]
 			state.Output = &out
-			value, err := r.outputValue(ctx, child.Namespace, &out)
-			if err != nil {
+			value, err := r.outputValue(ctx, child, &out)
+			var conflict *conflictError
+			switch {
+			case errors.As(err, &conflict):
+				f.Conflicts[out.Ref.ConfigMap] = conflict.Error()
+			case err != nil:
 				return err
 			}
 			state.Value = value
@@ -291,7 +316,11 @@ func (r *RunReconciler) gatherGates(ctx context.Context, run *ergonv1alpha1.Run,
 	}
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if !metav1IsControlledBy(g, run) {
+		if !controlledBy(g, run.UID) {
+			continue
+		}
+		if !gateMatches(g, run) {
+			f.Conflicts[g.Name] = gateMismatch(g, run).Error()
 			continue
 		}
 		state := planner.GateState{}
@@ -318,8 +347,13 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 		if !neededLater(scene, s.Name, phases) {
 			continue
 		}
-		value, err := r.outputValue(ctx, run.Namespace, s.Output)
-		if err != nil {
+		value, err := r.outputValue(ctx, run, s.Output)
+		var conflict *conflictError
+		switch {
+		case errors.As(err, &conflict):
+			f.Conflicts[s.Output.Ref.ConfigMap] = conflict.Error()
+			continue
+		case err != nil:
 			return err
 		}
 		f.Values[s.Name] = value
@@ -337,24 +371,19 @@ func neededLater(scene *compile.Scene, step string, phases map[string]ergonv1alp
 	return false
 }
 
-// outputValue reads a whole output: inline, or from its ConfigMap.
-func (r *RunReconciler) outputValue(ctx context.Context, namespace string, out *ergonv1alpha1.OutputValue) (string, error) {
+// outputValue reads a whole output: inline, or from the ConfigMap its Run (owner) wrote. A
+// ConfigMap that owner did not write, or that does not hold the recorded size and digest, is
+// a conflictError.
+func (r *RunReconciler) outputValue(ctx context.Context, owner *ergonv1alpha1.Run, out *ergonv1alpha1.OutputValue) (string, error) {
 	if out.Ref == nil {
 		return out.Preview, nil
 	}
 	cm := &corev1.ConfigMap{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Not in the cache yet: written just before the status that names it.
-			if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
-				return "", err
-			}
-		} else {
-			return "", err
-		}
+	// Not in the cache yet: written just before the status that names it.
+	if err := r.getLive(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
+		return "", err
 	}
-	v, _ := configMapValue(cm)
-	return v, nil
+	return checkOutput(cm, owner.UID, owner.Name, out)
 }
 
 // activeStepPods counts the step pods of all Runs that have not finished.

@@ -70,6 +70,10 @@ const (
 	ReasonGateRejected = "GateRejected"
 	// ReasonDepthExceeded: sub-scene calls nested deeper than the limit.
 	ReasonDepthExceeded = "DepthExceeded"
+	// ReasonNameConflict: an object the Run would create or use under its deterministic name
+	// exists and is not the Run's (another controller, or no Run, is its owner; or an output
+	// does not hold what the Run recorded). Ergon never adopts an object by name.
+	ReasonNameConflict = "NameConflict"
 )
 
 // ConditionDecided is a Gate's state: False while it waits, True once decided.

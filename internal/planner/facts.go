@@ -47,6 +47,9 @@ type Facts struct {
 	// Values are the whole outputs of finished steps, by step name, for templates and
 	// conditions of the steps after them.
 	Values map[string]string
+	// Conflicts are objects under names the Run uses that are not the Run's (see the
+	// controllers' ownership checks), by object name: why each cannot be used.
+	Conflicts map[string]string
 	// PodBudget is how many more step pods the manager-wide cap allows now; negative means
 	// no cap.
 	PodBudget int
@@ -56,7 +59,9 @@ type Facts struct {
 
 // PodState is what was observed of one step pod.
 type PodState struct {
-	Name    string
+	Name string
+	// UID is the pod's, so that it is deleted only if it is still the pod observed.
+	UID     string
 	Attempt int32
 	// Phase is Pending, Running, Succeeded or Failed as the pod reports it; Gone when the
 	// pod was expected but no longer exists.
@@ -83,6 +88,8 @@ const (
 
 // ChildState is what was observed of one child Run.
 type ChildState struct {
+	// UID is the child Run's, so that only it is cancelled.
+	UID     string
 	Phase   ergonv1alpha1.RunPhase
 	Message string
 	// Output is the child's output: that of its final step.
@@ -109,8 +116,9 @@ type Output struct {
 	// Stored is true when Value is larger than a preview and is kept in the step's output
 	// ConfigMap.
 	Stored bool
-	// Err says why the output could not be collected; the attempt then fails.
-	Err string
+	// Err says why the output could not be collected; the attempt then fails, for Reason
+	// when it is set, for OutputError otherwise.
+	Err, Reason string
 	// Transcript is an agent step's record, its second output; Usage sums its model use.
 	Transcript string
 	Usage      *ergonv1alpha1.AgentUsage

@@ -97,7 +97,7 @@ type planner struct {
 	plan   *Plan
 	steps  map[string]*ergonv1alpha1.StepStatus
 	order  []string // step names in status order
-	active int      // pod steps of this Run that are running
+	active int      // pod and scene steps of this Run that are running
 	// stopReason is set when the Run stops everything: Cancelled or RunTimedOut.
 	stopReason string
 	// failedStep is the first step whose failure fails the Run.
@@ -127,7 +127,7 @@ func Decide(f *Facts) *Plan {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s
 		p.order = append(p.order, s.Name)
-		if isPodStep(f.Scene.Steps[s.Name]) && s.Phase == ergonv1alpha1.StepRunning {
+		if usesCapacity(f.Scene.Steps[s.Name]) && s.Phase == ergonv1alpha1.StepRunning {
 			p.active++
 		}
 		if s.Phase == ergonv1alpha1.StepFailed && !f.Scene.Steps[s.Name].Spec.ContinueOnFailure && p.failedStep == "" {
@@ -288,6 +288,15 @@ func (p *planner) ready(step *compile.Step) bool {
 	case len(deps) > 0 && succeeded == 0:
 		return skip(ReasonDependenciesSkipped, "none of its dependencies succeeded")
 	}
+	for _, d := range deps {
+		if out := p.state(d).Output; out != nil && out.Ref != nil {
+			if msg, conflict := p.f.Conflicts[out.Ref.ConfigMap]; conflict {
+				p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonNameConflict,
+					fmt.Sprintf("the output of its dependency %s cannot be used: %s", d, msg))
+				return false
+			}
+		}
+	}
 	if step.When != nil {
 		ok, err := step.When.Eval(p.exprVars())
 		if err != nil {
@@ -348,10 +357,14 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 				fmt.Sprintf("sub-scenes nest deeper than %d Runs; is there a cycle of Scenes calling each other?", p.f.MaxDepth))
 			return
 		}
+		if !p.hasCapacity() {
+			return
+		}
 		r, ok := p.render(step)
 		if !ok {
 			return
 		}
+		p.take()
 		s = p.record(step.Name)
 		s.ChildRun = naming.ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
 		s.Attempts = 1
@@ -364,15 +377,28 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		}
 		return
 	}
+	if msg, conflict := p.f.Conflicts[s.ChildRun]; conflict {
+		p.active--
+		p.fail(s, step, ergonv1alpha1.ReasonNameConflict, msg)
+		return
+	}
 	child, ok := p.f.Children[s.ChildRun]
 	if !ok {
 		return // created, not observed yet
 	}
 	switch child.Phase {
 	case ergonv1alpha1.RunSucceeded:
+		p.active--
+		if out := child.Output; out != nil && out.Ref != nil {
+			if msg, conflict := p.f.Conflicts[out.Ref.ConfigMap]; conflict {
+				p.fail(s, step, ergonv1alpha1.ReasonNameConflict, msg)
+				return
+			}
+		}
 		s.Output = child.Output
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case ergonv1alpha1.RunFailed, ergonv1alpha1.RunCancelled:
+		p.active--
 		p.fail(s, step, ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", s.ChildRun, child.Phase, child.Message))
 	}
 }
@@ -397,6 +423,10 @@ func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus
 		}
 		return
 	}
+	if msg, conflict := p.f.Conflicts[s.Gate]; conflict {
+		p.fail(s, step, ergonv1alpha1.ReasonNameConflict, msg)
+		return
+	}
 	gate, ok := p.f.Gates[s.Gate]
 	if !ok || !gate.Decided {
 		return
@@ -411,6 +441,12 @@ func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus
 
 func isPodStep(step *compile.Step) bool {
 	return step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
+}
+
+// usesCapacity reports whether a running step counts against parallelism and the pod budget:
+// a pod step for its pod, a scene step for its child Run.
+func usesCapacity(step *compile.Step) bool {
+	return isPodStep(step) || (step != nil && step.Spec.Scene != nil)
 }
 
 // Reasons of step phases, besides the Run's condition reasons in the API package.

@@ -64,7 +64,9 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 	}
 }
 
-// hasCapacity reports whether the Run's parallelism and the manager's cap allow one more pod.
+// hasCapacity reports whether the Run's parallelism and the manager's cap allow one more pod
+// or child Run: a scene step counts against both as a pod does, so that a fan-out of sub-scenes
+// is bounded like a fan-out of pods.
 func (p *planner) hasCapacity() bool {
 	if par := p.f.Scene.Spec.Parallelism; par != nil && p.active >= int(*par) {
 		return false
@@ -81,15 +83,20 @@ func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, 
 	if !ok {
 		return
 	}
-	if p.f.PodBudget > 0 {
-		p.f.PodBudget--
-	}
-	p.active++
+	p.take()
 	name := naming.StepPodName(p.f.Run.Name, step.Name, attempt)
 	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRunning, "", ""
 	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil
 	p.start(s)
 	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r, Inputs: p.inputs(step)})
+}
+
+// take counts a started pod or child Run against the Run's parallelism and the manager's cap.
+func (p *planner) take() {
+	if p.f.PodBudget > 0 {
+		p.f.PodBudget--
+	}
+	p.active++
 }
 
 // inputs are the outputs of a step's succeeded dependencies.
@@ -126,6 +133,9 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 		}
 		if out.Err != "" {
 			pod.Phase, pod.Reason, pod.Message = PodFailed, ReasonOutputError, out.Err
+			if out.Reason != "" {
+				pod.Reason = out.Reason
+			}
 			p.attemptFailed(step, s, *pod)
 			return
 		}
