@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -123,6 +124,10 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	scene, err := r.compiled(ctx, run)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
+	}
+	var conflict *conflictError
+	if errors.As(err, &conflict) {
+		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, err.Error())
 	}
 	if err != nil {
 		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene, err.Error())

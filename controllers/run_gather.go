@@ -40,17 +40,20 @@ import (
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
-// PodLogs reads a container's log; the kubelet serves it through pods/log.
+// PodLogs reads the end of a container's log; the kubelet serves it through pods/log.
 type PodLogs interface {
-	Read(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error)
+	Read(ctx context.Context, namespace, pod, container string, tail outputs.Tail) (io.ReadCloser, error)
 }
 
 // KubeletLogs reads logs through the API server.
 type KubeletLogs struct{ Clientset kubernetes.Interface }
 
-// Read streams the whole log of a container.
-func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error) {
-	return k.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+// Read streams the last tail.Lines lines of a container's log, at most tail.Bytes of them: the
+// kubelet sends no more, so a step that prints without end costs the manager only its frames.
+func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string, tail outputs.Tail) (io.ReadCloser, error) {
+	return k.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+		Container: container, TailLines: &tail.Lines, LimitBytes: &tail.Bytes,
+	}).Stream(ctx)
 }
 
 // gather reads everything the planner needs about a Run.
@@ -232,7 +235,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	if len(want) == 0 {
 		return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
 	}
-	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer)
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer, outputs.TailOf(want...))
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}

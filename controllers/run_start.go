@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,6 +75,10 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 	}
 	base := run.DeepCopy()
 	if err := r.takeSnapshot(ctx, run, scene); err != nil {
+		var conflict *conflictError
+		if errors.As(err, &conflict) {
+			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, conflict.Error())
+		}
 		return ctrl.Result{}, err
 	}
 	return r.reconcileRunning(ctx, base, run)
@@ -107,7 +112,16 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		Data:      map[string]string{snapshotKey: string(raw)},
 		Immutable: new(true),
 	}
-	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		// Made by an earlier pass whose status write was lost, or by someone else.
+		existing := &corev1.ConfigMap{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+			return err
+		}
+		if !controlledBy(existing, run.UID) {
+			return notOwned("ConfigMap", cm.Name, run)
+		}
+	} else if err != nil {
 		return err
 	}
 	run.Status.SceneSnapshotRef = &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: snapshotKey}
@@ -118,14 +132,11 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
 	ref := run.Status.SceneSnapshotRef
 	cm := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}
-	if err := r.Get(ctx, key, cm); apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, cm)
-		if err != nil {
-			return nil, err
-		}
-	} else if err != nil {
+	if err := r.getLive(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
 		return nil, err
+	}
+	if !controlledBy(cm, run.UID) {
+		return nil, notOwned("ConfigMap", ref.ConfigMap, run)
 	}
 	spec := &ergonv1alpha1.SceneSpec{}
 	if err := json.Unmarshal([]byte(cm.Data[ref.Key]), spec); err != nil {

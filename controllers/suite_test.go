@@ -44,6 +44,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // The Run engine is tested against a real kube-apiserver and etcd. There is no kubelet in
@@ -139,12 +140,18 @@ func (l *recordedLogs) write(namespace, pod string, log []byte) {
 	l.logs[namespace+"/"+pod] = log
 }
 
-func (l *recordedLogs) Read(_ context.Context, namespace, pod, _ string) (io.ReadCloser, error) {
+// Read serves the end of a log as the kubelet does for PodLogOptions TailLines and LimitBytes.
+func (l *recordedLogs) Read(_ context.Context, namespace, pod, _ string, tail outputs.Tail) (io.ReadCloser, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	log, ok := l.logs[namespace+"/"+pod]
 	if !ok {
 		return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
 	}
-	return io.NopCloser(bytes.NewReader(log)), nil
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	end := bytes.Join(lines[max(len(lines)-int(tail.Lines), 0):], nil)
+	return io.NopCloser(bytes.NewReader(end[:min(int64(len(end)), tail.Bytes)])), nil
 }

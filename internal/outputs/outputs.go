@@ -131,6 +131,25 @@ func WriteResult(log io.Writer, res Result) ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// Tail is the end of a container log that holds the frames of some parts: the entrypoint
+// writes them last, so a reader needs only that many lines and bytes, whatever the command
+// printed before. A log reader asks the kubelet for no more (PodLogOptions TailLines and
+// LimitBytes), so it never holds more than the frames, which MaxSize bounds.
+type Tail struct{ Lines, Bytes int64 }
+
+// TailOf is the Tail that holds the frames of parts, as writeFrame writes them.
+func TailOf(parts ...Part) Tail {
+	var t Tail
+	for _, p := range parts {
+		enc := int64(base64.StdEncoding.EncodedLen(max(p.Size, 0)))
+		lines := (enc + lineWidth - 1) / lineWidth
+		// A blank line, the begin line, the encoded lines and the end line, each ending in \n.
+		t.Lines += lines + 3
+		t.Bytes += 1 + int64(len(frameBegin)+len(p.SHA256)+len(" -----")+1) + enc + lines + int64(len(frameEnd)+1)
+	}
+	return t
+}
+
 func writeFrame(w io.Writer, output []byte, digest string) error {
 	// bufio.Writer keeps the first error and returns it from Flush.
 	bw := bufio.NewWriter(w)
@@ -202,6 +221,9 @@ func FindFrame(log io.Reader, size int, digest string) ([]byte, error) {
 func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
 	sizes := map[string]int{}
 	for _, p := range want {
+		if p.Size < 0 || p.Size > MaxSize {
+			return nil, fmt.Errorf("a framed value of %d bytes is more than the %d a step may hand back", p.Size, MaxSize)
+		}
 		sizes[frameBegin+p.SHA256+" -----"] = p.Size
 	}
 	sc := bufio.NewScanner(log)
@@ -224,6 +246,11 @@ func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
 			if err == nil && len(b) == size && Digest(b) == digest {
 				found[digest] = b
 			}
+		case in && enc.Len()+len(line) > base64.StdEncoding.EncodedLen(size):
+			// Longer than the value it claims to be: not the entrypoint's frame. Dropping it
+			// keeps what is held to one value of at most MaxSize.
+			in = false
+			enc.Reset()
 		case in:
 			enc.WriteString(line)
 		}

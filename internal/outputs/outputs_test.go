@@ -18,6 +18,7 @@ package outputs
 
 import (
 	"bytes"
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -146,5 +147,55 @@ func TestFramesAreFoundInOnePassAndAMissingOneIsNamed(t *testing.T) {
 	found, err = FindFrames(bytes.NewReader(log.Bytes()), Part{Size: len(a), SHA256: Digest(a)}, Part{Size: len(c), SHA256: Digest(c)})
 	if err == nil || !strings.Contains(err.Error(), Digest(c)) || !bytes.Equal(found[Digest(a)], a) {
 		t.Fatalf("err = %v; want the missing digest named and the other value found", err)
+	}
+}
+
+// TestTheTailOfTheLogHoldsTheFrames: a reader that asks for only TailOf's lines and bytes at
+// the end of the log finds the output and the transcript, however much the command printed
+// before them, and never holds more than the frames.
+func TestTheTailOfTheLogHoldsTheFrames(t *testing.T) {
+	for _, size := range []int{InlineSize + 1, 57 * 60, 57*60 + 1, 300 << 10, MaxSize} {
+		var log bytes.Buffer
+		log.WriteString(strings.Repeat("noise the command printed\n", 5000))
+		output := bytes.Repeat([]byte("o"), size)
+		transcript := []byte(`{"turns":[]}`)
+		msg, err := WriteResult(&log, Result{Output: output, Transcript: transcript})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ParseReport(string(msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := []Part{{Size: rep.Size, SHA256: rep.SHA256}, *rep.Transcript}
+		tail := TailOf(parts...)
+		lines := strings.SplitAfter(log.String(), "\n")
+		lines = lines[:len(lines)-1] // after the last \n
+		end := strings.Join(lines[len(lines)-int(tail.Lines):], "")
+		if int64(len(end)) != tail.Bytes {
+			t.Fatalf("size %d: the last %d lines are %d bytes, TailOf says %d", size, tail.Lines, len(end), tail.Bytes)
+		}
+		found, err := FindFrames(strings.NewReader(end), parts...)
+		if err != nil || !bytes.Equal(found[rep.SHA256], output) || !bytes.Equal(found[rep.Transcript.SHA256], transcript) {
+			t.Fatalf("size %d: the tail does not hold both frames: %v", size, err)
+		}
+		// base64 (4 bytes per 3), a newline per 76 characters, and the frame lines.
+		if limit := int64(base64.StdEncoding.EncodedLen(MaxSize+len(transcript)))*77/76 + 4096; tail.Bytes > limit {
+			t.Fatalf("size %d: a tail of %d bytes is more than the cap plus the frames", size, tail.Bytes)
+		}
+	}
+}
+
+func TestAForgedFrameLongerThanItsValueDoesNotHideTheRealOne(t *testing.T) {
+	value := []byte(strings.Repeat("v", 4000))
+	var log bytes.Buffer
+	msg, _ := Write(&log, value, 0)
+	rep, _ := ParseReport(string(msg))
+	// A forged frame under the same digest that never ends: the reader drops it once it is
+	// longer than the value, and the entrypoint's own frame after it is still found.
+	forged := "----- ERGON OUTPUT BEGIN " + rep.SHA256 + " -----\n" + strings.Repeat(strings.Repeat("A", 76)+"\n", 200)
+	got, err := rep.FromLog(strings.NewReader(forged + log.String()))
+	if err != nil || !bytes.Equal(got, value) {
+		t.Fatalf("got %d bytes, %v", len(got), err)
 	}
 }

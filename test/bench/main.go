@@ -60,6 +60,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -183,7 +184,7 @@ func (w *writeCounter) reset() map[string]int {
 
 type noLogs struct{}
 
-func (noLogs) Read(context.Context, string, string, string) (io.ReadCloser, error) {
+func (noLogs) Read(context.Context, string, string, string, outputs.Tail) (io.ReadCloser, error) {
 	return nil, fmt.Errorf("the bench kubelet keeps outputs inline")
 }
 

@@ -50,6 +50,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -165,6 +166,6 @@ func startManager() context.CancelFunc {
 // noLogs is the log reader of a cluster without a kubelet: no step pod ever writes a log here.
 type noLogs struct{}
 
-func (noLogs) Read(_ context.Context, namespace, pod, _ string) (io.ReadCloser, error) {
+func (noLogs) Read(_ context.Context, namespace, pod, _ string, _ outputs.Tail) (io.ReadCloser, error) {
 	return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
 }
