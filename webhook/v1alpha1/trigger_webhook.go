@@ -25,6 +25,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -32,6 +33,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/expr"
 	"github.com/ergon-dev/ergon/internal/schedule"
+	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-trigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=vtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -41,12 +43,15 @@ import (
 // take or lacks. A Scene that does not exist yet is a warning: GitOps applies in any order.
 type TriggerValidator struct {
 	Reader client.Reader
+	// Live lists the namespace's Triggers for the cycle check, from the API server: a Trigger
+	// created a moment ago must count. Reader serves when it is nil.
+	Live client.Reader
 }
 
 // SetupTriggerWebhookWithManager registers the Trigger webhook.
 func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).
-		WithValidator(&TriggerValidator{Reader: newReader(mgr)}).Complete()
+		WithValidator(&TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader()}).Complete()
 }
 
 // ValidateCreate checks a new Trigger.
@@ -78,10 +83,55 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 	default:
 		errs = append(errs, TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
 	}
+	cycle, err := v.chainCycle(ctx, t)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, cycle...)
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
 	}
 	return warnings, nil
+}
+
+// chainCycle refuses a runCompleted Trigger that closes a cycle with the namespace's other
+// runCompleted Triggers (A's Run ends and starts B, B's ends and starts A, ...): it would
+// start Runs without end. Suspended Triggers start nothing and are left out; resuming one is
+// an update and is checked then. A direct self-loop is ValidateTriggerSpec's.
+func (v *TriggerValidator) chainCycle(ctx context.Context, t *ergonv1alpha1.Trigger) (field.ErrorList, error) {
+	first, ok := chainOf(t)
+	if !ok || first.From == first.To {
+		return nil, nil
+	}
+	reader := v.Live
+	if reader == nil {
+		reader = v.Reader
+	}
+	list := &ergonv1alpha1.TriggerList{}
+	if err := reader.List(ctx, list, client.InNamespace(t.Namespace)); err != nil {
+		return nil, err
+	}
+	var others []triggers.Chain
+	for i := range list.Items {
+		if c, ok := chainOf(&list.Items[i]); ok {
+			others = append(others, c)
+		}
+	}
+	cycle := triggers.FindCycle(first, others)
+	if cycle == nil {
+		return nil, nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "runCompleted", "sceneRef", "name"), first.From,
+		"this Trigger would close a cycle of runCompleted Triggers that starts Runs without end: "+
+			triggers.DescribeCycle(cycle)+"; break it at one of them, or suspend one")}, nil
+}
+
+// chainOf is a runCompleted Trigger that is not suspended as an edge between Scenes.
+func chainOf(t *ergonv1alpha1.Trigger) (triggers.Chain, bool) {
+	if t.Spec.RunCompleted == nil || ptr.Deref(t.Spec.Suspend, false) || !t.DeletionTimestamp.IsZero() {
+		return triggers.Chain{}, false
+	}
+	return triggers.Chain{Trigger: t.Name, From: t.Spec.RunCompleted.SceneRef.Name, To: t.Spec.SceneRef.Name}, true
 }
 
 // ValidateTriggerSpec checks what a Trigger decides alone: its schedule, its time zone, and
