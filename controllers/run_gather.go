@@ -120,7 +120,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 		return nil, err
 	}
 	if r.Config.MaxActivePods > 0 {
-		active, err := r.activeStepPods(ctx)
+		active, err := r.activeSlots(ctx, run)
 		if err != nil {
 			return nil, err
 		}
@@ -387,20 +387,4 @@ func (r *RunReconciler) outputValue(ctx context.Context, owner *ergonv1alpha1.Ru
 		return "", err
 	}
 	return checkOutput(cm, owner.UID, owner.Name, out)
-}
-
-// activeStepPods counts the step pods of all Runs that have not finished.
-func (r *RunReconciler) activeStepPods(ctx context.Context) (int, error) {
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.HasLabels{ergonv1alpha1.LabelAttempt},
-		client.MatchingLabels{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon}); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			n++
-		}
-	}
-	return n, nil
 }
