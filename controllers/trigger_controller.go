@@ -64,7 +64,8 @@ type TriggerReconciler struct {
 // +kubebuilder:rbac:groups=ergon.dev,resources=triggers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ergon.dev,resources=triggers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// Reading the webhook key Secrets (get, never list or watch) is granted by hand, cluster-wide
+// or per namespace: config/rbac/trigger_key_reader_role.yaml and the chart's hooks.keySecrets.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -61,6 +61,12 @@ func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergon
 		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSecretNotFound,
 			fmt.Sprintf("spec.webhook.secretRef: Secret %q does not exist; create it with the signing key under %q", ref.Name, ref.Key))
 		return ctrl.Result{RequeueAfter: secretRecheck}, nil
+	case apierrors.IsForbidden(err):
+		// The install lets the manager read key Secrets in some namespaces only.
+		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSecretNotFound,
+			fmt.Sprintf("spec.webhook.secretRef: the manager may not read Secrets in namespace %s; "+
+				"ask the cluster admin to add it to the chart's hooks.keySecrets.namespaces", trigger.Namespace))
+		return ctrl.Result{RequeueAfter: secretRecheck}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	case len(secret.Data[ref.Key]) == 0:

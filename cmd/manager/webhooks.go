@@ -38,8 +38,10 @@ import (
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
-// The manager's webhook certificates and configurations.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// The manager's rights on webhook configurations are not kubebuilder markers: it may change only
+// its own two (resourceNames), which markers cannot say. config/rbac/webhook_configuration_role.yaml
+// and the chart's webhook.yaml grant them, with list and watch of all, which the certificate
+// rotator's informers need and which change nothing.
 
 // webhookOptions say how the manager serves its admission webhooks.
 type webhookOptions struct {
