@@ -93,6 +93,8 @@ var _ = BeforeSuite(func() {
 		"system:serviceaccounts", "system:serviceaccounts:"+managerNamespace, "system:authenticated")
 	bindCluster(managerServiceAccount, "ergon-manager-role", rbacv1.Subject{
 		Kind: rbacv1.ServiceAccountKind, Name: managerServiceAccount, Namespace: managerNamespace})
+	bindCluster("trigger-key-reader", "ergon-trigger-key-reader", rbacv1.Subject{
+		Kind: rbacv1.ServiceAccountKind, Name: managerServiceAccount, Namespace: managerNamespace})
 	stopMgr = startManager()
 })
 

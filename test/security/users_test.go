@@ -101,7 +101,23 @@ func newNamespace() string {
 // envtest does not run) would: Ergon's aggregate-to-view and -edit rules join view and edit.
 // A role allowed to only create Runs stands for the narrowest tenant.
 func installRBAC() {
-	for _, file := range []string{"role.yaml", "user_roles.yaml"} {
+	// The rules edit and view aggregate from Kubernetes' own bootstrap roles: without the
+	// aggregation controller, edit could not even create a pod.
+	for into, from := range map[string][]string{
+		roleView: {"system:aggregate-to-view"},
+		roleEdit: {"system:aggregate-to-edit", "system:aggregate-to-view"},
+	} {
+		for _, name := range from {
+			Eventually(func() error {
+				src := &rbacv1.ClusterRole{}
+				if err := admin.Get(ctx, client.ObjectKey{Name: name}, src); err != nil {
+					return err
+				}
+				return appendRules(into, src.Rules)
+			}).Should(Succeed())
+		}
+	}
+	for _, file := range []string{"role.yaml", "trigger_key_reader_role.yaml", "user_roles.yaml"} {
 		for _, role := range readClusterRoles(filepath.Join("..", "..", "config", "rbac", file)) {
 			role.Name = "ergon-" + role.Name
 			Expect(admin.Create(ctx, role)).To(Succeed())
