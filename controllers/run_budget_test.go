@@ -25,7 +25,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -70,14 +69,14 @@ var _ = Describe("The step pod budget", Serial, func() {
 
 func TestTheCacheKeepsWholeOnlyWhatARunControls(t *testing.T) {
 	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "out", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Run", Name: "r", UID: "u", Controller: ptr.To(true)}}},
+		APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Run", Name: "r", UID: "u", Controller: new(true)}}},
 		Data: map[string]string{"output": "kept"}}
 	notController := owned.DeepCopy()
 	notController.OwnerReferences[0].Controller = nil
 	otherKind := owned.DeepCopy()
 	otherKind.OwnerReferences[0].Kind = "Job"
 	labelled := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fake", Namespace: "ns", UID: "p",
-		Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
+		Labels:      map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
 		Annotations: map[string]string{"big": string(make([]byte, 100<<10))}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
 	cases := []struct {

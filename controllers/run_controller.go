@@ -125,8 +125,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
 	}
-	var conflict *conflictError
-	if errors.As(err, &conflict) {
+	if _, conflict := errors.AsType[*conflictError](err); conflict {
 		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, err.Error())
 	}
 	if err != nil {

@@ -318,7 +318,8 @@ var _ = Describe("The Run controller", func() {
 			}
 		}
 		Expect(inputs).NotTo(BeNil())
-		Expect(inputs.Sources).To(ContainElement(HaveField("ConfigMap.LocalObjectReference.Name", naming.OutputConfigMapName("big-1", "produce"))))
+		Expect(inputs.Sources).To(ContainElement(
+			HaveField("ConfigMap.LocalObjectReference.Name", naming.OutputConfigMapName("big-1", "produce"))))
 		Expect(pod.Annotations).To(HaveKeyWithValue("inputs.ergon.dev/small", "tiny"))
 		Expect(pod.Spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/ergon/inputs")))
 		close(release)

@@ -147,7 +147,8 @@ func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
 // podState is what the planner needs to know of a step pod.
 func podState(pod *corev1.Pod) planner.PodState {
 	attempt, _ := strconv.Atoi(pod.Labels[ergonv1alpha1.LabelAttempt])
-	s := planner.PodState{Name: pod.Name, UID: string(pod.UID), Attempt: int32(attempt), Reason: pod.Status.Reason, Message: pod.Status.Message}
+	s := planner.PodState{Name: pod.Name, UID: string(pod.UID), Attempt: int32(attempt),
+		Reason: pod.Status.Reason, Message: pod.Status.Message}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		s.Phase = planner.PodSucceeded

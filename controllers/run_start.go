@@ -75,8 +75,7 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 	}
 	base := run.DeepCopy()
 	if err := r.takeSnapshot(ctx, run, scene); err != nil {
-		var conflict *conflictError
-		if errors.As(err, &conflict) {
+		if conflict, ok := errors.AsType[*conflictError](err); ok {
 			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 		}
 		return ctrl.Result{}, err

@@ -25,8 +25,8 @@ import (
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
-func sceneStep(name string, deps ...string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, DependsOn: deps, Scene: &ergonv1alpha1.SceneCall{Name: "sub"}}
+func sceneStep(name string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: "sub"}}
 }
 
 func gateStep(name string, deps ...string) ergonv1alpha1.Step {

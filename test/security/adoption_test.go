@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -223,7 +222,7 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		Expect(mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Run",
-				Name: run.Name, UID: run.UID, Controller: ptr.To(true)}}},
+				Name: run.Name, UID: run.UID, Controller: new(true)}}},
 			Data: map[string]string{"output": strings.Repeat("fake ", 300)}})).To(Succeed())
 
 		s := stepStatus(ns, "weekly-2", "publish", failedForConflict) // once the gate times out

@@ -25,7 +25,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -61,7 +60,7 @@ var _ = Describe("Amplification (issue item 9)", func() {
 
 		By("a suspended cycle is allowed, and resuming it is refused")
 		suspended := chainTrigger(ns, "c-to-a", "gamma", "alpha")
-		suspended.Spec.Suspend = ptr.To(true)
+		suspended.Spec.Suspend = new(true)
 		Expect(mallory.Create(ctx, suspended)).To(Succeed())
 		resume := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
 		err = mallory.Patch(ctx, suspended, resume)

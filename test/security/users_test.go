@@ -59,6 +59,8 @@ func userConfig(name string, groups ...string) *rest.Config {
 }
 
 // userClient is a client that acts as name, bound to clusterRole in namespace (when not empty).
+//
+//nolint:unparam // specs that need groups pass them
 func userClient(namespace, name, clusterRole string, groups ...string) client.Client {
 	c, err := client.New(userConfig(name, groups...), client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
