@@ -25,6 +25,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -228,6 +229,36 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		s := stepStatus(ns, "weekly-2", "publish", failedForConflict) // once the gate times out
 		Expect(s.Message).To(ContainSubstring(name))
 		Expect(s.Message).To(ContainSubstring("does not hold the output"))
+	})
+
+	It("does not start from a Scene snapshot ConfigMap a tenant created under the snapshot's name", func() {
+		// A Scene too large for the Run's status is snapshotted into a ConfigMap.
+		padding := strings.Repeat("x", 30<<10)
+		big := func(name string, deps ...string) ergonv1alpha1.Step {
+			s := containerStep(name, deps...)
+			s.Container.Command = []string{"sh", "-c", "# " + padding}
+			return s
+		}
+		createScene(victim, ns, "large", big("a"), big("b", "a"), big("c", "b"))
+		name := naming.SnapshotConfigMapName("large-1")
+		Expect(mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon}},
+			Data: map[string]string{"scene.json": `{"steps":[{"name":"evil","container":{"image":"mallory/x","command":["steal"]}}]}`}})).
+			To(Succeed())
+
+		createRun(victim, ns, "large-1", "large")
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "large-1"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+			c := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(ergonv1alpha1.ReasonNameConflict))
+			g.Expect(c.Message).To(ContainSubstring(name))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		pods := &corev1.PodList{}
+		Expect(admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{ergonv1alpha1.LabelRun: "large-1"})).To(Succeed())
+		Expect(pods.Items).To(BeEmpty(), "nothing of the forged Scene runs")
 	})
 
 	It("gives Run a-b step c and Run a step b-c two names, and each Run its own pod", func() {
