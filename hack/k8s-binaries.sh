@@ -40,8 +40,8 @@ quiet() {
 
 # Cold-build times measured on a 2-core, 24 GiB machine that was busy with other work too, Go
 # module cache empty (README, "What the first run costs").
-COLD_ENVTEST="about 20 minutes"
-COLD_CLUSTER="about 25 minutes more"
+COLD_ENVTEST="about 30 minutes"
+COLD_CLUSTER="about 35 minutes more"
 
 
 # with_lock FILE CMD...: runs CMD while holding an exclusive lock on FILE.

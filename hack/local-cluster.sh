@@ -224,14 +224,14 @@ build_tools() {
 
 # Cold-build time of everything `build` makes, measured on a 2-core, 24 GiB machine busy with
 # other work too, with empty caches (README, "What the first run costs").
-COLD_BUILD="about 45 minutes"
+COLD_BUILD="about 80 minutes"
 
 build_binaries() {
   mkdir -p "$CACHE_DIR"
   local start=$SECONDS
   [ -x "$CACHE_DIR/kubernetes-$K8S_VERSION/bin/kubelet" ] && [ -x "$CACHE_DIR/containerd-$CONTAINERD_VERSION/bin/containerd" ] &&
     [ -x "$CACHE_DIR/local-path-provisioner-$LOCAL_PATH_VERSION/bin/local-path-provisioner" ] ||
-    log "cold build of the local cluster from source: $COLD_BUILD on 2 cores with empty caches (less when envtest's are built); cached in $CACHE_DIR afterwards"
+    log "cold build of the local cluster from source: $COLD_BUILD on 2 cores with empty caches (about 50 when envtest's kube-apiserver and etcd are built); cached in $CACHE_DIR afterwards"
   KUBE_BIN=$("$REPO/hack/k8s-binaries.sh" cluster)
   ETCD=$CACHE_DIR/etcd-$ETCD_VERSION/bin/etcd
   KUBECTL=$KUBE_BIN/kubectl
