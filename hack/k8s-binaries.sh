@@ -41,7 +41,7 @@ quiet() {
 # Cold-build times measured on a 2-core, 24 GiB machine that was busy with other work too, Go
 # module cache empty (README, "What the first run costs").
 COLD_ENVTEST="about 30 minutes"
-COLD_CLUSTER="about 35 minutes more"
+COLD_CLUSTER="about 35 minutes (65 when kube-apiserver and etcd are not built yet)"
 
 
 # with_lock FILE CMD...: runs CMD while holding an exclusive lock on FILE.
@@ -157,7 +157,7 @@ main() {
     if [ "$mode" = envtest ]; then
       log "cold build of kube-apiserver $K8S_VERSION and etcd $ETCD_VERSION from source: $COLD_ENVTEST on 2 cores; cached in $CACHE_DIR afterwards (seconds)"
     else
-      log "cold build of the cluster's Kubernetes $K8S_VERSION binaries: $COLD_CLUSTER after the envtest build on 2 cores; cached in $CACHE_DIR afterwards (seconds)"
+      log "cold build of the cluster's Kubernetes $K8S_VERSION binaries: $COLD_CLUSTER on 2 cores; cached in $CACHE_DIR afterwards (seconds)"
     fi
   fi
   with_lock "$CACHE_DIR/locks/kubernetes-$K8S_VERSION" build_kubernetes "$kbin" "${cmds[@]}"
