@@ -64,15 +64,24 @@ vet: ## Run go vet against code.
 E2E ?= 1
 
 .PHONY: test
-test: verify test-unit ## Run every test tier: checks, unit and envtest, then end to end (the README's test command).
+test: verify test-unit test-oldest ## Run every test tier: checks, unit and envtest (newest and oldest Kubernetes), then end to end (the README's test command).
 ifeq ($(E2E),1)
 	$(MAKE) test-e2e
 endif
 
 .PHONY: test-unit
-test-unit: envtest-assets helm ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
-	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" go test ./... -coverprofile cover.out
+test-unit: envtest-assets helm kustomize ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" go test ./... -coverprofile cover.out
 	cd hack/tools && go test ./...
+
+# Supported Kubernetes versions: the three newest minors, K8S_OLDEST to the envtest default of
+# hack/k8s-binaries.sh (README "Supported Kubernetes versions"; the chart's kubeVersion).
+K8S_OLDEST ?= v1.35.4
+
+.PHONY: test-oldest
+test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest suites again, on the oldest supported Kubernetes.
+	KUBEBUILDER_ASSETS="$$(K8S_VERSION=$(K8S_OLDEST) hack/k8s-binaries.sh envtest)" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" \
+		go test ./api/... ./webhook/... ./controllers/... ./test/manifests/...
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).

@@ -5,9 +5,11 @@
 #   hack/k8s-binaries.sh envtest   kube-apiserver + etcd, for controller-runtime's envtest
 #   hack/k8s-binaries.sh cluster   every binary the local single-node cluster needs, and kubectl
 #
-# It prints what it does on stderr and, last, the directory that holds the binaries on stdout
-# (KUBEBUILDER_ASSETS for envtest). Two runs at once are safe: each build holds a lock, and a
-# binary appears in the cache only once it is complete.
+# It prints what it does on stderr, one line per component with the elapsed time, and, last, the
+# directory that holds the binaries on stdout (KUBEBUILDER_ASSETS for envtest). Two runs at once
+# are safe: each build holds a lock, and a binary appears in the cache only once it is complete.
+# K8S_VERSION picks another Kubernetes release (the Makefile's test-oldest uses the oldest one
+# Ergon supports); each version is cached on its own.
 #
 # Kubernetes is not meant to be consumed as a module: its go.mod replaces each k8s.io staging
 # module with a directory of its own tree. A small wrapper module requires k8s.io/kubernetes
@@ -23,7 +25,24 @@ export GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOTOOLCHAIN=${GOTOOLCHAI
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 
-log() { printf 'k8s-binaries: %s\n' "$*" >&2; }
+T0=$SECONDS
+log() { printf '[k8s-binaries %4ds] %s\n' "$((SECONDS - T0))" "$*" >&2; }
+
+# quiet CMD...: runs CMD with its output kept aside, shown only when it fails (go get prints a
+# line per module).
+quiet() {
+  local out=$SCRATCH/quiet.log
+  "$@" >"$out" 2>&1 || {
+    cat "$out" >&2
+    return 1
+  }
+}
+
+# Cold-build times measured on a 2-core, 24 GiB machine that was busy with other work too, Go
+# module cache empty (README, "What the first run costs").
+COLD_ENVTEST="about 30 minutes"
+COLD_CLUSTER="about 35 minutes (65 when kube-apiserver and etcd are not built yet)"
+
 
 # with_lock FILE CMD...: runs CMD while holding an exclusive lock on FILE.
 with_lock() {
@@ -68,17 +87,23 @@ build_kubernetes() {
 
   local pkgs=()
   for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
-  (cd "$work" && go get "${pkgs[@]/%/@$K8S_VERSION}" >&2)
+  (cd "$work" && quiet go get "${pkgs[@]/%/@$K8S_VERSION}")
 
   local vpkg=k8s.io/component-base/version
   local ldflags="-s -w -X $vpkg.gitVersion=$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
   ldflags+=" -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-  log "kubernetes $K8S_VERSION: building ${missing[*]} (several minutes on a cold cache)"
-  local start=$SECONDS
+  # One command at a time, for a progress line each; the packages they share are compiled once
+  # (Go's build cache), so this costs no more than one go build of them all.
   mkdir -p "$work/out" "$bin"
-  (cd "$work" && go build -ldflags "$ldflags" -o "$work/out/" "${pkgs[@]}")
-  for c in "${missing[@]}"; do mv -f "$work/out/$c" "$bin/$c"; done
-  log "kubernetes $K8S_VERSION: built ${missing[*]} in $((SECONDS - start))s"
+  local i=0 start
+  for c in "${missing[@]}"; do
+    i=$((i + 1))
+    start=$SECONDS
+    log "kubernetes $K8S_VERSION: [$i/${#missing[@]}] building $c"
+    (cd "$work" && go build -ldflags "$ldflags" -o "$work/out/$c" "k8s.io/kubernetes/cmd/$c")
+    mv -f "$work/out/$c" "$bin/$c"
+    log "kubernetes $K8S_VERSION: [$i/${#missing[@]}] $c built in $((SECONDS - start))s"
+  done
 }
 
 # build_etcd DIR: builds etcd (a main that calls etcdmain.Main) into DIR.
@@ -105,7 +130,7 @@ EOF
   printf 'module ergon.local/etcd-build\n\ngo 1.26\n' >"$work/go.mod"
   log "etcd $ETCD_VERSION: building"
   local start=$SECONDS
-  (cd "$work" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2 && go mod tidy >&2 &&
+  (cd "$work" && quiet go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && quiet go mod tidy &&
     go build -ldflags "-s -w" -o "$work/etcd" .)
   mkdir -p "$bin"
   mv -f "$work/etcd" "$bin/etcd"
@@ -125,6 +150,16 @@ main() {
     exit 2
     ;;
   esac
+  local c cold=false
+  for c in "${cmds[@]}"; do [ -x "$kbin/$c" ] || cold=true; done
+  [ -x "$ebin/etcd" ] || cold=true
+  if $cold; then
+    if [ "$mode" = envtest ]; then
+      log "cold build of kube-apiserver $K8S_VERSION and etcd $ETCD_VERSION from source: $COLD_ENVTEST on 2 cores; cached in $CACHE_DIR afterwards (seconds)"
+    else
+      log "cold build of the cluster's Kubernetes $K8S_VERSION binaries: $COLD_CLUSTER on 2 cores; cached in $CACHE_DIR afterwards (seconds)"
+    fi
+  fi
   with_lock "$CACHE_DIR/locks/kubernetes-$K8S_VERSION" build_kubernetes "$kbin" "${cmds[@]}"
   with_lock "$CACHE_DIR/locks/etcd-$ETCD_VERSION" build_etcd "$ebin"
 

@@ -42,6 +42,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -358,6 +359,15 @@ func TestRenderingsApplyToAnAPIServer(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "secretNam") {
 			t.Fatalf("the API server took a Certificate with spec.secretNam: %v", err)
 		}
+	})
+	t.Run("the chart accepts this API server's Kubernetes version", func(t *testing.T) {
+		// The chart's kubeVersion must allow every version the suites run against (make
+		// test-unit and make test-oldest: the newest and the oldest supported).
+		info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		helmTemplate("--kube-version", info.GitVersion)(t)
 	})
 	for _, r := range renderings {
 		t.Run(r.name, func(t *testing.T) {

@@ -11,7 +11,14 @@
 //	# a busybox tool image: /bin/busybox plus one symlink per applet, /bin/sh as entrypoint
 //	imagebuild --busybox /bin/busybox --tag ergon/busybox:1.35.0 --out busybox.tar
 //
-// Several --tag flags give one image several names. --add SRC:DST adds a further file.
+//	# a directory of yours on top of the busybox tool image, e.g. scripts a step runs
+//	imagebuild --busybox /bin/busybox --dir ./scripts:/scripts --tag my/tools:1.0 --out tools.tar
+//
+//	# a directory alone, with a static binary of its own as the entrypoint
+//	imagebuild --dir ./app:/app --entrypoint /app/server --tag my/app:1.0 --out app.tar
+//
+// Several --tag flags give one image several names. --add SRC:DST adds a further file,
+// --dir SRC:DST a directory tree (files, folders and symbolic links, with their modes).
 package main
 
 import (
@@ -22,9 +29,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -55,6 +64,7 @@ type options struct {
 	out        string
 	tags       listFlag
 	adds       listFlag
+	dirs       listFlag
 	envs       listFlag
 	args       listFlag
 	labels     listFlag
@@ -72,6 +82,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "docker-archive tarball to write")
 	flag.Var(&o.tags, "tag", "image name, e.g. ergon/manager:dev (repeatable)")
 	flag.Var(&o.adds, "add", "extra file SRC:DST[:MODE] (repeatable; MODE octal, default that of SRC)")
+	flag.Var(&o.dirs, "dir", "directory tree SRC:DST to copy in (repeatable; modes and symbolic links kept)")
 	flag.Var(&o.envs, "env", "environment variable K=V (repeatable)")
 	flag.Var(&o.args, "arg", "default argument after the entrypoint (repeatable)")
 	flag.Var(&o.labels, "label", "label K=V (repeatable)")
@@ -86,30 +97,33 @@ func run(o options) error {
 	if o.out == "" || len(o.tags) == 0 {
 		return errors.New("--out and at least one --tag are required")
 	}
-	if (o.binary == "") == (o.busybox == "") {
-		return errors.New("give exactly one of --binary or --busybox")
+	if o.binary != "" && o.busybox != "" {
+		return errors.New("give one of --binary or --busybox, not both")
+	}
+	if o.binary == "" && o.busybox == "" && len(o.dirs) == 0 {
+		return errors.New("give --binary, --busybox or --dir")
 	}
 	uid, gid, err := parseUser(o.user)
 	if err != nil {
 		return err
 	}
 
-	fs := newTree()
-	fs.dir("/etc", 0o755)
-	fs.dir("/tmp", 0o1777)
-	fs.dir("/home/nonroot", 0o755)
-	fs.chown("/home/nonroot", 65532, 65532)
-	fs.file("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\n"+
+	layout := newTree()
+	layout.dir("/etc", 0o755)
+	layout.dir("/tmp", 0o1777)
+	layout.dir("/home/nonroot", 0o755)
+	layout.chown("/home/nonroot", 65532, 65532)
+	layout.file("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\n"+
 		"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"+
 		"nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"))
-	fs.file("/etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\nnogroup:x:65534:\n"))
-	fs.file("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n"))
+	layout.file("/etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\nnogroup:x:65534:\n"))
+	layout.file("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n"))
 	if o.caCerts != "" {
 		pem, err := os.ReadFile(o.caCerts)
 		if err != nil {
 			return fmt.Errorf("CA certificates: %w", err)
 		}
-		fs.file("/etc/ssl/certs/ca-certificates.crt", 0o644, pem)
+		layout.file("/etc/ssl/certs/ca-certificates.crt", 0o644, pem)
 	}
 
 	var entrypoint []string
@@ -122,12 +136,12 @@ func run(o options) error {
 		if ep == "" {
 			ep = "/" + path.Base(o.binary)
 		}
-		if err := fs.copyFile(o.binary, ep, 0o755); err != nil {
+		if err := layout.copyFile(o.binary, ep, 0o755); err != nil {
 			return err
 		}
 		entrypoint = []string{ep}
-	} else {
-		if err := fs.copyFile(o.busybox, "/bin/busybox", 0o755); err != nil {
+	} else if o.busybox != "" {
+		if err := layout.copyFile(o.busybox, "/bin/busybox", 0o755); err != nil {
 			return err
 		}
 		applets, err := busyboxApplets(o.busybox)
@@ -138,11 +152,22 @@ func run(o options) error {
 			if a == "/bin/busybox" {
 				continue
 			}
-			fs.symlink(a, "/bin/busybox")
+			layout.symlink(a, "/bin/busybox")
 		}
 		entrypoint = []string{"/bin/sh"}
 		if o.entrypoint != "" {
 			entrypoint = []string{o.entrypoint}
+		}
+	} else if o.entrypoint != "" {
+		entrypoint = []string{o.entrypoint}
+	}
+	for _, d := range o.dirs {
+		src, dst, ok := strings.Cut(d, ":")
+		if !ok || src == "" || dst == "" {
+			return fmt.Errorf("--dir %q: want SRC:DST", d)
+		}
+		if err := layout.copyDir(src, dst); err != nil {
+			return fmt.Errorf("--dir %q: %w", d, err)
 		}
 	}
 	for _, a := range o.adds {
@@ -156,7 +181,7 @@ func run(o options) error {
 				return fmt.Errorf("--add %q: mode: %w", a, err)
 			}
 		}
-		if err := fs.copyFile(parts[0], parts[1], mode); err != nil {
+		if err := layout.copyFile(parts[0], parts[1], mode); err != nil {
 			return err
 		}
 	}
@@ -165,7 +190,7 @@ func run(o options) error {
 		env = append(env, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")
 	}
 
-	layerTar, err := fs.tar()
+	layerTar, err := layout.tar()
 	if err != nil {
 		return err
 	}
@@ -321,6 +346,50 @@ func (t *tree) copyFile(src, dst string, mode int64) error {
 	}
 	t.file(path.Clean(dst), mode, data)
 	return nil
+}
+
+// copyDir adds the host directory tree src at dst: folders, regular files and symbolic links
+// (their targets as they are), each with its permission bits. Anything else is refused.
+func (t *tree) copyDir(src, dst string) error {
+	if !path.IsAbs(dst) {
+		return fmt.Errorf("%s: destination must be an absolute path", dst)
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory (use --add for a file)", src)
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := path.Join(path.Clean(dst), filepath.ToSlash(rel))
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			t.dir(target, int64(info.Mode().Perm()))
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			t.symlink(target, link)
+		case d.Type().IsRegular():
+			return t.copyFile(p, target, int64(info.Mode().Perm()))
+		default:
+			return fmt.Errorf("%s: only folders, files and symbolic links go into an image", p)
+		}
+		return nil
+	})
 }
 
 func (t *tree) tar() ([]byte, error) {

@@ -128,6 +128,57 @@ func TestBusyboxImage(t *testing.T) {
 	}
 }
 
+func TestDirectoryImage(t *testing.T) {
+	dir := t.TempDir()
+	app := filepath.Join(dir, "app")
+	for p, content := range map[string]string{"server": "#!fake server\n", "data/greeting.txt": "hello\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(app, p)), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if p == "server" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(app, p), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("data/greeting.txt", filepath.Join(app, "greeting")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "app.tar")
+	o := options{dirs: listFlag{app + ":/app"}, entrypoint: "/app/server", user: "65532", workdir: "/app",
+		out: out, tags: listFlag{"my/app:1.0", "example.org/app:1.0"}}
+	if err := run(o); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range o.tags {
+		hdrs, data, cfg := files(t, out, tag)
+		if len(cfg.entrypoint) != 1 || cfg.entrypoint[0] != "/app/server" {
+			t.Errorf("%s: entrypoint %v", tag, cfg.entrypoint)
+		}
+		if h := hdrs["/app/server"]; h == nil || h.Mode != 0o755 || data["/app/server"] != "#!fake server\n" {
+			t.Errorf("%s: /app/server: %+v", tag, h)
+		}
+		if h := hdrs["/app/data/greeting.txt"]; h == nil || h.Mode != 0o644 || data["/app/data/greeting.txt"] != "hello\n" {
+			t.Errorf("%s: /app/data/greeting.txt: %+v", tag, h)
+		}
+		if h := hdrs["/app/data"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o750 {
+			t.Errorf("%s: /app/data: %+v", tag, h)
+		}
+		if h := hdrs["/app/greeting"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "data/greeting.txt" {
+			t.Errorf("%s: /app/greeting: %+v", tag, h)
+		}
+	}
+	// A file where a directory is wanted, or a relative destination, is refused.
+	for _, d := range []string{filepath.Join(app, "server") + ":/app", app + ":app", app} {
+		o.dirs = listFlag{d}
+		if err := run(o); err == nil || !strings.Contains(err.Error(), "--dir") {
+			t.Errorf("--dir %s: err = %v", d, err)
+		}
+	}
+}
+
 func TestRejectsBadFlags(t *testing.T) {
 	for _, o := range []options{
 		{out: "x.tar"},
