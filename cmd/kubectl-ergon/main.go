@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Command kubectl-ergon is the kubectl plugin of Ergon: kubectl ergon run, tree, logs, output,
 // approve and more. The logic is in internal/kubectlergon.
 package main
