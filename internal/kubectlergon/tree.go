@@ -252,7 +252,7 @@ func (r *treeRenderer) stepChildren(t *Tree, s *ergonv1alpha1.StepStatus, prefix
 
 func (r *treeRenderer) gateLine(g *ergonv1alpha1.Gate, s *ergonv1alpha1.StepStatus) string {
 	if g == nil {
-		return fmt.Sprintf("Gate %s (gone) %s", s.Gate, s.Decision)
+		return strings.TrimSpace(fmt.Sprintf("Gate %s (gone) %s", s.Gate, s.Decision))
 	}
 	phase := g.Status.Phase
 	if phase == "" {
