@@ -83,15 +83,17 @@ func (o *Options) decide(ctx context.Context, name, option, comment string) erro
 	if err != nil {
 		return err
 	}
+	// A patch, which the role ergon-gate-approver grants, guarded by the resourceVersion read.
 	gate := &ergonv1alpha1.Gate{}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gate); err != nil {
 			return err
 		}
+		orig := gate.DeepCopy()
 		if err := Decide(gate, option, comment); err != nil {
 			return err
 		}
-		return c.Update(ctx, gate)
+		return c.Patch(ctx, gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
 	if err != nil {
 		return err

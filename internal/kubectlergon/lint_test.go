@@ -74,7 +74,10 @@ func TestLintRefusesTheWebhookCorpusScenes(t *testing.T) {
 	}
 }
 
-func webhookCorpus(t *testing.T) []webhookCase {
+// fataler is what the corpus helpers need of *testing.T and GinkgoT().
+type fataler interface{ Fatal(args ...any) }
+
+func webhookCorpus(t fataler) []webhookCase {
 	data, err := os.ReadFile(filepath.Join("..", "..", "webhook", "v1alpha1", "testdata", "invalid.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +91,7 @@ func webhookCorpus(t *testing.T) []webhookCase {
 
 // lintCase lints a corpus case's object, with its setup objects in the same files, as YAML
 // documents named the way the webhook suite names them.
-func lintCase(t *testing.T, c webhookCase) LintResult {
+func lintCase(t fataler, c webhookCase) LintResult {
 	var docs []Document
 	for i, obj := range append(append([]map[string]any{}, c.Setup...), c.Object) {
 		obj = withDefaults(obj, corpusName(c.Name, i, len(c.Setup)))

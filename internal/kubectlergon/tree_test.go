@@ -34,7 +34,10 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/tr
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func at(seconds int) *metav1.Time { t := metav1.NewTime(t0.Add(time.Duration(seconds) * time.Second)); return &t }
+func at(seconds int) *metav1.Time {
+	t := metav1.NewTime(t0.Add(time.Duration(seconds) * time.Second))
+	return &t
+}
 
 func exit(code int32) *int32 { return &code }
 
@@ -128,4 +131,6 @@ func TestTreeGoldenFiles(t *testing.T) {
 	}
 }
 
-func corev1Ref(name string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: name} }
+func corev1Ref(name string) corev1.LocalObjectReference {
+	return corev1.LocalObjectReference{Name: name}
+}
