@@ -61,7 +61,7 @@ func newSuspendCommand(o *Options, suspend bool) *cobra.Command {
 					fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)); err != nil {
 					return err
 				}
-				fmt.Fprintf(o.Streams.Out, "trigger.ergon.dev/%s %sd\n", name, verb)
+				fmt.Fprintf(o.Streams.Out, "trigger.ergon.dev/%s %s\n", name, map[bool]string{true: "suspended", false: "resumed"}[suspend])
 			}
 			return nil
 		},

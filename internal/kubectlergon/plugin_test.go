@@ -124,7 +124,7 @@ var _ = Describe("kubectl ergon run", func() {
 		for _, line := range strings.Split(strings.TrimSpace(r.err), "\n")[1:] {
 			Expect(admission.Error()).To(ContainSubstring(strings.TrimSpace(line)), "admission words it the same")
 		}
-		Expect(r.err).To(ContainSubstring(`spec.params.who: Required value: the Scene requires this param; set it`))
+		Expect(r.err).To(ContainSubstring(`spec.params[who]: Required value: the Scene requires this param; set it`))
 		runs := &ergonv1alpha1.RunList{}
 		Expect(k8sClient.List(ctx, runs, client.InNamespace(ns))).To(Succeed())
 		Expect(runs.Items).To(BeEmpty(), "nothing was sent")
@@ -174,7 +174,11 @@ var _ = Describe("kubectl ergon run", func() {
 		Expect(r.err).To(ContainSubstring("gave up waiting after 2s: Run " + createdRun(r) + " is Running and goes on"))
 
 		followed := background(ctx, ns, "run", "greet", "-p", "who=me", "--name", "to-cancel", "--follow")
-		Eventually(func() ergonv1alpha1.RunPhase { return getRun(ctx, ns, "to-cancel").Status.Phase }).Should(Equal(ergonv1alpha1.RunRunning))
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "to-cancel"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunRunning))
+		}).Should(Succeed())
 		Expect(plugin(ctx, ns, "cancel", "to-cancel").out).To(Equal("run.ergon.dev/to-cancel cancelled\n"))
 		var res result
 		Eventually(followed, 30*time.Second).Should(Receive(&res))

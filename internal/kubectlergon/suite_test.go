@@ -21,7 +21,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -158,23 +157,34 @@ type result struct {
 // plugin runs kubectl-ergon in a namespace as the administrator, or as another user with
 // --as among args.
 func plugin(ctx context.Context, ns string, args ...string) result {
-	var out, errOut bytes.Buffer
-	o := &Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &syncWriter{w: &out}, ErrOut: &syncWriter{w: &errOut}},
-		Logs: podLogs}
+	return pluginTo(ctx, ns, &syncWriter{w: &bytes.Buffer{}}, args...)
+}
+
+// pluginTo is plugin writing its standard output to out, which may be read as it runs.
+func pluginTo(ctx context.Context, ns string, out *syncWriter, args ...string) result {
+	errOut := &syncWriter{w: &bytes.Buffer{}}
+	o := &Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Logs: podLogs}
 	code := Main(ctx, o, append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...))
 	GinkgoWriter.Printf("$ kubectl ergon %s\n%s%s(exit %d)\n", strings.Join(args, " "), out.String(), errOut.String(), code)
 	return result{code: code, out: out.String(), err: errOut.String()}
 }
 
+// syncWriter is a buffer that one goroutine writes while another reads it.
 type syncWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	w  *bytes.Buffer
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 // newNamespace creates a namespace for one spec, with a kubelet script for its pods.
