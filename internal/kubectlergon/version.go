@@ -42,8 +42,11 @@ func ClientVersion() string {
 	return "dev"
 }
 
-// managerSelector finds the manager's Deployment, installed by kustomize or by the chart.
-var managerSelector = client.MatchingLabels{"app.kubernetes.io/name": "ergon", "control-plane": "controller-manager"}
+// isManager tells the manager's Deployment among Ergon's: the chart labels it with the
+// component, kustomize (config/manager) with control-plane.
+func isManager(d *appsv1.Deployment) bool {
+	return d.Labels["app.kubernetes.io/component"] == "manager" || d.Labels["control-plane"] == "controller-manager"
+}
 
 func newVersionCommand(o *Options) *cobra.Command {
 	var clientOnly bool
@@ -72,15 +75,17 @@ func (o *Options) managerVersion(ctx context.Context) string {
 		return "unknown (" + err.Error() + ")"
 	}
 	list := &appsv1.DeploymentList{}
-	if err := c.List(ctx, list, managerSelector); err != nil {
+	if err := c.List(ctx, list, client.MatchingLabels{"app.kubernetes.io/name": "ergon"}); err != nil {
 		return "unknown (" + firstLine(err.Error(), 120) + ")"
-	}
-	if len(list.Items) == 0 {
-		return "unknown (no manager Deployment found)"
 	}
 	var found []string
 	for _, d := range list.Items {
-		found = append(found, ManagerVersion(&d))
+		if isManager(&d) {
+			found = append(found, ManagerVersion(&d))
+		}
+	}
+	if len(found) == 0 {
+		return "unknown (no manager Deployment found)"
 	}
 	return strings.Join(found, "; ")
 }
