@@ -225,7 +225,3 @@ var _ = Describe("kubectl ergon lint", func() {
 		Expect(strings.Count(bad.out, "\n")).To(Equal(1))
 	})
 })
-
-func contextWithCancel(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithCancel(ctx)
-}

@@ -140,7 +140,7 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 			switch ev.Type {
 			case watch.Deleted:
 				w.Stop()
-				return fmt.Errorf("Run %s was deleted", key.Name)
+				return fmt.Errorf("the Run %s was deleted", key.Name)
 			case watch.Added, watch.Modified:
 				if r, ok := ev.Object.(*ergonv1alpha1.Run); ok {
 					run = r
@@ -160,7 +160,7 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 
 func (o *Options) show(p *progress, run *ergonv1alpha1.Run) bool {
 	for _, line := range p.Transitions(run) {
-		fmt.Fprintf(o.Streams.Out, "%s %s\n", o.now().Format(time.TimeOnly), line)
+		_, _ = fmt.Fprintf(o.Streams.Out, "%s %s\n", o.now().Format(time.TimeOnly), line)
 	}
 	return run.Status.Phase.Finished()
 }
@@ -189,7 +189,7 @@ func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, tail int64
 			if s.Phase != ergonv1alpha1.StepFailed {
 				continue
 			}
-			fmt.Fprintf(o.Streams.Out, "step %s failed: %s: %s\n", s.Name, s.Reason, s.Message)
+			_, _ = fmt.Fprintf(o.Streams.Out, "step %s failed: %s: %s\n", s.Name, s.Reason, s.Message)
 			if s.PodName != "" && tail > 0 {
 				o.printTail(ctx, run.Namespace, s.PodName, tail)
 			}
@@ -205,14 +205,14 @@ func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, tail int64
 func (o *Options) printTail(ctx context.Context, namespace, pod string, lines int64) {
 	rc, err := o.logSource().Log(ctx, namespace, pod, false, nil)
 	if err != nil {
-		fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
+		_, _ = fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
 		return
 	}
 	defer func() { _ = rc.Close() }()
 	last := Tail(StripFrames(rc), int(lines))
-	fmt.Fprintf(o.Streams.Out, "last %d lines of the log of pod %s:\n", len(last), pod)
+	_, _ = fmt.Fprintf(o.Streams.Out, "last %d lines of the log of pod %s:\n", len(last), pod)
 	for _, l := range last {
-		fmt.Fprintln(o.Streams.Out, "  "+l)
+		_, _ = fmt.Fprintln(o.Streams.Out, "  "+l)
 	}
 }
 

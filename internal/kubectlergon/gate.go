@@ -36,7 +36,7 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 	var comment, option string
 	cmd := &cobra.Command{
 		Use:   verb + " GATE",
-		Short: map[string]string{"approve": "Approve a Gate", "reject": "Reject a Gate"}[verb],
+		Short: map[string]string{optionApprove: "Approve a Gate", optionReject: "Reject a Gate"}[verb],
 		Long: "Decide a Gate as yourself. The admission webhook stamps who decided and refuses anyone not\n" +
 			"allowed to; its refusal is printed as it is. On a Gate that needs several approvals, this\n" +
 			"adds your vote.",
@@ -51,7 +51,7 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&comment, "message", "m", "", "a comment kept with the decision")
-	if verb == "approve" {
+	if verb == optionApprove {
 		cmd.Flags().StringVar(&option, "option", "", "the option to choose, for a Gate whose options are not approve and reject")
 	}
 	return cmd
@@ -61,10 +61,10 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 // and groups are left for the webhook to stamp.
 func Decide(gate *ergonv1alpha1.Gate, option, comment string) error {
 	if !slices.Contains(gate.Spec.Options, option) && len(gate.Spec.Options) > 0 {
-		return fmt.Errorf("Gate %s has no option %q; its options: %v", gate.Name, option, gate.Spec.Options)
+		return fmt.Errorf("no option %q on Gate %s; its options: %v", option, gate.Name, gate.Spec.Options)
 	}
 	if gate.Spec.Decision != nil {
-		return fmt.Errorf("Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
+		return fmt.Errorf("the Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
 	}
 	if gate.Spec.MinApprovals != nil && *gate.Spec.MinApprovals > 1 {
 		gate.Spec.Approvals = append(gate.Spec.Approvals, ergonv1alpha1.GateApproval{User: "-", Option: option, Comment: comment})
@@ -98,14 +98,14 @@ func (o *Options) decide(ctx context.Context, name, option, comment string) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s %s\n", name, map[bool]string{true: "rejected", false: "decided " + option}[option == "reject"])
+	_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s %s\n", name, map[bool]string{true: "rejected", false: "decided " + option}[option == optionReject])
 	return nil
 }
 
 func newGatesCommand(o *Options) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "gates",
+		Use:   pluralGates,
 		Short: "List the pending Gates you may decide",
 		Long: "List the Gates still waiting for a decision that you may decide: those listing you or one of\n" +
 			"your groups as approvers, and those RBAC lets you approve (asked with a\n" +
@@ -138,7 +138,7 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 	}
 	user, groups := identity(ctx, c)
 	w := tabwriter.NewWriter(o.Streams.Out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tRUN\tSTEP\tOPTIONS\tAGE\tMESSAGE")
+	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tRUN\tSTEP\tOPTIONS\tAGE\tMESSAGE")
 	n := 0
 	for i := range gates.Items {
 		g := &gates.Items[i]
@@ -155,11 +155,11 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 			}
 		}
 		n++
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", g.Namespace, g.Name, g.Spec.RunRef.Name, g.Spec.Step,
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", g.Namespace, g.Name, g.Spec.RunRef.Name, g.Spec.Step,
 			g.Spec.Options, duration.HumanDuration(o.now().Sub(g.CreationTimestamp.Time)), firstLine(g.Spec.Message, 60))
 	}
 	if n == 0 {
-		fmt.Fprintln(o.Streams.ErrOut, "No pending Gates you may decide.")
+		_, _ = fmt.Fprintln(o.Streams.ErrOut, "No pending Gates you may decide.")
 		return nil
 	}
 	return w.Flush()
@@ -176,7 +176,7 @@ func listed(a *ergonv1alpha1.Approvers, user string, groups []string) bool {
 func mayApprove(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: g.Namespace, Verb: "approve", Group: ergonv1alpha1.GroupVersion.Group, Resource: "gates", Name: g.Name,
+			Namespace: g.Namespace, Verb: "approve", Group: ergonv1alpha1.GroupVersion.Group, Resource: pluralGates, Name: g.Name,
 		},
 	}}
 	if err := c.Create(ctx, review); err != nil {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,7 +55,7 @@ func age(obj client.Object, now time.Time) string {
 
 func timeOrNone(t *metav1.Time, now time.Time) string {
 	if t == nil {
-		return "<none>"
+		return none
 	}
 	if t.After(now) {
 		return "in " + duration.HumanDuration(t.Sub(now))
@@ -64,7 +65,7 @@ func timeOrNone(t *metav1.Time, now time.Time) string {
 
 func orNone(s string) string {
 	if s == "" {
-		return "<none>"
+		return none
 	}
 	return s
 }
@@ -72,28 +73,28 @@ func orNone(s string) string {
 // Kinds are the kinds get lists.
 var Kinds = []kind{
 	{plural: "runs", aliases: []string{"run", "rn"}, newList: func() client.ObjectList { return &ergonv1alpha1.RunList{} },
-		columns: []string{"NAME", "SCENE", "PHASE", "STEPS", "STARTED", "AGE"},
+		columns: []string{columnName, "SCENE", columnPhase, "STEPS", "STARTED", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			r := obj.(*ergonv1alpha1.Run)
 			return []string{r.Name, r.Spec.SceneRef.Name, string(orPending(r.Status.Phase)), orNone(r.Status.Progress),
 				timeOrNone(r.Status.StartedAt, now), age(r, now)}
 		}},
 	{plural: "scenes", aliases: []string{"scene", "sc"}, newList: func() client.ObjectList { return &ergonv1alpha1.SceneList{} },
-		columns: []string{"NAME", "STEPS", "PARAMS", "WORKSPACE", "AGE"},
+		columns: []string{columnName, "STEPS", "PARAMS", "WORKSPACE", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			s := obj.(*ergonv1alpha1.Scene)
 			var params []string
 			for _, p := range s.Spec.Params {
 				params = append(params, p.Name)
 			}
-			ws := "<none>"
+			ws := none
 			if s.Spec.Workspace != nil {
 				ws = s.Spec.Workspace.Name
 			}
 			return []string{s.Name, fmt.Sprint(len(s.Spec.Steps)), orNone(strings.Join(params, ",")), ws, age(s, now)}
 		}},
-	{plural: "gates", aliases: []string{"gate", "gt"}, newList: func() client.ObjectList { return &ergonv1alpha1.GateList{} },
-		columns: []string{"NAME", "RUN", "STEP", "PHASE", "DECIDED-BY", "AGE"},
+	{plural: pluralGates, aliases: []string{"gate", "gt"}, newList: func() client.ObjectList { return &ergonv1alpha1.GateList{} },
+		columns: []string{columnName, "RUN", "STEP", columnPhase, "DECIDED-BY", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			g := obj.(*ergonv1alpha1.Gate)
 			phase := string(g.Status.Phase)
@@ -103,10 +104,10 @@ var Kinds = []kind{
 			return []string{g.Name, g.Spec.RunRef.Name, g.Spec.Step, phase, orNone(g.Status.DecidedBy), age(g, now)}
 		}},
 	{plural: "triggers", aliases: []string{"trigger", "tg"}, newList: func() client.ObjectList { return &ergonv1alpha1.TriggerList{} },
-		columns: []string{"NAME", "SCENE", "SOURCE", "SUSPENDED", "ACTIVE", "LAST-RUN", "NEXT", "AGE"},
+		columns: []string{columnName, "SCENE", "SOURCE", "SUSPENDED", "ACTIVE", "LAST-RUN", "NEXT", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			t := obj.(*ergonv1alpha1.Trigger)
-			source := "<none>"
+			source := none
 			switch {
 			case t.Spec.Schedule != nil:
 				source = "schedule " + t.Spec.Schedule.Cron
@@ -120,7 +121,7 @@ var Kinds = []kind{
 				orNone(t.Status.LastRun), timeOrNone(t.Status.NextScheduleTime, now), age(t, now)}
 		}},
 	{plural: "workspaces", aliases: []string{"workspace", "ws"}, newList: func() client.ObjectList { return &ergonv1alpha1.WorkspaceList{} },
-		columns: []string{"NAME", "USER", "PHASE", "POD", "AGE"},
+		columns: []string{columnName, "USER", columnPhase, "POD", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			w := obj.(*ergonv1alpha1.Workspace)
 			return []string{w.Name, w.Spec.User, orNone(string(w.Status.Phase)), orNone(w.Status.PodName), age(w, now)}
@@ -132,21 +133,12 @@ func KindOf(name string) (*kind, error) {
 	var names []string
 	for i := range Kinds {
 		k := &Kinds[i]
-		if k.plural == name || contains(k.aliases, name) {
+		if k.plural == name || slices.Contains(k.aliases, name) {
 			return k, nil
 		}
 		names = append(names, k.plural)
 	}
 	return nil, fmt.Errorf("no kind %q; get lists %s", name, strings.Join(names, ", "))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 type getOptions struct {
@@ -245,7 +237,7 @@ func (o *Options) get(ctx context.Context, k *kind, names []string, g *getOption
 		if g.all {
 			cols = append([]string{"NAMESPACE"}, cols...)
 		}
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(cols, "\t"))
 		for _, obj := range objs {
 			o.printRow(tw, k, obj.(client.Object), g.all)
 		}
@@ -269,7 +261,7 @@ func (o *Options) get(ctx context.Context, k *kind, names []string, g *getOption
 		if !ok || ev.Type == watch.Bookmark || ev.Type == watch.Error {
 			continue
 		}
-		if len(names) > 0 && !contains(names, obj.GetName()) {
+		if len(names) > 0 && !slices.Contains(names, obj.GetName()) {
 			continue
 		}
 		if printer != nil {
@@ -291,7 +283,7 @@ func (o *Options) printRow(w io.Writer, k *kind, obj client.Object, all bool) {
 	if all {
 		row = append([]string{obj.GetNamespace()}, row...)
 	}
-	fmt.Fprintln(w, strings.Join(row, "\t"))
+	_, _ = fmt.Fprintln(w, strings.Join(row, "\t"))
 }
 
 // pick keeps the named objects, in the order named; all of them when no name is given.

@@ -41,7 +41,7 @@ func newCancelCommand(o *Options) *cobra.Command {
 				if err := o.patch(cmd.Context(), &ergonv1alpha1.Run{}, name, `{"spec":{"cancel":true}}`); err != nil {
 					return err
 				}
-				fmt.Fprintf(o.Streams.Out, "run.ergon.dev/%s cancelled\n", name)
+				_, _ = fmt.Fprintf(o.Streams.Out, "run.ergon.dev/%s cancelled\n", name)
 			}
 			return nil
 		},
@@ -61,7 +61,7 @@ func newSuspendCommand(o *Options, suspend bool) *cobra.Command {
 					fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)); err != nil {
 					return err
 				}
-				fmt.Fprintf(o.Streams.Out, "trigger.ergon.dev/%s %s\n", name, map[bool]string{true: "suspended", false: "resumed"}[suspend])
+				_, _ = fmt.Fprintf(o.Streams.Out, "trigger.ergon.dev/%s %s\n", name, map[bool]string{true: "suspended", false: "resumed"}[suspend])
 			}
 			return nil
 		},
@@ -158,7 +158,7 @@ func (o *Options) start(ctx context.Context, run *ergonv1alpha1.Run, so *startOp
 	if err := c.Create(ctx, run); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Streams.Out, "run.ergon.dev/%s created\n", run.Name)
+	_, _ = fmt.Fprintf(o.Streams.Out, "run.ergon.dev/%s created\n", run.Name)
 	if !so.follow {
 		return nil
 	}

@@ -60,14 +60,14 @@ func newLintCommand(o *Options) *cobra.Command {
 			bad := 0
 			for _, r := range results {
 				for _, w := range r.Warnings {
-					fmt.Fprintf(o.Streams.ErrOut, "%s: Warning: %s\n", r.Source, w)
+					_, _ = fmt.Fprintf(o.Streams.ErrOut, "%s: Warning: %s\n", r.Source, w)
 				}
 				if r.Err != nil {
 					bad++
-					fmt.Fprintf(o.Streams.Out, "%s: %v\n", r.Source, r.Err)
+					_, _ = fmt.Fprintf(o.Streams.Out, "%s: %v\n", r.Source, r.Err)
 				}
 			}
-			fmt.Fprintf(o.Streams.ErrOut, "%d objects checked, %d invalid\n", len(results), bad)
+			_, _ = fmt.Fprintf(o.Streams.ErrOut, "%d objects checked, %d invalid\n", len(results), bad)
 			if bad > 0 {
 				return &ExitError{Code: ExitFailed}
 			}

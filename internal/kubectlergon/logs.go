@@ -119,7 +119,7 @@ func findStep(run *ergonv1alpha1.Run, name string) (*ergonv1alpha1.StepStatus, e
 	for _, s := range run.Status.Steps {
 		names = append(names, s.Name)
 	}
-	return nil, fmt.Errorf("Run %s has no step %q that started; its steps so far: %s", run.Name, name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("the Run %s has no step %q that started; its steps so far: %s", run.Name, name, strings.Join(names, ", "))
 }
 
 // PodOfAttempt is the pod of an attempt of a step, as the Run's status records it; attempt 0
@@ -183,7 +183,7 @@ func (o *Options) logs(ctx context.Context, runName, step string, lo *logsOption
 			continue
 		}
 		if err := o.copyLog(ctx, run.Namespace, s.PodName, "["+s.Name+"] ", false, lo.raw, tail); err != nil {
-			fmt.Fprintf(o.Streams.ErrOut, "[%s] %v\n", s.Name, err)
+			_, _ = fmt.Fprintf(o.Streams.ErrOut, "[%s] %v\n", s.Name, err)
 		}
 	}
 	return nil
@@ -203,12 +203,12 @@ func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, fo
 		sc := bufio.NewScanner(rc)
 		sc.Buffer(make([]byte, 64*1024), 1<<20)
 		for sc.Scan() {
-			fmt.Fprintln(o.Streams.Out, prefix+sc.Text())
+			_, _ = fmt.Fprintln(o.Streams.Out, prefix+sc.Text())
 		}
 		return sc.Err()
 	}
 	for _, line := range StripFrames(rc) {
-		fmt.Fprintln(o.Streams.Out, prefix+line)
+		_, _ = fmt.Fprintln(o.Streams.Out, prefix+line)
 	}
 	return nil
 }
@@ -236,18 +236,18 @@ func (o *Options) transcript(ctx context.Context, run *ergonv1alpha1.Run, step s
 // RenderTranscript prints an agent transcript for people: a header, then each message by
 // turn, with tool calls and their results.
 func RenderTranscript(w io.Writer, t *agent.Transcript) {
-	fmt.Fprintf(w, "model %s, %s", t.Model, t.Outcome)
+	_, _ = fmt.Fprintf(w, "model %s, %s", t.Model, t.Outcome)
 	if t.Message != "" {
-		fmt.Fprintf(w, ": %s", t.Message)
+		_, _ = fmt.Fprintf(w, ": %s", t.Message)
 	}
-	fmt.Fprintf(w, "\n%d turns, %d tokens (%d prompt, %d completion), %s\n",
+	_, _ = fmt.Fprintf(w, "\n%d turns, %d tokens (%d prompt, %d completion), %s\n",
 		t.Usage.Turns, t.Usage.TotalTokens, t.Usage.PromptTokens, t.Usage.CompletionTokens,
 		t.FinishedAt.Sub(t.StartedAt).Round(1e6))
 	turn := -1
 	for _, e := range t.Entries {
 		if e.Turn != turn {
 			turn = e.Turn
-			fmt.Fprintf(w, "\n--- turn %d ---\n", turn)
+			_, _ = fmt.Fprintf(w, "\n--- turn %d ---\n", turn)
 		}
 		switch e.Role {
 		case agent.RoleTool:
@@ -255,19 +255,19 @@ func RenderTranscript(w io.Writer, t *agent.Transcript) {
 			if e.Error {
 				label = "error"
 			}
-			fmt.Fprintf(w, "tool %s %s (%s):\n%s\n", e.Tool, label, e.ToolCallID, indent(e.Content))
+			_, _ = fmt.Fprintf(w, "tool %s %s (%s):\n%s\n", e.Tool, label, e.ToolCallID, indent(e.Content))
 			if e.Truncated > 0 {
-				fmt.Fprintf(w, "  [cut from %d bytes]\n", e.Truncated)
+				_, _ = fmt.Fprintf(w, "  [cut from %d bytes]\n", e.Truncated)
 			}
 		default:
 			if e.Content != "" {
-				fmt.Fprintf(w, "%s:\n%s\n", e.Role, indent(e.Content))
+				_, _ = fmt.Fprintf(w, "%s:\n%s\n", e.Role, indent(e.Content))
 			}
 			for _, call := range e.ToolCalls {
-				fmt.Fprintf(w, "%s calls %s(%s) [%s]\n", e.Role, call.Name, call.Arguments, call.ID)
+				_, _ = fmt.Fprintf(w, "%s calls %s(%s) [%s]\n", e.Role, call.Name, call.Arguments, call.ID)
 			}
 			if e.Usage != nil {
-				fmt.Fprintf(w, "  (%d tokens, %d ms)\n", e.Usage.TotalTokens, e.DurationMS)
+				_, _ = fmt.Fprintf(w, "  (%d tokens, %d ms)\n", e.Usage.TotalTokens, e.DurationMS)
 			}
 		}
 	}

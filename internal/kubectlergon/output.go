@@ -88,7 +88,7 @@ func (o *Options) readValue(ctx context.Context, namespace string, v *ergonv1alp
 	}
 	b, ok := ConfigMapValue(cm, k)
 	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s has no key %q", cm.Name, k)
+		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, k)
 	}
 	if key != "" && key != v.Ref.Key {
 		return b, nil

@@ -54,7 +54,7 @@ func apply(ctx context.Context, ns, text string) {
 
 // createdRun is the name of the Run a plugin command printed it created.
 func createdRun(r result) string {
-	for _, line := range strings.Split(r.out, "\n") {
+	for line := range strings.SplitSeq(r.out, "\n") {
 		if name, ok := strings.CutPrefix(line, "run.ergon.dev/"); ok && strings.HasSuffix(name, " created") {
 			return strings.TrimSuffix(name, " created")
 		}

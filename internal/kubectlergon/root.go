@@ -38,6 +38,17 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
+// Words used in several places.
+const (
+	optionApprove = "approve"
+	optionReject  = "reject"
+	pluralGates   = "gates"
+	none          = "<none>"
+	columnAge     = "AGE"
+	columnName    = "NAME"
+	columnPhase   = "PHASE"
+)
+
 // Exit codes of run --follow, and of every command that fails.
 const (
 	ExitSucceeded = 0
@@ -183,7 +194,7 @@ func NewCommand(o *Options) *cobra.Command {
 	registerNamespaceCompletion(root, o)
 	root.AddCommand(
 		newRunCommand(o), newGetCommand(o), newTreeCommand(o), newLogsCommand(o), newOutputCommand(o),
-		newDecideCommand(o, "approve"), newDecideCommand(o, "reject"), newGatesCommand(o),
+		newDecideCommand(o, optionApprove), newDecideCommand(o, optionReject), newGatesCommand(o),
 		newCancelCommand(o), newRerunCommand(o), newTriggerCommand(o),
 		newSuspendCommand(o, true), newSuspendCommand(o, false),
 		newLintCommand(o), newVersionCommand(o),
@@ -197,7 +208,7 @@ func Main(ctx context.Context, o *Options, args []string) int {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil && err.Error() != "" {
-		fmt.Fprintln(o.Streams.ErrOut, "error:", err)
+		_, _ = fmt.Fprintln(o.Streams.ErrOut, "error:", err)
 	}
 	return ExitCode(err)
 }

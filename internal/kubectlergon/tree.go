@@ -138,7 +138,7 @@ func snapshot(ctx context.Context, c client.Client, run *ergonv1alpha1.Run) (*er
 // RenderTree prints a Tree; color uses ANSI colours for phases.
 func RenderTree(w io.Writer, t *Tree, color bool, now time.Time) {
 	r := &treeRenderer{w: w, color: color, now: now}
-	fmt.Fprintln(w, r.runLine(t.Run))
+	_, _ = fmt.Fprintln(w, r.runLine(t.Run))
 	r.steps(t, "")
 }
 
@@ -181,15 +181,15 @@ func (r *treeRenderer) steps(t *Tree, prefix string) {
 		}
 		s := byName[name]
 		if s == nil {
-			fmt.Fprintf(r.w, "%s%s%s %s\n", prefix, branch, name, r.phase(string(ergonv1alpha1.StepPending)))
+			_, _ = fmt.Fprintf(r.w, "%s%s%s %s\n", prefix, branch, name, r.phase(string(ergonv1alpha1.StepPending)))
 			continue
 		}
-		fmt.Fprintf(r.w, "%s%s%s\n", prefix, branch, r.stepLine(t, s))
+		_, _ = fmt.Fprintf(r.w, "%s%s%s\n", prefix, branch, r.stepLine(s))
 		r.stepChildren(t, s, prefix+next)
 	}
 }
 
-func (r *treeRenderer) stepLine(t *Tree, s *ergonv1alpha1.StepStatus) string {
+func (r *treeRenderer) stepLine(s *ergonv1alpha1.StepStatus) string {
 	line := fmt.Sprintf("%s %s", s.Name, r.phase(string(s.Phase)))
 	if d := r.took(s.StartedAt, s.FinishedAt); d != "" {
 		line += " " + d
@@ -242,10 +242,10 @@ func (r *treeRenderer) stepChildren(t *Tree, s *ergonv1alpha1.StepStatus, prefix
 		if i == len(lines)-1 && child == nil {
 			branch = "└── "
 		}
-		fmt.Fprintf(r.w, "%s%s%s\n", prefix, branch, l)
+		_, _ = fmt.Fprintf(r.w, "%s%s%s\n", prefix, branch, l)
 	}
 	if child != nil {
-		fmt.Fprintf(r.w, "%s└── %s\n", prefix, r.runLine(child.Run))
+		_, _ = fmt.Fprintf(r.w, "%s└── %s\n", prefix, r.runLine(child.Run))
 		r.steps(child, prefix+"    ")
 	}
 }

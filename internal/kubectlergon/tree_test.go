@@ -39,8 +39,6 @@ func at(seconds int) *metav1.Time {
 	return &t
 }
 
-func exit(code int32) *int32 { return &code }
-
 // treeFixtures are Runs in the states the tree shows differently.
 func treeFixtures() map[string]*Tree {
 	publishing := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "release-7-publish-9f2c"},
@@ -58,7 +56,7 @@ func treeFixtures() map[string]*Tree {
 				{Name: "build", Phase: ergonv1alpha1.StepSucceeded, Attempts: 2, PodName: "release-7-build-2",
 					StartedAt: at(0), FinishedAt: at(20), Output: &ergonv1alpha1.OutputValue{Size: 901120},
 					History: []ergonv1alpha1.AttemptStatus{{Attempt: 1, PodName: "release-7-build-1",
-						Phase: ergonv1alpha1.StepFailed, Reason: "ExitCode", ExitCode: exit(3)}}},
+						Phase: ergonv1alpha1.StepFailed, Reason: "ExitCode", ExitCode: new(int32(3))}}},
 				{Name: "summarize", Phase: ergonv1alpha1.StepSucceeded, Attempts: 1, PodName: "release-7-summarize-1",
 					StartedAt: at(20), FinishedAt: at(30), Usage: &ergonv1alpha1.AgentUsage{Turns: 3, TotalTokens: 1234}},
 				{Name: "review", Phase: ergonv1alpha1.StepSucceeded, Gate: "release-7-review", Decision: "approve",

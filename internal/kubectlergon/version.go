@@ -57,11 +57,11 @@ func newVersionCommand(o *Options) *cobra.Command {
 			"app.kubernetes.io/version label, found by its labels in any namespace you may list.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(o.Streams.Out, "Client Version: %s\n", ClientVersion())
+			_, _ = fmt.Fprintf(o.Streams.Out, "Client Version: %s\n", ClientVersion())
 			if clientOnly {
 				return nil
 			}
-			fmt.Fprintf(o.Streams.Out, "Manager Version: %s\n", o.managerVersion(cmd.Context()))
+			_, _ = fmt.Fprintf(o.Streams.Out, "Manager Version: %s\n", o.managerVersion(cmd.Context()))
 			return nil
 		},
 	}

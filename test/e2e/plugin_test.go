@@ -140,6 +140,6 @@ var _ = Describe("kubectl-ergon on a real cluster", func() {
 		Expect(cmd.Run()).To(Succeed())
 		Expect(got.Len()).To(Equal(921600))
 		Expect(bytes.Equal(got.Bytes(), want.Bytes()[:921600])).To(BeTrue(), "the output differs from what the step wrote")
-		fmt.Fprintf(GinkgoWriter, "output: %d bytes, identical\n", got.Len())
+		_, _ = fmt.Fprintf(GinkgoWriter, "output: %d bytes, identical\n", got.Len())
 	})
 })
