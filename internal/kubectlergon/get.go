@@ -314,6 +314,10 @@ func printObjects(p printers.ResourcePrinter, objs []runtime.Object, single bool
 			return err
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		// As kubectl does unless --show-managed-fields: they are noise to people.
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
 	}
 	if _, isName := p.(*printers.NamePrinter); isName || (single && len(objs) == 1) {
 		for _, obj := range objs {
