@@ -128,6 +128,17 @@ var _ = Describe("kubectl ergon get", func() {
 		Expect(plugin(ctx, ns, "get", "runs", "nope").err).To(ContainSubstring(`runs.ergon.dev "nope" not found`))
 	})
 
+	It("completes resource names, a Run's steps and a Scene's params from the API server", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echo)
+		apply(ctx, ns, greet)
+		Expect(plugin(ctx, ns, "run", "greet", "-p", "who=a", "--name", "done", "--follow").code).To(Equal(0))
+		Expect(plugin(ctx, ns, "__complete", "run", "").out).To(HavePrefix("greet\n:4\n"))
+		Expect(plugin(ctx, ns, "__complete", "run", "greet", "-p", "").out).To(HavePrefix("who=\ngreeting=\n:6\n"))
+		Expect(plugin(ctx, ns, "__complete", "logs", "done", "").out).To(HavePrefix("hello\nshout\n:4\n"))
+		Expect(plugin(ctx, ns, "__complete", "get", "").out).To(HavePrefix("runs\nscenes\ngates\ntriggers\nworkspaces\n:4\n"))
+		Expect(plugin(ctx, ns, "__complete", "get", "runs", "").out).To(HavePrefix("done\n:4\n"))
+	})
+
 	It("watches with -w, printing a row per change", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echo)
 		apply(ctx, ns, greet)
