@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,13 +123,20 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 		defer cancel()
 	}
 	p := &progress{}
+	logs := &tails{src: o.logSource(), n: int(tail), lines: map[string][]string{}, done: map[string]chan struct{}{}}
+	show := func(run *ergonv1alpha1.Run) bool {
+		if tail > 0 {
+			logs.follow(ctx, run)
+		}
+		return o.show(p, run)
+	}
 	key := client.ObjectKeyFromObject(run)
 	for {
 		if err := c.Get(ctx, key, run); err != nil {
 			return o.waitError(ctx, run, timeout, err)
 		}
-		if done := o.show(p, run); done {
-			return o.finish(ctx, run, tail)
+		if done := show(run); done {
+			return o.finish(ctx, run, logs)
 		}
 		w, err := c.Watch(ctx, &ergonv1alpha1.RunList{}, client.InNamespace(key.Namespace),
 			client.MatchingFields{"metadata.name": key.Name},
@@ -144,9 +152,9 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 			case watch.Added, watch.Modified:
 				if r, ok := ev.Object.(*ergonv1alpha1.Run); ok {
 					run = r
-					if o.show(p, run) {
+					if show(run) {
 						w.Stop()
-						return o.finish(ctx, run, tail)
+						return o.finish(ctx, run, logs)
 					}
 				}
 			}
@@ -181,7 +189,7 @@ func orPending(p ergonv1alpha1.RunPhase) ergonv1alpha1.RunPhase {
 }
 
 // finish explains a Run that did not succeed and returns its exit code.
-func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, tail int64) error {
+func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, logs *tails) error {
 	code := PhaseExitCode(run.Status.Phase)
 	if run.Status.Phase == ergonv1alpha1.RunFailed {
 		for i := range run.Status.Steps {
@@ -190,8 +198,8 @@ func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, tail int64
 				continue
 			}
 			_, _ = fmt.Fprintf(o.Streams.Out, "step %s failed: %s: %s\n", s.Name, s.Reason, s.Message)
-			if s.PodName != "" && tail > 0 {
-				o.printTail(ctx, run.Namespace, s.PodName, tail)
+			if s.PodName != "" && logs.n > 0 {
+				o.printTail(ctx, run.Namespace, s.PodName, logs)
 			}
 		}
 	}
@@ -201,15 +209,19 @@ func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, tail int64
 	return &ExitError{Code: code}
 }
 
-// printTail prints the last lines of a step pod's log, without the framed outputs.
-func (o *Options) printTail(ctx context.Context, namespace, pod string, lines int64) {
-	rc, err := o.logSource().Log(ctx, namespace, pod, false, nil)
-	if err != nil {
-		_, _ = fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
-		return
+// printTail prints the last lines of a step pod's log, without the framed outputs: as
+// followed while the pod ran, else as read now.
+func (o *Options) printTail(ctx context.Context, namespace, pod string, logs *tails) {
+	last, ok := logs.get(pod)
+	if !ok {
+		rc, err := o.logSource().Log(ctx, namespace, pod, false, nil)
+		if err != nil {
+			_, _ = fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
+			return
+		}
+		defer func() { _ = rc.Close() }()
+		last = Tail(StripFrames(rc), logs.n)
 	}
-	defer func() { _ = rc.Close() }()
-	last := Tail(StripFrames(rc), int(lines))
 	_, _ = fmt.Fprintf(o.Streams.Out, "last %d lines of the log of pod %s:\n", len(last), pod)
 	for _, l := range last {
 		_, _ = fmt.Fprintln(o.Streams.Out, "  "+l)
@@ -253,4 +265,60 @@ func Tail(lines []string, n int) []string {
 		lines = lines[len(lines)-n:]
 	}
 	return lines
+}
+
+// tails follows the logs of a Run's step pods while they run and keeps their last lines.
+// Ergon deletes the pod of a failed attempt once its step has ended (unless the manager runs
+// with --keep-failed-pods), often before the Run ends: its log must be read while it runs.
+type tails struct {
+	src   LogSource
+	n     int
+	mu    sync.Mutex
+	lines map[string][]string
+	done  map[string]chan struct{}
+}
+
+// follow starts following the log of each step pod of the Run not followed yet.
+func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range run.Status.Steps {
+		if s.PodName == "" || s.Phase.Finished() || t.done[s.PodName] != nil {
+			continue
+		}
+		done := make(chan struct{})
+		t.done[s.PodName] = done
+		go func(pod string) {
+			defer close(done)
+			rc, err := t.src.Log(ctx, run.Namespace, pod, true, nil)
+			if err != nil {
+				return // not started yet, or gone: read again at the end
+			}
+			defer func() { _ = rc.Close() }()
+			last := Tail(StripFrames(rc), t.n)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.lines[pod] = last
+		}(s.PodName)
+	}
+}
+
+// get returns the last lines of a pod's log once its stream has ended, waiting a little for
+// the end, which follows the container's.
+func (t *tails) get(pod string) ([]string, bool) {
+	t.mu.Lock()
+	done := t.done[pod]
+	t.mu.Unlock()
+	if done == nil {
+		return nil, false
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines, ok := t.lines[pod]
+	return lines, ok
 }

@@ -131,6 +131,24 @@ func (l *simLogs) Read(_ context.Context, ns, pod, _ string) (io.ReadCloser, err
 	return io.NopCloser(bytes.NewReader(log)), nil
 }
 
-func (l *simLogs) Log(ctx context.Context, ns, pod string, _ bool, tail *int64) (io.ReadCloser, error) {
-	return l.Read(ctx, ns, pod, stepContainer)
+// Log serves the plugin as the kubelet would: only while the pod exists (Ergon deletes step
+// pods once their step ended); following a running container's log ends with the container.
+// The simulated container writes its whole log when it ends, so a running one has none yet.
+func (l *simLogs) Log(ctx context.Context, ns, pod string, follow bool, _ *int64) (io.ReadCloser, error) {
+	for {
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{}); err != nil {
+			return nil, err
+		}
+		if rc, err := l.Read(ctx, ns, pod, stepContainer); err == nil {
+			return rc, nil
+		}
+		if !follow {
+			return io.NopCloser(bytes.NewReader(nil)), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
