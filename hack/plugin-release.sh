@@ -32,7 +32,7 @@ for platform in "$@"; do
 done
 (cd "$dist" && sha256sum ./*.tar.gz > SHA256SUMS)
 # Drop the entries of platforms not built: Krew refuses a manifest with an empty sha256.
-echo "$manifest" | awk '
+echo "$manifest" | grep -v "^#" | awk '
   /^  - selector:/ { if (entry != "" && entry !~ /\$\{SHA256_/) printf "%s", entry; entry = $0 "\n"; next }
   entry != "" && /^  [^ -]|^[^ ]/ { if (entry !~ /\$\{SHA256_/) printf "%s", entry; entry = ""; print; next }
   entry != "" { entry = entry $0 "\n"; next }
