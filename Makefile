@@ -150,6 +150,24 @@ FAKELLM_IMG ?= ergon/fakellm:dev
 image-fakellm: build ## Build the fake model server's image (test/fakellm) into bin/fakellm.tar.
 	hack/local-cluster.sh imagebuild --binary bin/fakellm --entrypoint /fakellm --tag $(FAKELLM_IMG) --out bin/fakellm.tar
 
+##@ kubectl plugin
+
+# PLUGIN_VERSION is what kubectl ergon version prints; it names the release archives too.
+PLUGIN_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PLUGIN_LDFLAGS = -s -w -X github.com/ergon-dev/ergon/internal/kubectlergon.Version=$(PLUGIN_VERSION)
+# PLUGIN_PLATFORMS are the os/arch pairs plugin-release builds.
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+# PLUGIN_URL is where the release archives are published; the Krew manifest points there.
+PLUGIN_URL ?= https://github.com/ergon-dev/ergon/releases/download/$(PLUGIN_VERSION)
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, bin/kubectl-ergon (static); put it on your PATH to use kubectl ergon.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(PLUGIN_LDFLAGS)" -o bin/kubectl-ergon ./cmd/kubectl-ergon
+
+.PHONY: plugin-release
+plugin-release: ## Cross-compile kubectl-ergon into dist/ archives per platform, and write dist/ergon.yaml (Krew) with their sha256.
+	PLUGIN_LDFLAGS="$(PLUGIN_LDFLAGS)" hack/plugin-release.sh "$(PLUGIN_VERSION)" "$(PLUGIN_URL)" $(PLUGIN_PLATFORMS)
+
 ##@ Local cluster
 
 .PHONY: cluster-up

@@ -1,0 +1,324 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// progress remembers what was printed of a Run, to print only what changed.
+type progress struct {
+	phase ergonv1alpha1.RunPhase
+	steps map[string]string
+}
+
+// Transitions returns a line per change between what was seen of a Run and its status now:
+// the Run's phase, and each step's phase and attempt.
+func (p *progress) Transitions(run *ergonv1alpha1.Run) []string {
+	if p.steps == nil {
+		p.steps = map[string]string{}
+	}
+	var lines []string
+	for _, s := range run.Status.Steps {
+		key := fmt.Sprintf("%s/%d", s.Phase, s.Attempts)
+		if p.steps[s.Name] == key {
+			continue
+		}
+		p.steps[s.Name] = key
+		lines = append(lines, stepLine(run, &s))
+	}
+	if run.Status.Phase != p.phase && run.Status.Phase != "" {
+		p.phase = run.Status.Phase
+		line := fmt.Sprintf("Run %s %s", run.Name, run.Status.Phase)
+		if run.Status.Progress != "" {
+			line += " (" + run.Status.Progress + " steps)"
+		}
+		if run.Status.Phase.Finished() {
+			if c := succeededCondition(run); c != nil && c.Message != "" {
+				line += ": " + c.Message
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func stepLine(run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus) string {
+	line := fmt.Sprintf("step %s %s", s.Name, s.Phase)
+	if s.Attempts > 1 {
+		line += fmt.Sprintf(" (attempt %d)", s.Attempts)
+	}
+	switch {
+	case s.Gate != "" && s.Phase == ergonv1alpha1.StepWaiting:
+		line += fmt.Sprintf(": waiting on Gate %s; decide with: kubectl ergon approve %s -n %s", s.Gate, s.Gate, run.Namespace)
+	case s.Gate != "" && s.Decision != "":
+		line += ": " + s.Decision
+	case s.ChildRun != "" && !s.Phase.Finished():
+		line += ": child Run " + s.ChildRun
+	case s.Reason != "" && (s.Phase == ergonv1alpha1.StepFailed || s.Phase == ergonv1alpha1.StepRetrying):
+		line += ": " + s.Reason
+		if s.Message != "" {
+			line += ": " + s.Message
+		}
+	}
+	return line
+}
+
+func succeededCondition(run *ergonv1alpha1.Run) *metav1.Condition {
+	for i := range run.Status.Conditions {
+		if run.Status.Conditions[i].Type == ergonv1alpha1.ConditionSucceeded {
+			return &run.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// PhaseExitCode is the exit code of run --follow for a finished Run.
+func PhaseExitCode(phase ergonv1alpha1.RunPhase) int {
+	switch phase {
+	case ergonv1alpha1.RunSucceeded:
+		return ExitSucceeded
+	case ergonv1alpha1.RunFailed:
+		return ExitFailed
+	}
+	return ExitIncomplete
+}
+
+// follow prints a Run's transitions until it finishes or timeout passes.
+func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout time.Duration, tail int64) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	p := &progress{}
+	logs := &tails{src: o.logSource(), n: int(tail), lines: map[string][]string{}, done: map[string]chan struct{}{}}
+	show := func(run *ergonv1alpha1.Run) bool {
+		if tail > 0 {
+			logs.follow(ctx, run)
+		}
+		return o.show(p, run)
+	}
+	key := client.ObjectKeyFromObject(run)
+	for {
+		if err := c.Get(ctx, key, run); err != nil {
+			return o.waitError(ctx, run, timeout, err)
+		}
+		if done := show(run); done {
+			return o.finish(ctx, run, logs)
+		}
+		w, err := c.Watch(ctx, &ergonv1alpha1.RunList{}, client.InNamespace(key.Namespace),
+			client.MatchingFields{"metadata.name": key.Name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: run.ResourceVersion}})
+		if err != nil {
+			return o.waitError(ctx, run, timeout, err)
+		}
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Deleted:
+				w.Stop()
+				return fmt.Errorf("the Run %s was deleted", key.Name)
+			case watch.Added, watch.Modified:
+				if r, ok := ev.Object.(*ergonv1alpha1.Run); ok {
+					run = r
+					if show(run) {
+						w.Stop()
+						return o.finish(ctx, run, logs)
+					}
+				}
+			}
+		}
+		w.Stop()
+		if ctx.Err() != nil {
+			return o.waitError(ctx, run, timeout, ctx.Err())
+		}
+	}
+}
+
+func (o *Options) show(p *progress, run *ergonv1alpha1.Run) bool {
+	for _, line := range p.Transitions(run) {
+		_, _ = fmt.Fprintf(o.Streams.Out, "%s %s\n", o.now().Format(time.TimeOnly), line)
+	}
+	return run.Status.Phase.Finished()
+}
+
+func (o *Options) waitError(ctx context.Context, run *ergonv1alpha1.Run, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &ExitError{Code: ExitIncomplete, Message: fmt.Sprintf(
+			"gave up waiting after %s: Run %s is %s and goes on", timeout, run.Name, orPending(run.Status.Phase))}
+	}
+	return err
+}
+
+func orPending(p ergonv1alpha1.RunPhase) ergonv1alpha1.RunPhase {
+	if p == "" {
+		return ergonv1alpha1.RunPending
+	}
+	return p
+}
+
+// finish explains a Run that did not succeed and returns its exit code.
+func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, logs *tails) error {
+	code := PhaseExitCode(run.Status.Phase)
+	if run.Status.Phase == ergonv1alpha1.RunFailed {
+		for i := range run.Status.Steps {
+			s := &run.Status.Steps[i]
+			if s.Phase != ergonv1alpha1.StepFailed {
+				continue
+			}
+			_, _ = fmt.Fprintf(o.Streams.Out, "step %s failed: %s: %s\n", s.Name, s.Reason, s.Message)
+			if s.PodName != "" && logs.n > 0 {
+				o.printTail(ctx, run.Namespace, s.PodName, logs)
+			}
+		}
+	}
+	if code == ExitSucceeded {
+		return nil
+	}
+	return &ExitError{Code: code}
+}
+
+// printTail prints the last lines of a step pod's log, without the framed outputs: as
+// followed while the pod ran, else as read now.
+func (o *Options) printTail(ctx context.Context, namespace, pod string, logs *tails) {
+	last, ok := logs.get(pod)
+	if !ok {
+		rc, err := o.logSource().Log(ctx, namespace, pod, false, nil)
+		if err != nil {
+			_, _ = fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
+			return
+		}
+		defer func() { _ = rc.Close() }()
+		last = Tail(StripFrames(rc), logs.n)
+	}
+	_, _ = fmt.Fprintf(o.Streams.Out, "last %d lines of the log of pod %s:\n", len(last), pod)
+	for _, l := range last {
+		_, _ = fmt.Fprintln(o.Streams.Out, "  "+l)
+	}
+}
+
+// StripFrames reads a step log without the framed outputs the entrypoint prints (see
+// internal/outputs): base64 meant for Ergon, not for people. Each frame becomes one line.
+func StripFrames(r io.Reader) []string {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var lines []string
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, frameBegin):
+			in = true
+			lines = append(lines, "[a framed output: read it with kubectl ergon output]")
+		case in && line == frameEnd:
+			in = false
+		case !in:
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// The frame lines of internal/outputs.
+const (
+	frameBegin = "----- ERGON OUTPUT BEGIN "
+	frameEnd   = "----- ERGON OUTPUT END -----"
+)
+
+// Tail is the last n lines, without trailing empty ones.
+func Tail(lines []string, n int) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// tails follows the logs of a Run's step pods while they run and keeps their last lines.
+// Ergon deletes the pod of a failed attempt once its step has ended (unless the manager runs
+// with --keep-failed-pods), often before the Run ends: its log must be read while it runs.
+type tails struct {
+	src   LogSource
+	n     int
+	mu    sync.Mutex
+	lines map[string][]string
+	done  map[string]chan struct{}
+}
+
+// follow starts following the log of each step pod of the Run not followed yet.
+func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range run.Status.Steps {
+		if s.PodName == "" || s.Phase.Finished() || t.done[s.PodName] != nil {
+			continue
+		}
+		done := make(chan struct{})
+		t.done[s.PodName] = done
+		go func(pod string) {
+			defer close(done)
+			rc, err := t.src.Log(ctx, run.Namespace, pod, true, nil)
+			if err != nil {
+				return // not started yet, or gone: read again at the end
+			}
+			defer func() { _ = rc.Close() }()
+			last := Tail(StripFrames(rc), t.n)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.lines[pod] = last
+		}(s.PodName)
+	}
+}
+
+// get returns the last lines of a pod's log once its stream has ended, waiting a little for
+// the end, which follows the container's.
+func (t *tails) get(pod string) ([]string, bool) {
+	t.mu.Lock()
+	done := t.done[pod]
+	t.mu.Unlock()
+	if done == nil {
+		return nil, false
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines, ok := t.lines[pod]
+	return lines, ok
+}

@@ -1,0 +1,195 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+func newDecideCommand(o *Options, verb string) *cobra.Command {
+	var comment, option string
+	cmd := &cobra.Command{
+		Use:   verb + " GATE",
+		Short: map[string]string{optionApprove: "Approve a Gate", optionReject: "Reject a Gate"}[verb],
+		Long: "Decide a Gate as yourself. The admission webhook stamps who decided and refuses anyone not\n" +
+			"allowed to; its refusal is printed as it is. On a Gate that needs several approvals, this\n" +
+			"adds your vote.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completePendingGates(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt := verb
+			if option != "" {
+				opt = option
+			}
+			return o.decide(cmd.Context(), args[0], opt, comment)
+		},
+	}
+	cmd.Flags().StringVarP(&comment, "message", "m", "", "a comment kept with the decision")
+	if verb == optionApprove {
+		cmd.Flags().StringVar(&option, "option", "", "the option to choose, for a Gate whose options are not approve and reject")
+	}
+	return cmd
+}
+
+// Decide sets a Gate's decision or, when it needs more than one approval, adds a vote. User
+// and groups are left for the webhook to stamp.
+func Decide(gate *ergonv1alpha1.Gate, option, comment string) error {
+	if !slices.Contains(gate.Spec.Options, option) && len(gate.Spec.Options) > 0 {
+		return fmt.Errorf("no option %q on Gate %s; its options: %v", option, gate.Name, gate.Spec.Options)
+	}
+	if gate.Spec.Decision != nil {
+		return fmt.Errorf("the Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
+	}
+	if gate.Spec.MinApprovals != nil && *gate.Spec.MinApprovals > 1 {
+		gate.Spec.Approvals = append(gate.Spec.Approvals, ergonv1alpha1.GateApproval{User: "-", Option: option, Comment: comment})
+		return nil
+	}
+	gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: option, Comment: comment}
+	return nil
+}
+
+func (o *Options) decide(ctx context.Context, name, option, comment string) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	// A patch, which the role ergon-gate-approver grants, guarded by the resourceVersion read.
+	gate := &ergonv1alpha1.Gate{}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gate); err != nil {
+			return err
+		}
+		orig := gate.DeepCopy()
+		if err := Decide(gate, option, comment); err != nil {
+			return err
+		}
+		return c.Patch(ctx, gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s %s\n", name, map[bool]string{true: "rejected", false: "decided " + option}[option == optionReject])
+	return nil
+}
+
+func newGatesCommand(o *Options) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   pluralGates,
+		Short: "List the pending Gates you may decide",
+		Long: "List the Gates still waiting for a decision that you may decide: those listing you or one of\n" +
+			"your groups as approvers, and those RBAC lets you approve (asked with a\n" +
+			"SelfSubjectAccessReview). Your identity is asked with a SelfSubjectReview.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.gates(cmd.Context(), all)
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list Gates of every namespace")
+	return cmd
+}
+
+func (o *Options) gates(ctx context.Context, all bool) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	var opts []client.ListOption
+	if !all {
+		ns, err := o.Namespace()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, client.InNamespace(ns))
+	}
+	gates := &ergonv1alpha1.GateList{}
+	if err := c.List(ctx, gates, opts...); err != nil {
+		return err
+	}
+	user, groups := identity(ctx, c)
+	w := tabwriter.NewWriter(o.Streams.Out, 0, 8, 3, ' ', 0)
+	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tRUN\tSTEP\tOPTIONS\tAGE\tMESSAGE")
+	n := 0
+	for i := range gates.Items {
+		g := &gates.Items[i]
+		if g.Spec.Decision != nil || (g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending) {
+			continue
+		}
+		if !listed(g.Spec.Approvers, user, groups) {
+			ok, err := mayApprove(ctx, c, g)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		n++
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", g.Namespace, g.Name, g.Spec.RunRef.Name, g.Spec.Step,
+			g.Spec.Options, duration.HumanDuration(o.now().Sub(g.CreationTimestamp.Time)), firstLine(g.Spec.Message, 60))
+	}
+	if n == 0 {
+		_, _ = fmt.Fprintln(o.Streams.ErrOut, "No pending Gates you may decide.")
+		return nil
+	}
+	return w.Flush()
+}
+
+func listed(a *ergonv1alpha1.Approvers, user string, groups []string) bool {
+	if a == nil || user == "" {
+		return false
+	}
+	return slices.Contains(a.Users, user) || slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(a.Groups, g) })
+}
+
+// mayApprove asks whether RBAC grants the verb approve on the Gate, as its webhook does.
+func mayApprove(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate) (bool, error) {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: g.Namespace, Verb: "approve", Group: ergonv1alpha1.GroupVersion.Group, Resource: pluralGates, Name: g.Name,
+		},
+	}}
+	if err := c.Create(ctx, review); err != nil {
+		return false, err
+	}
+	return review.Status.Allowed, nil
+}
+
+// identity is who the API server takes the user for; empty when it does not say.
+func identity(ctx context.Context, c client.Client) (string, []string) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", nil
+	}
+	return review.Status.UserInfo.Username, review.Status.UserInfo.Groups
+}

@@ -1,0 +1,109 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestLintPassesEverySample(t *testing.T) {
+	docs, err := readDocuments(nil, []string{filepath.Join("..", "..", "config", "samples")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := Lint(docs)
+	scenes := 0
+	for _, r := range results {
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Source, r.Err)
+		}
+		if r.Kind == "Scene" {
+			scenes++
+		}
+	}
+	if scenes == 0 {
+		t.Fatal("no Scene among the samples was linted")
+	}
+}
+
+// webhookCase is a case of the webhook's corpus, webhook/v1alpha1/testdata/invalid.yaml.
+type webhookCase struct {
+	Name   string           `json:"name"`
+	Setup  []map[string]any `json:"setup,omitempty"`
+	Expect []string         `json:"expect"`
+	Object map[string]any   `json:"object"`
+}
+
+// The envtest suite compares these messages with admission's, word for word; this test needs
+// no API server and checks each fails for the reason the corpus expects.
+func TestLintRefusesTheWebhookCorpusScenes(t *testing.T) {
+	for _, c := range webhookCorpus(t) {
+		if c.Object["kind"] != "Scene" && c.Object["kind"] != "Run" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			res := lintCase(t, c)
+			if res.Err == nil {
+				t.Fatalf("lint passed a %s admission refuses", c.Object["kind"])
+			}
+			for _, want := range c.Expect {
+				if !strings.Contains(res.Err.Error(), want) {
+					t.Errorf("%q lacks %q", res.Err, want)
+				}
+			}
+		})
+	}
+}
+
+// fataler is what the corpus helpers need of *testing.T and GinkgoT().
+type fataler interface{ Fatal(args ...any) }
+
+func webhookCorpus(t fataler) []webhookCase {
+	data, err := os.ReadFile(filepath.Join("..", "..", "webhook", "v1alpha1", "testdata", "invalid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []webhookCase
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// lintCase lints a corpus case's object, with its setup objects in the same files, as YAML
+// documents named the way the webhook suite names them.
+func lintCase(t fataler, c webhookCase) LintResult {
+	var docs []Document
+	for i, obj := range append(append([]map[string]any{}, c.Setup...), c.Object) {
+		obj = withDefaults(obj, corpusName(c.Name, i, len(c.Setup)))
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, Document{Source: c.Name, Data: data})
+	}
+	results := Lint(docs)
+	if len(results) == 0 {
+		t.Fatal("lint saw no object")
+	}
+	return results[len(results)-1]
+}

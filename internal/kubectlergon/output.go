@@ -1,0 +1,118 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs"
+)
+
+func newOutputCommand(o *Options) *cobra.Command {
+	var key string
+	cmd := &cobra.Command{
+		Use:   "output RUN STEP",
+		Short: "Print a step's whole output, byte for byte",
+		Long: "Print a step's whole output exactly as the step wrote it, from the ConfigMap the Run keeps it\n" +
+			"in (or from the status when it is small), checked against the size and SHA-256 the status\n" +
+			"records. Nothing is added, not even a newline: pipe it where it is needed.",
+		Example:           "  kubectl ergon output sprint-report-x7k2p summarize > summary.md",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeRunAndStep(o),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			run, err := o.getRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			s, err := findStep(run, args[1])
+			if err != nil {
+				return err
+			}
+			if s.Output == nil {
+				return fmt.Errorf("step %s of Run %s has no output (it is %s)", s.Name, run.Name, s.Phase)
+			}
+			b, err := o.readValue(cmd.Context(), run.Namespace, s.Output, key)
+			if err != nil {
+				return err
+			}
+			_, err = o.Streams.Out.Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "read this key of the output's ConfigMap instead of the one the status names")
+	return cmd
+}
+
+// readValue reads an output or transcript: inline when the status holds all of it, else from
+// its ConfigMap. The value is checked against the recorded size and digest, unless key names
+// another key of the ConfigMap than the status does.
+func (o *Options) readValue(ctx context.Context, namespace string, v *ergonv1alpha1.OutputValue, key string) ([]byte, error) {
+	if v.Ref == nil {
+		if key != "" {
+			return nil, fmt.Errorf("this output is kept whole in the Run's status; it has no ConfigMap to read --key %s from", key)
+		}
+		b := []byte(v.Preview)
+		return b, VerifyValue(b, v)
+	}
+	c, err := o.Client()
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v.Ref.ConfigMap}, cm); err != nil {
+		return nil, err
+	}
+	k := v.Ref.Key
+	if key != "" {
+		k = key
+	}
+	b, ok := ConfigMapValue(cm, k)
+	if !ok {
+		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, k)
+	}
+	if key != "" && key != v.Ref.Key {
+		return b, nil
+	}
+	return b, VerifyValue(b, v)
+}
+
+// ConfigMapValue is a key of a ConfigMap, text or binary.
+func ConfigMapValue(cm *corev1.ConfigMap, key string) ([]byte, bool) {
+	if s, ok := cm.Data[key]; ok {
+		return []byte(s), true
+	}
+	b, ok := cm.BinaryData[key]
+	return b, ok
+}
+
+// VerifyValue checks a value against the size, and the SHA-256 when there is one, that the
+// status records.
+func VerifyValue(b []byte, v *ergonv1alpha1.OutputValue) error {
+	if int64(len(b)) != v.Size && (v.Size != 0 || v.Ref != nil) {
+		return fmt.Errorf("the output read is %d bytes, but the Run's status records %d; it was not printed", len(b), v.Size)
+	}
+	if v.SHA256 != "" && outputs.Digest(b) != v.SHA256 {
+		return fmt.Errorf("the output read does not match the SHA-256 the Run's status records (%s); it was not printed", v.SHA256)
+	}
+	return nil
+}

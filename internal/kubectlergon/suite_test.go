@@ -1,0 +1,210 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers"
+	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
+)
+
+// The plugin is tested against a real kube-apiserver with Ergon's webhooks and controllers
+// running, as a user runs it: through a kubeconfig, with --as for other people. envtest has
+// no kubelet: podsim plays it, and serves the logs it writes to both the Run controller and
+// the plugin (the one thing the plugin reads from elsewhere than the API server).
+var (
+	testEnv    *envtest.Environment
+	k8sClient  client.Client
+	kubeconfig string
+	podLogs    = &simLogs{logs: map[string][]byte{}}
+	sim        = &podsim{scripts: map[string]script{}}
+	stop       context.CancelFunc
+)
+
+func TestPlugin(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: the envtest suite needs kube-apiserver and etcd (make test sets it)")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "kubectl-ergon suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
+	}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set?")
+	k8sClient, err = client.New(cfg, client.Options{Scheme: Scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	// The plugin runs as an administrator through a kubeconfig, and as others with --as.
+	admin, err := testEnv.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := admin.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(kubeconfig, raw, 0o600)).To(Succeed())
+
+	var ctx context.Context
+	ctx, stop = context.WithCancel(context.Background())
+	startManager(ctx, cfg)
+	go sim.run(ctx)
+})
+
+var _ = AfterSuite(func() {
+	if stop != nil {
+		stop()
+	}
+	Expect(testEnv.Stop()).To(Succeed())
+})
+
+func startManager(ctx context.Context, cfg *rest.Config) {
+	opts := &testEnv.WebhookInstallOptions
+	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
+		}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed},
+		}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(webhookv1alpha1.SetupSceneWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupRunWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupTriggerWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupGateWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupWorkspaceWebhookWithManager(mgr)).To(Succeed())
+	Expect((&controllers.RunReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
+		Clock: clock.RealClock{}, Logs: podLogs, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
+	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+		Clock: clock.RealClock{}}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
+		SetupWithManager(mgr)).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	addr := net.JoinHostPort(opts.LocalServingHost, fmt.Sprint(opts.LocalServingPort))
+	Eventually(func() error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}).Should(Succeed(), "the webhook server serves")
+}
+
+// result is what one run of the plugin did.
+type result struct {
+	code     int
+	out, err string
+}
+
+// plugin runs kubectl-ergon in a namespace as the administrator, or as another user with
+// --as among args.
+func plugin(ctx context.Context, ns string, args ...string) result {
+	return pluginTo(ctx, ns, &syncWriter{w: &bytes.Buffer{}}, args...)
+}
+
+// pluginTo is plugin writing its standard output to out, which may be read as it runs.
+func pluginTo(ctx context.Context, ns string, out *syncWriter, args ...string) result {
+	errOut := &syncWriter{w: &bytes.Buffer{}}
+	o := &Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, Logs: podLogs}
+	code := Main(ctx, o, append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...))
+	GinkgoWriter.Printf("$ kubectl ergon %s\n%s%s(exit %d)\n", strings.Join(args, " "), out.String(), errOut.String(), code)
+	return result{code: code, out: out.String(), err: errOut.String()}
+}
+
+// syncWriter is a buffer that one goroutine writes while another reads it.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// newNamespace creates a namespace for one spec, with a kubelet script for its pods.
+func newNamespace(ctx context.Context, s script) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	sim.use(ns.Name, s)
+	DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, ns)).To(Succeed()) })
+	return ns.Name
+}
+
+// grant gives a user a role's rules on some resources of Ergon in a namespace.
+func grant(ctx context.Context, ns, user string, resources []string, verbs ...string) {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{ergonv1alpha1.GroupVersion.Group}, Resources: resources, Verbs: verbs},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews"}, Verbs: []string{"create"}},
+		}}
+	Expect(k8sClient.Create(ctx, role)).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}})).To(Succeed())
+}
