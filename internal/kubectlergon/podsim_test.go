@@ -121,14 +121,28 @@ func (l *simLogs) write(ns, pod string, log []byte) {
 	l.logs[ns+"/"+pod] = log
 }
 
-func (l *simLogs) Read(_ context.Context, ns, pod, _ string) (io.ReadCloser, error) {
+// Read serves the Run controller the end of a log, as the kubelet does for TailLines and LimitBytes.
+func (l *simLogs) Read(_ context.Context, ns, pod, _ string, tail outputs.Tail) (io.ReadCloser, error) {
+	log, err := l.whole(ns, pod)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	end := bytes.Join(lines[max(len(lines)-int(tail.Lines), 0):], nil)
+	return io.NopCloser(bytes.NewReader(end[:min(int64(len(end)), tail.Bytes)])), nil
+}
+
+func (l *simLogs) whole(ns, pod string) ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	log, ok := l.logs[ns+"/"+pod]
 	if !ok {
 		return nil, fmt.Errorf("pods %q not found", pod)
 	}
-	return io.NopCloser(bytes.NewReader(log)), nil
+	return log, nil
 }
 
 // Log serves the plugin as the kubelet would: only while the pod exists (Ergon deletes step
@@ -139,8 +153,8 @@ func (l *simLogs) Log(ctx context.Context, ns, pod string, follow bool, _ *int64
 		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{}); err != nil {
 			return nil, err
 		}
-		if rc, err := l.Read(ctx, ns, pod, stepContainer); err == nil {
-			return rc, nil
+		if log, err := l.whole(ns, pod); err == nil {
+			return io.NopCloser(bytes.NewReader(log)), nil
 		}
 		if !follow {
 			return io.NopCloser(bytes.NewReader(nil)), nil
