@@ -87,7 +87,7 @@ var _ = AfterSuite(func() {
 	Expect(testEnv.Stop()).To(Succeed())
 })
 
-// startManager runs a manager with the Run controller until the returned function is called;
+// startManager runs a manager with Ergon's controllers until the returned function is called;
 // that function returns once the manager has stopped.
 func startManager(runConfig RunConfig) context.CancelFunc {
 	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
@@ -107,6 +107,8 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
+		SetupWithManager(mgr)).To(Succeed())
+	Expect((&SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
 	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
 	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

@@ -243,6 +243,14 @@ func main() {
 		setupLog.Error(err, "Failed to create controller", "controller", "Gate")
 		os.Exit(1)
 	}
+	if err := (&controllers.SceneReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("ergon-scene"),
+		Clock:    clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Failed to create controller", "controller", "Scene")
+		os.Exit(1)
+	}
 	if err := (&controllers.TriggerReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
