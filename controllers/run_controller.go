@@ -153,7 +153,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
 	}
-	observeTransitions(&run.Status, &plan.Status, scene)
+	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
