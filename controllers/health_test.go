@@ -141,7 +141,8 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: "reject", User: "alice"}
 		Expect(k8sClient.Patch(ctx, gate, patch)).To(Succeed())
 		expectHealth(ctx, "Gate", ns, "gated-1-review", current)
-		expectHealth(ctx, "Run", ns, "gated-1", failed)
+		// A rejection is a decision the Scene's steps branch on, not a failure of the Run.
+		expectHealth(ctx, "Run", ns, "gated-1", current)
 	})
 
 	It("of Triggers: scheduled, suspended, with a schedule that does not parse, waiting for their Secret", func(ctx SpecContext) {

@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package naming derives the names of the objects Ergon creates. Names are a pure function of
 // their owner and purpose, so a reconciler that runs twice finds the object it created the
-// first time instead of creating another (DESIGN principle 2).
+// first time instead of creating another (docs/design.md, principle 2).
 //
 // Every name fits its kind's length limit. A name that would be too long is cut and ends in
 // a hash of the whole name, so two long names that differ anywhere stay different.
