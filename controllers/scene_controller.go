@@ -128,12 +128,13 @@ func (r *SceneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	// Only a name appearing or going matters to the Scenes that name it.
+	// A Workspace appearing or going matters to the Scenes that name it; a called Scene's
+	// spec too, since it may close a cycle of calls.
 	appearOrGo := predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Scene{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&ergonv1alpha1.Scene{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(sceneCallsField)),
-			builder.WithPredicates(appearOrGo)).
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&ergonv1alpha1.Workspace{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(sceneWorkspaceField)),
 			builder.WithPredicates(appearOrGo)).
 		Named("scene").

@@ -114,7 +114,8 @@ func TestASceneStatusHasItsFactsAndAnnouncesOnlyTransitions(t *testing.T) {
 	if ev != nil {
 		t.Errorf("an unchanged Ready was announced again: %+v", ev)
 	}
-	if !meta.FindStatusCondition(again.Conditions, ergonv1alpha1.ConditionReady).LastTransitionTime.Equal(&metav1.Time{Time: time.Unix(0, 0)}) {
+	first := metav1.NewTime(time.Unix(0, 0))
+	if !meta.FindStatusCondition(again.Conditions, ergonv1alpha1.ConditionReady).LastTransitionTime.Equal(&first) {
 		t.Error("an unchanged Ready got a new transition time")
 	}
 }

@@ -21,6 +21,8 @@ limitations under the License.
 package health
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,10 +74,8 @@ func Of(c *metav1.Condition, stalled ...string) Health {
 	case c.Status == metav1.ConditionTrue:
 		return Health{State: Current}
 	}
-	for _, reason := range stalled {
-		if c.Reason == reason {
-			return Health{State: Stalled, Reason: c.Reason, Message: c.Message}
-		}
+	if slices.Contains(stalled, c.Reason) {
+		return Health{State: Stalled, Reason: c.Reason, Message: c.Message}
 	}
 	return Health{State: Reconciling, Reason: c.Reason, Message: c.Message}
 }

@@ -37,15 +37,24 @@ metadata: {generation: 2}
 status: {observedGeneration: 2, conditions: [{type: Ready, status: "True", reason: Compiled}]}`, "Healthy"},
 		{"a Scene calling a missing Scene is progressing", "scene", `
 metadata: {generation: 1}
-status: {observedGeneration: 1, conditions: [{type: Ready, status: "False", reason: SceneRefMissing}, {type: Reconciling, status: "True", reason: SceneRefMissing}]}`, "Progressing"},
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: SceneRefMissing}
+  - {type: Reconciling, status: "True", reason: SceneRefMissing}`, "Progressing"},
 		{"a Scene that does not compile is degraded", "scene", `
 metadata: {generation: 1}
-status: {observedGeneration: 1, conditions: [{type: Ready, status: "False", reason: CompileFailed}, {type: Stalled, status: "True", reason: CompileFailed, message: bad}]}`, "Degraded"},
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: CompileFailed}
+  - {type: Stalled, status: "True", reason: CompileFailed, message: bad}`, "Degraded"},
 		{"a Run with no status is progressing", "run", `metadata: {generation: 1}`, "Progressing"},
 		{"a running Run is progressing", "run", `status: {phase: Running}`, "Progressing"},
 		{"a Run waiting on a Gate is suspended", "run", `status: {phase: Waiting}`, "Suspended"},
 		{"a succeeded Run is healthy", "run", `status: {phase: Succeeded}`, "Healthy"},
-		{"a failed Run is degraded", "run", `status: {phase: Failed, conditions: [{type: Succeeded, status: "False", message: step x failed}]}`, "Degraded"},
+		{"a failed Run is degraded", "run", `
+status: {phase: Failed, conditions: [{type: Succeeded, status: "False", message: step x failed}]}`, "Degraded"},
 		{"a cancelled Run is degraded", "run", `status: {phase: Cancelled}`, "Degraded"},
 		{"a new Gate is suspended", "gate", `spec: {message: "Publish?"}`, "Suspended"},
 		{"a pending Gate is suspended", "gate", `status: {phase: Pending}`, "Suspended"},
@@ -59,7 +68,11 @@ metadata: {generation: 1}
 status: {observedGeneration: 1, conditions: [{type: Ready, status: "True", reason: Suspended}]}`, "Suspended"},
 		{"a Trigger whose schedule does not parse is degraded", "trigger", `
 metadata: {generation: 1}
-status: {observedGeneration: 1, conditions: [{type: Ready, status: "False", reason: InvalidSchedule}, {type: Stalled, status: "True", reason: InvalidSchedule}]}`, "Degraded"},
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: InvalidSchedule}
+  - {type: Stalled, status: "True", reason: InvalidSchedule}`, "Degraded"},
 		{"a Workspace with no status is healthy: no controller writes one yet", "workspace", `metadata: {generation: 1}`, "Healthy"},
 		{"a running Workspace is healthy", "workspace", `
 metadata: {generation: 1}
