@@ -73,9 +73,10 @@ func callStep(name, scene string) ergonv1alpha1.Step {
 var _ = Describe("The Scene controller", func() {
 	It("makes kubectl wait --for=condition=Ready return for a good Scene and not for one calling a missing Scene", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		good := createScene(ctx, ns, "good", container("a", "echo {{ .params.who }}"), container("b", "b", "a"))
-		good.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who", Default: new("me")}}
-		Expect(k8sClient.Update(ctx, good)).To(Succeed())
+		createScene(ctx, ns, "good", container("a", "echo {{ .params.who }}"), container("b", "b", "a"))
+		editScene(ctx, ns, "good", func(s *ergonv1alpha1.Scene) {
+			s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who", Default: new("me")}}
+		})
 		Expect(waitForReady(ctx, ns, "good", 10*time.Second)).To(Succeed())
 
 		scene := &ergonv1alpha1.Scene{}
@@ -108,7 +109,7 @@ var _ = Describe("The Scene controller", func() {
 
 	It("reports a Scene that does not compile, naming the field, and Ready again once fixed", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		scene := createScene(ctx, ns, "broken", container("a", "{{ .steps.nowhere.output }}"))
+		createScene(ctx, ns, "broken", container("a", "{{ .steps.nowhere.output }}"))
 		Eventually(func(g Gomega) {
 			ready := sceneReady(ctx, ns, "broken")(g)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
@@ -117,9 +118,7 @@ var _ = Describe("The Scene controller", func() {
 		}).Should(Succeed())
 		Expect(waitForReady(ctx, ns, "broken", time.Second)).NotTo(Succeed())
 
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(scene), scene)).To(Succeed())
-		scene.Spec.Steps[0].Container.Command = []string{"sh", "-c", "fixed"}
-		Expect(k8sClient.Update(ctx, scene)).To(Succeed())
+		editScene(ctx, ns, "broken", func(s *ergonv1alpha1.Scene) { s.Spec.Steps[0].Container.Command = []string{"sh", "-c", "fixed"} })
 		Expect(waitForReady(ctx, ns, "broken", 10*time.Second)).To(Succeed())
 	})
 
