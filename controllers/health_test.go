@@ -145,15 +145,21 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Run", ns, "gated-1", current)
 	})
 
-	It("of Triggers: scheduled, suspended, with a schedule that does not parse, waiting for their Secret", func(ctx SpecContext) {
+	It("of Triggers: scheduled, suspended, watching, with a schedule that does not parse, waiting for their Secret", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		scheduleTrigger(ctx, ns, "nightly", "0 3 * * *")
 		scheduleTrigger(ctx, ns, "paused", "0 3 * * *", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
 		scheduleTrigger(ctx, ns, "nonsense", "every day at noon")
 		webhookTrigger(ctx, ns, "hook", nil)
+		chain := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "after-ingest", Namespace: ns},
+			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "nightly"},
+				RunCompleted: &ergonv1alpha1.RunCompletedSource{SceneRef: corev1.LocalObjectReference{Name: "ingest"}}}}
+		Expect(k8sClient.Create(ctx, chain)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, chain))).To(Succeed()) })
 
 		expectHealth(ctx, "Trigger", ns, "nightly", current)
 		expectHealth(ctx, "Trigger", ns, "paused", gitopsHealth{status.CurrentStatus, "Suspended"})
+		expectHealth(ctx, "Trigger", ns, "after-ingest", current)
 		expectHealth(ctx, "Trigger", ns, "nonsense", failed)
 		expectHealth(ctx, "Trigger", ns, "hook", progressing)
 		createKeySecret(ctx, ns)
