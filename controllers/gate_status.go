@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/health"
 )
 
 // optionReject is the option that rejects a Gate; every other option approves it.
@@ -39,9 +40,15 @@ type gateOutcome struct {
 }
 
 // decideGate computes a Gate's status at a moment: decided by its decision, by a quorum of
-// approvals (any rejection decides), or by its timeout. It is pure; the reconciler writes
-// what it returns.
+// approvals (any rejection decides), or by its timeout, with the kstatus conditions. It is
+// pure; the reconciler writes what it returns.
 func decideGate(gate *ergonv1alpha1.Gate, now time.Time) (ergonv1alpha1.GateStatus, *gateOutcome) {
+	status, outcome := decision(gate, now)
+	health.Set(&status.Conditions, gate.Generation, metav1.NewTime(now), health.Gate(&status))
+	return status, outcome
+}
+
+func decision(gate *ergonv1alpha1.Gate, now time.Time) (ergonv1alpha1.GateStatus, *gateOutcome) {
 	status := *gate.Status.DeepCopy()
 	status.ObservedGeneration = gate.Generation
 	if gate.Spec.Timeout != nil && status.ExpiresAt == nil {

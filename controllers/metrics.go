@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -44,14 +45,19 @@ var (
 		Name: "ergon_step_pods_active",
 		Help: "Step pods this manager started that have not finished.",
 	})
+	agentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_agent_tokens_total",
+		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
+	}, []string{"namespace", "model", "kind"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive)
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens)
 }
 
-// observeTransitions records the metrics of what changed between two statuses of a Run.
-func observeTransitions(before, after *ergonv1alpha1.RunStatus, scene *compile.Scene) {
+// observeTransitions records the metrics of what changed between two statuses of a Run of
+// a namespace.
+func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus, scene *compile.Scene) {
 	if !before.Phase.Finished() && before.StartedAt == nil && after.StartedAt != nil {
 		runsStarted.Inc()
 	}
@@ -59,11 +65,17 @@ func observeTransitions(before, after *ergonv1alpha1.RunStatus, scene *compile.S
 		runsFinished.WithLabelValues(string(after.Phase)).Inc()
 	}
 	was := map[string]ergonv1alpha1.StepPhase{}
+	used := map[string]*ergonv1alpha1.AgentUsage{}
 	for _, s := range before.Steps {
-		was[s.Name] = s.Phase
+		was[s.Name], used[s.Name] = s.Phase, s.Usage
 	}
 	for _, s := range after.Steps {
 		step := scene.Steps[s.Name]
+		if s.Usage != nil && !equality.Semantic.DeepEqual(s.Usage, used[s.Name]) {
+			model := agentModel(scene, step)
+			agentTokens.WithLabelValues(namespace, model, "prompt").Add(float64(s.Usage.PromptTokens))
+			agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(s.Usage.CompletionTokens))
+		}
 		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
 		if pod && s.Phase == ergonv1alpha1.StepRunning && was[s.Name] != ergonv1alpha1.StepRunning {
 			stepPodsActive.Inc()
@@ -90,4 +102,20 @@ func stepKind(step *compile.Step) string {
 	default:
 		return "scene"
 	}
+}
+
+// agentModel is the model an agent step called, as its Scene's models name it to the
+// provider; "unknown" when the step or model is not in the Scene.
+func agentModel(scene *compile.Scene, step *compile.Step) string {
+	if step == nil || step.Spec.Agent == nil {
+		return "unknown"
+	}
+	name := step.Spec.Agent.Model
+	if name == "" {
+		name = "default"
+	}
+	if m, ok := scene.Spec.Models[name]; ok && m.Model != "" {
+		return m.Model
+	}
+	return name
 }

@@ -23,6 +23,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,6 +169,9 @@ var _ = Describe("An agent step", func() {
 		draft := stepStatus(run, "draft")
 		Expect(draft.Output.Preview).To(Equal(`{"title":"Sprint 42 went well"}`))
 		Expect(draft.Usage).To(Equal(&ergonv1alpha1.AgentUsage{Turns: 3, PromptTokens: 900, CompletionTokens: 120, TotalTokens: 1020}))
+		// The usage counts once, under the model the Scene names to the provider.
+		Expect(testutil.ToFloat64(agentTokens.WithLabelValues(ns, "small", "prompt"))).To(Equal(900.0))
+		Expect(testutil.ToFloat64(agentTokens.WithLabelValues(ns, "small", "completion"))).To(Equal(120.0))
 		Expect(draft.Transcript).NotTo(BeNil())
 		Expect(draft.Transcript.Size).To(Equal(int64(len(transcript))))
 		Expect(draft.Transcript.Ref.Key).To(Equal("transcript"))

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +38,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -155,7 +157,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
 	}
-	observeTransitions(&run.Status, &plan.Status, scene)
+	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
@@ -181,8 +183,10 @@ func (r *RunReconciler) compiled(ctx context.Context, run *ergonv1alpha1.Run) (*
 }
 
 // patchStatus writes the status once, when it differs from base's, with an optimistic lock:
-// a plan made from a stale cache is refused and made again.
+// a plan made from a stale cache is refused and made again. It adds the kstatus conditions
+// every path that writes a Run's status needs.
 func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha1.Run, status *ergonv1alpha1.RunStatus) error {
+	health.Set(&status.Conditions, run.Generation, metav1.NewTime(r.Clock.Now()), health.Run(status))
 	if equality.Semantic.DeepEqual(&base.Status, status) {
 		return nil
 	}

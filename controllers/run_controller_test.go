@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -59,10 +60,23 @@ func newNamespace(ctx context.Context, s script) string {
 	return ns.Name
 }
 
-func createScene(ctx context.Context, ns, name string, steps ...ergonv1alpha1.Step) *ergonv1alpha1.Scene {
+func createScene(ctx context.Context, ns, name string, steps ...ergonv1alpha1.Step) {
 	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	scene.Spec.Steps = steps
 	Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+}
+
+// editScene changes a Scene's spec, again on a conflict: the Scene controller writes its
+// status at the same time.
+func editScene(ctx context.Context, ns, name string, edit func(*ergonv1alpha1.Scene)) *ergonv1alpha1.Scene {
+	scene := &ergonv1alpha1.Scene{}
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, scene); err != nil {
+			return err
+		}
+		edit(scene)
+		return k8sClient.Update(ctx, scene)
+	})).To(Succeed())
 	return scene
 }
 
@@ -107,10 +121,9 @@ var _ = Describe("The Run controller", func() {
 			container("draft", `{"title": "report of {{ .steps.fetch.output }}"}`, "fetch"),
 			container("publish", "publishing {{ .steps.draft.outputs.title }}", "draft"),
 		)
-		scene := &ergonv1alpha1.Scene{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "report"}, scene)).To(Succeed())
-		scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "sprint", Default: new("42")}}
-		Expect(k8sClient.Update(ctx, scene)).To(Succeed())
+		scene := editScene(ctx, ns, "report", func(s *ergonv1alpha1.Scene) {
+			s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "sprint", Default: new("42")}}
+		})
 		createRun(ctx, ns, "report-43", "report", map[string]string{"sprint": "43"})
 
 		run := finished(ctx, ns, "report-43")
@@ -225,9 +238,8 @@ var _ = Describe("The Run controller", func() {
 
 	It("runs a sub-scene as a child Run whose output becomes the step's", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
-		publish := createScene(ctx, ns, "publish", container("post", "posted {{ .params.body }}"))
-		publish.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "body"}}
-		Expect(k8sClient.Update(ctx, publish)).To(Succeed())
+		createScene(ctx, ns, "publish", container("post", "posted {{ .params.body }}"))
+		editScene(ctx, ns, "publish", func(s *ergonv1alpha1.Scene) { s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "body"}} })
 		createScene(ctx, ns, "report",
 			container("draft", "the draft"),
 			ergonv1alpha1.Step{Name: "publish", DependsOn: []string{"draft"}, Scene: &ergonv1alpha1.SceneCall{
@@ -270,14 +282,13 @@ var _ = Describe("The Run controller", func() {
 			}
 			return echoLastArg(pod)
 		})
-		scene := createScene(ctx, ns, "stable", container("first", "one"), container("second", "original", "first"))
+		createScene(ctx, ns, "stable", container("first", "one"), container("second", "original", "first"))
 		createRun(ctx, ns, "stable-1", "stable", nil)
 		Eventually(func() error {
 			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("stable-1", "first", 1)}, &corev1.Pod{})
 		}).Should(Succeed())
 
-		scene.Spec.Steps[1].Container.Command = []string{"sh", "-c", "edited"}
-		Expect(k8sClient.Update(ctx, scene)).To(Succeed())
+		editScene(ctx, ns, "stable", func(s *ergonv1alpha1.Scene) { s.Spec.Steps[1].Container.Command = []string{"sh", "-c", "edited"} })
 		close(release)
 
 		run := finished(ctx, ns, "stable-1")

@@ -85,7 +85,7 @@ var _ = AfterSuite(func() {
 	Expect(testEnv.Stop()).To(Succeed())
 })
 
-// startManager runs a manager with the Run controller until the returned function is called;
+// startManager runs a manager with Ergon's controllers until the returned function is called;
 // that function returns once the manager has stopped.
 func startManager(runConfig RunConfig) context.CancelFunc {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -101,6 +101,8 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
+		SetupWithManager(mgr)).To(Succeed())
+	Expect((&SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
 	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
 	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

@@ -60,7 +60,7 @@ func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1
 		markHandled(status, src)
 	}
 	if suspended {
-		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSuspended,
+		setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonSuspended,
 			"spec.suspend is set; Runs of Scene "+source.SceneRef.Name+" that end now start nothing")
 		return nil
 	}

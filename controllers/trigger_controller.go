@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
@@ -109,9 +111,10 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return result, err
 }
 
-// patchStatus writes the status once, when it changed. It is a merge patch of the fields that
+// patchStatus writes the status once, when it changed, with the kstatus conditions. It is a merge patch of the fields that
 // changed, so it never undoes the hooks server's lastDelivery.
 func (r *TriggerReconciler) patchStatus(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus) error {
+	health.Set(&status.Conditions, trigger.Generation, metav1.NewTime(r.Clock.Now()), health.Trigger(status))
 	if equality.Semantic.DeepEqual(&trigger.Status, status) {
 		return nil
 	}

@@ -48,7 +48,7 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 	}
 	if ptr.Deref(trigger.Spec.Suspend, false) {
 		status.NextScheduleTime = nil
-		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSuspended,
+		setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonSuspended,
 			"spec.suspend is set; no Run starts until it is cleared")
 		return ctrl.Result{}, nil
 	}

@@ -42,7 +42,7 @@ func (r *TriggerReconciler) reconcileWebhook(ctx context.Context, trigger *ergon
 	status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
 	status.WebhookPath = fmt.Sprintf("/hooks/%s/%s", trigger.Namespace, trigger.Name)
 	if ptr.Deref(trigger.Spec.Suspend, false) {
-		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonSuspended,
+		setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonSuspended,
 			"spec.suspend is set; deliveries are refused with 409 until it is cleared")
 		return ctrl.Result{}, nil
 	}

@@ -90,7 +90,8 @@ const (
 	ReasonTimedOut = "TimedOut"
 )
 
-// ConditionReady says a Trigger can start Runs, or a Workspace's pod serves.
+// ConditionReady says a Scene can run, a Trigger is set up as its spec says (suspended
+// included), or a Workspace's pod serves.
 const (
 	ConditionReady = "Ready"
 
@@ -112,4 +113,29 @@ const (
 	ReasonPodPending = "PodPending"
 	// ReasonIdle: the workspace pod was stopped after its idle timeout.
 	ReasonIdle = "Idle"
+)
+
+// Ready reasons of a Scene.
+const (
+	// ReasonCompiled: the Scene compiles and every Scene and Workspace it names exists.
+	ReasonCompiled = "Compiled"
+	// ReasonCompileFailed: the Scene does not compile; Runs of it fail until its spec is fixed.
+	ReasonCompileFailed = "CompileFailed"
+	// ReasonSceneRefMissing: a sub-scene step calls a Scene that does not exist (yet).
+	ReasonSceneRefMissing = "SceneRefMissing"
+	// ReasonWorkspaceMissing: spec.workspace names a Workspace that does not exist (yet).
+	ReasonWorkspaceMissing = "WorkspaceMissing"
+)
+
+// The kstatus conditions (sigs.k8s.io/cli-utils/pkg/kstatus), which Flux, Argo CD and
+// kubectl-based tools read: "abnormal-true" conditions, present only while True. Every kind
+// Ergon writes a status for sets them, with the reason of its own condition.
+const (
+	// ConditionReconciling: the object is on its way to what its spec asks, such as a Run that
+	// has not finished, a Gate nobody has decided, or a Scene waiting for a Scene it calls.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled: the object cannot get there without a change to its spec, such as a
+	// failed or cancelled Run, a Scene that does not compile, or a Trigger whose schedule does
+	// not parse.
+	ConditionStalled = "Stalled"
 )

@@ -505,16 +505,33 @@ type SceneStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions of the Scene.
+	// conditions of the Scene: Ready says whether it compiles and everything it names exists.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// stepCount is the number of steps of the Scene.
+	// +optional
+	StepCount int32 `json:"stepCount,omitempty"`
+
+	// params are the names of the params the Scene takes, in the order it declares them.
+	// +listType=atomic
+	// +optional
+	Params []string `json:"params,omitempty"`
+
+	// calls are the Scenes the Scene's sub-scene steps call, each once.
+	// +listType=atomic
+	// +optional
+	Calls []string `json:"calls,omitempty"`
 }
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=scn,categories=ergon
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Steps",type=integer,JSONPath=`.status.stepCount`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.spec.description`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

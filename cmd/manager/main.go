@@ -14,19 +14,22 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Command manager runs Ergon's controllers, admission webhooks and webhook Trigger endpoint.
+// This file reads flags and wires the parts together; what they do lives in their packages.
 package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 
 	// The manager's image has no zoneinfo; Triggers' time zones come from the binary.
 	_ "time/tzdata"
 
-	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
-	// to ensure that exec-entrypoint and run can make use of them.
+	// Client auth plugins (OIDC, cloud providers) for kubeconfigs outside the cluster.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"golang.org/x/time/rate"
@@ -34,6 +37,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -45,7 +49,6 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/hooks"
-	// +kubebuilder:scaffold:imports
 )
 
 var (
@@ -55,133 +58,85 @@ var (
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-
 	utilruntime.Must(ergonv1alpha1.AddToScheme(scheme))
-	// +kubebuilder:scaffold:scheme
 }
 
-// nolint:gocyclo
-func main() {
-	var metricsAddr string
-	var metricsCertPath, metricsCertName, metricsCertKey string
-	var webhookCertPath, webhookCertName, webhookCertKey string
-	var webhookPort int
-	var enableLeaderElection bool
-	var probeAddr string
-	var secureMetrics bool
-	var enableHTTP2 bool
-	var tlsOpts []func(*tls.Config)
-	var runConfig controllers.RunConfig
-	var webhooks webhookOptions
-	webhooks.bindFlags()
-	var hooksAddr string
-	var hooksRate float64
-	var hooksBurst int
-	flag.StringVar(&hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
+// options are the manager's flags.
+type options struct {
+	metricsAddr, probeAddr, hooksAddr                string
+	metricsCertPath, metricsCertName, metricsCertKey string
+	webhookCertPath, webhookCertName, webhookCertKey string
+	webhookPort                                      int
+	leaderElection, secureMetrics, http2             bool
+	hooksRate                                        float64
+	hooksBurst                                       int
+	run                                              controllers.RunConfig
+	webhooks                                         webhookOptions
+}
+
+func (o *options) bindFlags() {
+	o.webhooks.bindFlags()
+	flag.StringVar(&o.hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
-	flag.Float64Var(&hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
-	flag.IntVar(&hooksBurst, "hooks-burst", 20, "Deliveries each webhook Trigger accepts at once.")
-	flag.StringVar(&runConfig.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
+	flag.Float64Var(&o.hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
+	flag.IntVar(&o.hooksBurst, "hooks-burst", 20, "Deliveries each webhook Trigger accepts at once.")
+	flag.StringVar(&o.run.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
-	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
+	flag.IntVar(&o.run.MaxActivePods, "max-step-pods", 0,
 		"The most step pods of all Runs that run at once; 0 means no limit.")
-	flag.IntVar(&runConfig.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
-	flag.IntVar(&runConfig.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
-	flag.BoolVar(&runConfig.KeepFailedPods, "keep-failed-pods", false,
+	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
+	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
+	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
-	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
+	flag.BoolVar(&o.leaderElection, "leader-elect", false,
 		"Enable leader election for controller manager. "+
 			"Enabling this will ensure there is only one active controller manager.")
-	flag.BoolVar(&secureMetrics, "metrics-secure", true,
+	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
-	flag.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
-	flag.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
-	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
-	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the webhook server listens on. "+
+	flag.StringVar(&o.webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
+	flag.StringVar(&o.webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
+	flag.StringVar(&o.webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
+	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on. "+
 		"Defaults to 9443. Set -1 to disable the webhook server.")
-	flag.StringVar(&metricsCertPath, "metrics-cert-path", "",
+	flag.StringVar(&o.metricsCertPath, "metrics-cert-path", "",
 		"The directory that contains the metrics server certificate.")
-	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
-	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+	flag.StringVar(&o.metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
+	flag.StringVar(&o.metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
+	flag.BoolVar(&o.http2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
-	opts := zap.Options{
-		Development: true,
-	}
-	opts.BindFlags(flag.CommandLine)
+}
+
+func main() {
+	var o options
+	o.bindFlags()
+	// Production logging (JSON, info level) unless --zap-devel.
+	logOpts := zap.Options{}
+	logOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&logOpts)))
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-
-	// if the enable-http2 flag is false (the default), http/2 should be disabled
-	// due to its vulnerabilities. More specifically, disabling http/2 will
-	// prevent from being vulnerable to the HTTP/2 Stream Cancellation and
-	// Rapid Reset CVEs. For more information see:
-	// - https://github.com/advisories/GHSA-qppj-fm5r-hxr3
-	// - https://github.com/advisories/GHSA-4374-p667-p6c8
-	disableHTTP2 := func(c *tls.Config) {
-		setupLog.Info("Disabling HTTP/2")
-		c.NextProtos = []string{"http/1.1"}
+	if err := run(&o); err != nil {
+		setupLog.Error(err, "The manager failed")
+		os.Exit(1)
 	}
+}
 
-	if !enableHTTP2 {
-		tlsOpts = append(tlsOpts, disableHTTP2)
+func run(o *options) error {
+	var tlsOpts []func(*tls.Config)
+	if !o.http2 {
+		// HTTP/2 Stream Cancellation and Rapid Reset (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-
-	// Initial webhook TLS options
-	webhookTLSOpts := tlsOpts
-	webhookServerOptions := webhook.Options{
-		TLSOpts: webhookTLSOpts,
-		Port:    webhookPort,
-	}
-
-	if len(webhookCertPath) > 0 {
-		setupLog.Info("Initializing webhook certificate watcher using provided certificates",
-			"webhook-cert-path", webhookCertPath, "webhook-cert-name", webhookCertName, "webhook-cert-key", webhookCertKey)
-
-		webhookServerOptions.CertDir = webhookCertPath
-		webhookServerOptions.CertName = webhookCertName
-		webhookServerOptions.KeyName = webhookCertKey
-	}
-
-	webhookServer := webhook.NewServer(webhookServerOptions)
-
-	// Metrics endpoint is enabled in 'config/default/kustomization.yaml'. The Metrics options configure the server.
-	// More info:
-	// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.25.0/pkg/metrics/server
-	// - https://book.kubebuilder.io/reference/metrics.html
-	metricsServerOptions := metricsserver.Options{
-		BindAddress:   metricsAddr,
-		SecureServing: secureMetrics,
-		TLSOpts:       tlsOpts,
-	}
-
-	if secureMetrics {
-		// FilterProvider is used to protect the metrics endpoint with authn/authz.
-		// These configurations ensure that only authorized users and service accounts
-		// can access the metrics endpoint. The RBAC are configured in 'config/rbac/kustomization.yaml'. More info:
-		// https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.25.0/pkg/metrics/filters#WithAuthenticationAndAuthorization
-		metricsServerOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-
-	// If the certificate is not specified, controller-runtime will automatically
-	// generate self-signed certificates for the metrics server. While convenient for development and testing,
-	// this setup is not recommended for production.
-	//
-	// TODO(user): If you enable certManager, uncomment the following lines:
-	// - [METRICS-WITH-CERTS] at config/default/kustomization.yaml to generate and use certificates
-	// managed by cert-manager for the metrics server.
-	// - [PROMETHEUS-WITH-CERTS] at config/prometheus/kustomization.yaml for TLS certification.
-	if len(metricsCertPath) > 0 {
-		setupLog.Info("Initializing metrics certificate watcher using provided certificates",
-			"metrics-cert-path", metricsCertPath, "metrics-cert-name", metricsCertName, "metrics-cert-key", metricsCertKey)
-
-		metricsServerOptions.CertDir = metricsCertPath
-		metricsServerOptions.CertName = metricsCertName
-		metricsServerOptions.KeyName = metricsCertKey
+	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: tlsOpts, Port: o.webhookPort,
+		CertDir: o.webhookCertPath, CertName: o.webhookCertName, KeyName: o.webhookCertKey})
+	metricsServer := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts,
+		CertDir: o.metricsCertPath, CertName: o.metricsCertName, KeyName: o.metricsCertKey}
+	if o.secureMetrics {
+		// Only callers RBAC allows to get /metrics read it.
+		metricsServer.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
@@ -189,101 +144,73 @@ func main() {
 		Scheme: scheme,
 		// Ergon watches only the pods and ConfigMaps it made, not every one in the cluster.
 		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsServerOptions,
+		Metrics:                metricsServer,
 		WebhookServer:          webhookServer,
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         enableLeaderElection,
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElection,
 		LeaderElectionID:       "manager.ergon.dev",
-		// LeaderElectionReleaseOnCancel defines if the leader should step down voluntarily
-		// when the Manager ends. This requires the binary to immediately end when the
-		// Manager is stopped, otherwise, this setting is unsafe. Setting this significantly
-		// speeds up voluntary leader transitions as the new leader don't have to wait
-		// LeaseDuration time first.
-		//
-		// In the default scaffold provided, the program ends immediately after
-		// the manager stops, so would be fine to enable this option. However,
-		// if you are doing or is intended to do any operation such as perform cleanups
-		// after the manager stops then its usage might be unsafe.
-		// LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		setupLog.Error(err, "Failed to start manager")
-		os.Exit(1)
+		return fmt.Errorf("creating the manager: %w", err)
 	}
-
-	clientset, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		setupLog.Error(err, "Failed to create clientset")
-		os.Exit(1)
+	if err := setupControllers(mgr, restConfig, o.run); err != nil {
+		return err
 	}
-	if err := (&controllers.RunReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("ergon-run"),
-		Clock:     clock.RealClock{},
-		Logs:      controllers.KubeletLogs{Clientset: clientset},
-		Config:    runConfig,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Failed to create controller", "controller", "Run")
-		os.Exit(1)
-	}
-	if err := (&controllers.GateReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("ergon-gate"),
-		Clock:    clock.RealClock{},
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Failed to create controller", "controller", "Gate")
-		os.Exit(1)
-	}
-	if err := (&controllers.TriggerReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("ergon-trigger"),
-		Clock:     clock.RealClock{},
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Failed to create controller", "controller", "Trigger")
-		os.Exit(1)
-	}
-	if hooksAddr != "0" {
-		if hooksRate <= 0 || hooksBurst < 1 {
-			setupLog.Error(nil, "--hooks-rate must be above 0 and --hooks-burst at least 1, or every delivery is refused",
-				"hooks-rate", hooksRate, "hooks-burst", hooksBurst)
-			os.Exit(1)
+	if o.hooksAddr != "0" {
+		if o.hooksRate <= 0 || o.hooksBurst < 1 {
+			return errors.New("--hooks-rate must be above 0 and --hooks-burst at least 1, or every delivery is refused")
 		}
 		// Secrets are read directly, never cached: the manager needs only the few that sign
 		// webhooks, and a cache of every Secret in the cluster would cost memory and RBAC.
 		if err := mgr.Add(&hooks.Server{
 			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
-			Addr: hooksAddr, Rate: rate.Limit(hooksRate), Burst: hooksBurst,
+			Addr: o.hooksAddr, Rate: rate.Limit(o.hooksRate), Burst: o.hooksBurst,
 		}); err != nil {
-			setupLog.Error(err, "Failed to set up the webhook Trigger endpoint")
-			os.Exit(1)
+			return fmt.Errorf("setting up the webhook Trigger endpoint: %w", err)
 		}
 	}
 	// The webhook server reads its certificate from --webhook-cert-path, or from
 	// controller-runtime's default directory, where the rotator then writes it.
-	webhooks.certDir = webhookCertPath
-	if webhooks.certDir == "" {
-		webhooks.certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	o.webhooks.certDir = o.webhookCertPath
+	if o.webhooks.certDir == "" {
+		o.webhooks.certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 	}
-	if err := webhooks.setup(mgr); err != nil {
-		setupLog.Error(err, "Failed to set up the admission webhooks")
-		os.Exit(1)
+	if err := o.webhooks.setup(mgr); err != nil {
+		return fmt.Errorf("setting up the admission webhooks: %w", err)
 	}
-	// +kubebuilder:scaffold:builder
-
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		setupLog.Error(err, "Failed to set up health check")
-		os.Exit(1)
+		return err
 	}
-	if err := mgr.AddReadyzCheck("webhooks", webhooks.readyz(mgr)); err != nil {
-		setupLog.Error(err, "Failed to set up ready check")
-		os.Exit(1)
+	if err := mgr.AddReadyzCheck("webhooks", o.webhooks.readyz(mgr)); err != nil {
+		return err
 	}
-
 	setupLog.Info("Starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		setupLog.Error(err, "Failed to run manager")
-		os.Exit(1)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// setupControllers registers the Run, Gate, Scene and Trigger controllers.
+func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig) error {
+	clientset, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating a clientset: %w", err)
 	}
+	for _, c := range []struct {
+		name string
+		r    interface{ SetupWithManager(ctrl.Manager) error }
+	}{
+		{"Run", &controllers.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig}},
+		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+			Clock: clock.RealClock{}}},
+		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
+			Clock: clock.RealClock{}}},
+		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}}},
+	} {
+		if err := c.r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("creating the %s controller: %w", c.name, err)
+		}
+	}
+	return nil
 }

@@ -17,24 +17,17 @@ limitations under the License.
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync/atomic"
-	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ergon-dev/ergon/internal/certfiles"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -113,9 +106,9 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	// The rotator fills the Secret; certFiles puts it where the webhook server reads it.
-	if err := mgr.Add(&certFiles{reader: mgr.GetAPIReader(), key: types.NamespacedName{Namespace: o.namespace, Name: o.secret},
-		dir: o.certDir}); err != nil {
+	// The rotator fills the Secret; the copier puts it where the webhook server reads it.
+	if err := mgr.Add(&certfiles.Copier{Reader: mgr.GetAPIReader(),
+		Secret: types.NamespacedName{Namespace: o.namespace, Name: o.secret}, Dir: o.certDir}); err != nil {
 		return err
 	}
 	go func() {
@@ -139,69 +132,4 @@ func (o *webhookOptions) readyz(mgr ctrl.Manager) func(*http.Request) error {
 		}
 		return mgr.GetWebhookServer().StartedChecker()(req)
 	}
-}
-
-// certFiles copies the self-managed certificate from its Secret into the webhook server's
-// certificate directory, and again whenever the rotator renews it. A Secret volume would do
-// the same, but the kubelet refreshes one only at its next sync of the pod, a minute or more
-// after the manager first fills the Secret, and readiness waited on that. controller-runtime's
-// certificate watcher loads the new files.
-type certFiles struct {
-	reader client.Reader
-	key    types.NamespacedName
-	dir    string
-}
-
-// NeedLeaderElection is false: every replica serves the webhooks.
-func (c *certFiles) NeedLeaderElection() bool { return false }
-
-// Start polls the Secret, each second until the certificate is there, then each half minute.
-func (c *certFiles) Start(ctx context.Context) error {
-	log := ctrl.Log.WithName("webhook-certs")
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return fmt.Errorf("the webhook certificate directory: %w", err)
-	}
-	var written []byte
-	for {
-		secret := &corev1.Secret{}
-		err := c.reader.Get(ctx, c.key, secret)
-		cert, key := secret.Data["tls.crt"], secret.Data["tls.key"]
-		switch {
-		case err != nil && !apierrors.IsNotFound(err):
-			log.Error(err, "Reading the webhook certificate's Secret", "secret", c.key)
-		case err == nil && len(cert) > 0 && len(key) > 0 && !bytes.Equal(cert, written):
-			if err := c.write(key, cert); err != nil {
-				return err
-			}
-			written = cert
-			log.Info("Wrote the webhook certificate", "dir", c.dir)
-		}
-		wait := 30 * time.Second
-		if written == nil {
-			wait = time.Second
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
-	}
-}
-
-// write replaces the key, then the certificate, each by a rename, so the watcher never reads
-// half a file.
-func (c *certFiles) write(key, cert []byte) error {
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"tls.key", key}, {"tls.crt", cert}} {
-		tmp := filepath.Join(c.dir, "."+f.name)
-		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, filepath.Join(c.dir, f.name)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

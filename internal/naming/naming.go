@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package naming derives the names of the objects Ergon creates. Names are a pure function of
 // their owner and purpose, so a reconciler that runs twice finds the object it created the
-// first time instead of creating another (DESIGN principle 2).
+// first time instead of creating another (docs/design.md, principle 2).
 //
 // The name of every object a Run creates is a readable start and a hash of what the object
 // is: its kind and the parts that identify it (Run, step, attempt, ...), separated by NUL bytes,

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package template renders the templated fields of a step (command, args, env values,
-// prompts, gate messages, sub-scene params) with Go's text/template, over the data DESIGN.md
+// prompts, gate messages, sub-scene params) with Go's text/template, over the data docs/design.md
 // names: .params.NAME, .steps.NAME.output, .steps.NAME.outputs.KEY, .steps.NAME.decision,
 // .steps.NAME.phase and .run.name, .run.namespace, .run.uid.
 //
@@ -89,7 +89,7 @@ type RunData struct {
 }
 
 // Map returns the data as the template sees it: nested maps under the lower-case keys
-// DESIGN.md uses, so that a missing param or step is an error (missingkey=error) rather than
+// docs/design.md uses, so that a missing param or step is an error (missingkey=error) rather than
 // the "<no value>" a struct field of a nil map would print. Numbers in outputs become
 // json.Number, so that 1000000 renders as 1000000 and not as float64's 1e+06. Callers that
 // render many fields against the same data can compute this once and use ExecuteMap.

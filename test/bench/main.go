@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command bench measures the Run engine against a real API server (envtest) and prints the
-// figures DESIGN.md sets targets for:
+// figures docs/design.md sets targets for:
 //
 //   - the delay from "dependencies done" to "step pod created", p50 and p99, with many Runs
 //     active;

@@ -27,6 +27,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -159,6 +160,15 @@ var _ = Describe("Runs on a real cluster", func() {
 		Expect(yaml.UnmarshalStrict([]byte(strings.ReplaceAll(string(data), "busybox:1.36", toolImage)), scene)).To(Succeed())
 		scene.Namespace = ns
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		By("the Scene controller, under the chart's RBAC, marking the Scene Ready")
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(scene), scene)).To(Succeed())
+			ready := meta.FindStatusCondition(scene.Status.Conditions, ergonv1alpha1.ConditionReady)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%+v", ready)
+			g.Expect(ready.ObservedGeneration).To(Equal(scene.Generation))
+			g.Expect(scene.Status.StepCount).To(Equal(int32(len(scene.Spec.Steps))))
+		}).WithTimeout(time.Minute).Should(Succeed())
 		run := &ergonv1alpha1.Run{
 			ObjectMeta: metav1.ObjectMeta{Name: "hello-1", Namespace: ns},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "hello"},
