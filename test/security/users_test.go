@@ -101,6 +101,22 @@ func newNamespace() string {
 // envtest does not run) would: Ergon's aggregate-to-view and -edit rules join view and edit.
 // A role allowed to only create Runs stands for the narrowest tenant.
 func installRBAC() {
+	// Kubernetes' own rules of view and edit live in the roles they aggregate, which only the
+	// controller manager's aggregation would copy in: edit may read Secrets, view may not.
+	for into, from := range map[string][]string{
+		roleView: {"system:aggregate-to-view"},
+		roleEdit: {"system:aggregate-to-edit", "system:aggregate-to-view"},
+	} {
+		for _, name := range from {
+			Eventually(func() error {
+				source := &rbacv1.ClusterRole{}
+				if err := admin.Get(ctx, client.ObjectKey{Name: name}, source); err != nil {
+					return err
+				}
+				return appendRules(into, source.Rules)
+			}).Should(Succeed())
+		}
+	}
 	for _, file := range []string{"role.yaml", "user_roles.yaml"} {
 		for _, role := range readClusterRoles(filepath.Join("..", "..", "config", "rbac", file)) {
 			role.Name = "ergon-" + role.Name
