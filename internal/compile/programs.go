@@ -112,14 +112,13 @@ func checkArgv(cp *field.Path, command, args []string) field.ErrorList {
 // VAR=value assignments) and busybox to what they start.
 func programOf(argv []arg) (string, []arg) {
 	for len(argv) > 0 {
-		base := path.Base(argv[0].text)
-		switch {
-		case base == "env":
+		switch path.Base(argv[0].text) {
+		case "env":
 			argv = argv[1:]
 			for len(argv) > 0 && (strings.HasPrefix(argv[0].text, "-") || strings.Contains(argv[0].text, "=")) {
 				argv = argv[1:]
 			}
-		case base == "busybox":
+		case "busybox":
 			argv = argv[1:]
 		default:
 			return argv[0].text, argv[1:]

@@ -113,7 +113,7 @@ func (s *shellScan) branches(source string, lists ...*parse.ListNode) {
 	for _, l := range lists {
 		s.state, s.escaped = start, escaped
 		s.list(l)
-		if s.problem == "" && (s.state != start && !(isBlankOrWord(start) && isBlankOrWord(s.state))) {
+		if s.problem == "" && s.state != start && (!isBlankOrWord(start) || !isBlankOrWord(s.state)) {
 			s.fail("%s leaves the script's quotes unbalanced; open and close quotes within each branch", source)
 		}
 	}

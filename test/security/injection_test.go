@@ -115,7 +115,7 @@ var _ = Describe("Attack 7: a param or an output rewrites a step's program", fun
 // splitYAML splits a multi-document YAML file.
 func splitYAML(data []byte) [][]byte {
 	var docs [][]byte
-	for _, d := range bytes.Split(data, []byte("\n---\n")) {
+	for d := range bytes.SplitSeq(data, []byte("\n---\n")) {
 		if len(bytes.TrimSpace(d)) > 0 {
 			docs = append(docs, d)
 		}

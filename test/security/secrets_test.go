@@ -47,8 +47,8 @@ func secretKey() corev1.SecretKeySelector {
 }
 
 // shStep is a container step that runs a shell script.
-func shStep(name, script string, deps ...string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, DependsOn: deps, Container: &ergonv1alpha1.ContainerStep{
+func shStep(name, script string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Container: &ergonv1alpha1.ContainerStep{
 		Image: "busybox:1.36", Command: []string{"sh", "-c", script}}}
 }
 
