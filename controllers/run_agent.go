@@ -53,7 +53,8 @@ func allowHosts(scene, step []string) []string {
 }
 
 // agentSpec renders an agent step into what the runtime reads. It holds no secret: the API
-// key and secret params reach the pod as environment variables from their Secrets.
+// key reaches the pod as an environment variable from its Secret. Secret params do not reach
+// agent pods at all: neither the runtime nor its tools use them.
 func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	a := req.Step.Spec.Agent
 	name := a.Model
@@ -112,9 +113,6 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	if len(req.Inputs) > 0 {
 		s.ContextDir = inputsDir
 	}
-	for _, p := range scene.SecretParams {
-		s.SecretEnv = append(s.SecretEnv, compile.SecretParamEnv(p.Name))
-	}
 	return s
 }
 
@@ -142,11 +140,6 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 	}
 	if ref := model.APIKeySecretRef; ref != nil {
 		env = append(env, corev1.EnvVar{Name: agentspec.EnvAPIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
-	}
-	for _, p := range scene.SecretParams {
-		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),
-		}})
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{

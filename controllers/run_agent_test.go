@@ -125,7 +125,7 @@ var _ = Describe("An agent step", func() {
 		Expect(env[agentspec.EnvAPIKey].Value).To(BeEmpty())
 		Expect(env[agentspec.EnvAPIKey].ValueFrom.SecretKeyRef.Name).To(Equal("llm"))
 		Expect(env[agentspec.EnvAPIKey].ValueFrom.SecretKeyRef.Key).To(Equal("apiKey"))
-		Expect(env["ERGON_PARAM_token"].ValueFrom.SecretKeyRef.Name).To(Equal("tracker"))
+		Expect(env).NotTo(HaveKey("ERGON_PARAM_token"), "an agent step has no use for secret params")
 		Expect(env[agentspec.EnvSpec].Value).To(Equal("/ergon/agent/spec.json"))
 		Expect(env[agentspec.EnvTranscript].Value).To(HavePrefix(outputDir))
 		Expect(env["ERGON_INPUTS"].Value).To(Equal(inputsDir))
@@ -147,7 +147,7 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.Output.MaxRepairs).To(Equal(2))
 		Expect(string(spec.Output.Schema)).To(MatchJSON(`{"type":"object","required":["title"]}`))
 		Expect(spec.ContextDir).To(Equal(inputsDir))
-		Expect(spec.SecretEnv).To(Equal([]string{"ERGON_PARAM_token"}))
+		Expect(spec.SecretEnv).To(BeEmpty())
 		Expect(spec.APIKeyEnv).To(Equal(agentspec.EnvAPIKey))
 		Expect(spec.Workspace).To(BeEmpty())
 

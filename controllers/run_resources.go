@@ -113,11 +113,14 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 		{Name: "ERGON_STEP", Value: req.Step.Name},
 		{Name: "ERGON_ATTEMPT", Value: strconv.Itoa(int(req.Attempt))},
 	}
-	for _, p := range scene.SecretParams {
+	// Params come before the step's own env, which may name them as $(ERGON_PARAM_NAME); a
+	// secret param only to a step that names it.
+	for _, p := range req.Step.SecretParams {
 		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),
 		}})
 	}
+	env = append(env, req.Rendered.ParamEnv...)
 	env = append(env, req.Rendered.Env...)
 
 	args := append([]string{"run", "--"}, req.Rendered.Command...)

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -52,21 +53,30 @@ type Step struct {
 	Spec  *ergonv1alpha1.Step
 	// When is the step's condition, nil when it has none.
 	When *expr.Program
+	// SecretParams are the params from Secrets that the step's pod gets: those whose variable
+	// ERGON_PARAM_NAME a container step's command, args or env values name. Agent steps get
+	// none: the agent runtime has no use for them.
+	SecretParams []ergonv1alpha1.ParamSpec
 
 	command, args []*template.Template
-	env           map[int]*template.Template
-	sceneParams   map[string]*template.Template
-	gateMessage   *template.Template
-	agentSystem   *template.Template
-	agentPrompt   *template.Template
+	// params are the names of the Scene's params that do not come from Secrets.
+	params      []string
+	env         map[int]*template.Template
+	sceneParams map[string]*template.Template
+	gateMessage *template.Template
+	agentSystem *template.Template
+	agentPrompt *template.Template
 }
 
 // Rendered is a step with its templates filled in.
 type Rendered struct {
 	Command, Args []string
-	Env           []corev1.EnvVar
-	SceneParams   map[string]string
-	GateMessage   string
+	// ParamEnv are a container step's params as environment variables ERGON_PARAM_NAME, in
+	// the order of the Scene's params, the secret ones excepted; Env is the step's own env.
+	ParamEnv    []corev1.EnvVar
+	Env         []corev1.EnvVar
+	SceneParams map[string]string
+	GateMessage string
 	// AgentSystem and AgentPrompt are an agent step's system prompt and task.
 	AgentSystem, AgentPrompt string
 }
@@ -166,19 +176,36 @@ func (c *compiler) step(i int) *Step {
 		}
 		return t
 	}
+	// podField is a templated field of a container: the values it prints are escaped from the
+	// kubelet's $(VAR) expansion, so that no value can name a variable of the pod, a secret
+	// param's above all, for the kubelet to fill in.
+	podField := func(p *field.Path, text string) *template.Template {
+		if t := tmpl(p, text); t != nil {
+			return t.EscapeExpansion()
+		}
+		return nil
+	}
 	switch {
 	case spec.Container != nil:
 		cp := path.Child("container")
+		texts := slices.Concat(spec.Container.Command, spec.Container.Args)
 		for j, s := range spec.Container.Command {
-			st.command = append(st.command, tmpl(cp.Child("command").Index(j), s))
+			st.command = append(st.command, podField(cp.Child("command").Index(j), s))
 		}
 		for j, s := range spec.Container.Args {
-			st.args = append(st.args, tmpl(cp.Child("args").Index(j), s))
+			st.args = append(st.args, podField(cp.Child("args").Index(j), s))
 		}
 		st.env = map[int]*template.Template{}
 		for j, e := range spec.Container.Env {
 			if e.ValueFrom == nil {
-				st.env[j] = tmpl(cp.Child("env").Index(j).Child("value"), e.Value)
+				st.env[j] = podField(cp.Child("env").Index(j).Child("value"), e.Value)
+				texts = append(texts, e.Value)
+			}
+		}
+		st.SecretParams = usedSecretParams(c.spec.Params, texts)
+		for _, p := range c.spec.Params {
+			if p.ValueFrom == nil {
+				st.params = append(st.params, p.Name)
 			}
 		}
 	case spec.Scene != nil:
@@ -219,9 +246,42 @@ func detail(err error) string {
 	return err.Error()
 }
 
-// SecretParamEnv is the environment variable that carries a secret param into step pods.
+// SecretParamEnv is the environment variable that carries a param into step pods: a secret
+// one from its Secret, by the kubelet, and the others with their values.
 func SecretParamEnv(param string) string {
 	return "ERGON_PARAM_" + param
+}
+
+// usedSecretParams are the secret params whose variable one of texts names, as a whole name
+// ($ERGON_PARAM_token, ${ERGON_PARAM_token}, $(ERGON_PARAM_token) or os.environ["ERGON_PARAM_token"]
+// all do; ERGON_PARAM_token2 does not name ERGON_PARAM_token).
+func usedSecretParams(params []ergonv1alpha1.ParamSpec, texts []string) []ergonv1alpha1.ParamSpec {
+	var used []ergonv1alpha1.ParamSpec
+	for _, p := range params {
+		if p.ValueFrom != nil && slices.ContainsFunc(texts, func(t string) bool { return namesVariable(t, SecretParamEnv(p.Name)) }) {
+			used = append(used, p)
+		}
+	}
+	return used
+}
+
+// namesVariable reports whether text holds name not joined to other identifier characters.
+func namesVariable(text, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !isIdentByte(text[start-1])) && (end == len(text) || !isIdentByte(text[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // Render fills in the step's templates over data, as template.Data.Map returns it; callers
@@ -244,6 +304,7 @@ func (s *Step) Render(data map[string]any) (*Rendered, error) {
 		r.Args = append(r.Args, exec(t))
 	}
 	if s.Spec.Container != nil {
+		r.ParamEnv = s.paramEnv(data)
 		for j, e := range s.Spec.Container.Env {
 			if t, ok := s.env[j]; ok {
 				e.Value = exec(t)
@@ -264,4 +325,21 @@ func (s *Step) Render(data map[string]any) (*Rendered, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// paramEnv hands a container step every param the Run has a value for as ERGON_PARAM_NAME,
+// so that a script reads "$ERGON_PARAM_NAME" and no value is ever pasted into its text. Each
+// $ is doubled for the kubelet, which turns $$ back into $ and would expand $(VAR).
+func (s *Step) paramEnv(data map[string]any) []corev1.EnvVar {
+	values, _ := data[template.KindParams].(map[string]any)
+	var env []corev1.EnvVar
+	for _, name := range s.params {
+		v, ok := values[name]
+		if !ok {
+			continue
+		}
+		text, _ := v.(string)
+		env = append(env, corev1.EnvVar{Name: SecretParamEnv(name), Value: strings.ReplaceAll(text, "$", "$$")})
+	}
+	return env
 }

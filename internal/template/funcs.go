@@ -42,6 +42,7 @@ var funcs = texttemplate.FuncMap{
 	"default":  defaultValue,
 	"quote":    quote,
 	"squote":   squote,
+	"shquote":  squote,
 	"trim":     func(v any) string { return strings.TrimSpace(toString(v)) },
 	"upper":    func(v any) string { return strings.ToUpper(toString(v)) },
 	"lower":    func(v any) string { return strings.ToLower(toString(v)) },
@@ -126,7 +127,8 @@ func quote(args ...any) (string, error) {
 
 // squote writes each argument single-quoted for a POSIX shell, separated by spaces. Unlike
 // sprig's squote it also escapes the single quotes inside a value the way a shell needs, so
-// an output put in a `sh -c` command stays one word whatever it contains.
+// an output put in a `sh -c` command stays one word whatever it contains. shquote is the same
+// function under the name that says what it is for.
 func squote(args ...any) (string, error) {
 	out := make([]string, 0, len(args))
 	for _, a := range args {

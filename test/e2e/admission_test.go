@@ -62,7 +62,7 @@ spec:
 		})).To(Succeed())
 		run := runScene(ctx, ns, "ask",
 			ergonv1alpha1.Step{Name: "review", Gate: &ergonv1alpha1.GateStep{Message: "Go?"}},
-			busyboxStep("after", `echo -n "went {{ .steps.review.decision }}" > "$ERGON_OUTPUT"`, "review"))
+			busyboxStep("after", `echo -n went {{ .steps.review.decision | shquote }} > "$ERGON_OUTPUT"`, "review"))
 		gate := &ergonv1alpha1.Gate{}
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.GateName("ask-1", "review")}, gate)

@@ -132,7 +132,8 @@ var _ = Describe("Agent steps on a real cluster", func() {
 							`"done":{"type":"array","items":{"type":"string"}}}}`)}},
 					MaxTurns: new(int32(5)),
 				}},
-				busyboxStep("publish", `echo -n "published {{ .steps.draft.outputs.title }}: $(cat "$ERGON_INPUTS/draft")" > "$ERGON_OUTPUT"`, "draft"),
+				busyboxStep("publish",
+					`echo -n "published "{{ .steps.draft.outputs.title | shquote }}": $(cat "$ERGON_INPUTS/draft")" > "$ERGON_OUTPUT"`, "draft"),
 			}
 			Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "sprint-1", Namespace: ns},

@@ -79,7 +79,7 @@ var _ = Describe("Runs on a real cluster", func() {
 		ns := newNamespace(ctx)
 		review := ergonv1alpha1.Step{Name: "review", DependsOn: []string{"draft"}, Gate: &ergonv1alpha1.GateStep{
 			Message: `Publish "{{ .steps.draft.outputs.title }}"?`}}
-		publish := busyboxStep("publish", `echo -n "published: {{ .steps.draft.outputs.title }}" > "$ERGON_OUTPUT"`, "review")
+		publish := busyboxStep("publish", `echo -n "published: "{{ .steps.draft.outputs.title | shquote }} > "$ERGON_OUTPUT"`, "review")
 		publish.When = "steps.review.decision == 'approve'"
 		discard := busyboxStep("discard", `echo -n discarded > "$ERGON_OUTPUT"`, "review")
 		discard.When = "steps.review.decision == 'reject'"

@@ -148,7 +148,7 @@ var _ = Describe("Triggers on a real cluster", func() {
 			Data: map[string][]byte{"key": key}})).To(Succeed())
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "on-push", Namespace: ns}}
 		scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "pr"}}
-		scene.Spec.Steps = []ergonv1alpha1.Step{busyboxStep("echo", `echo -n "pr {{ .params.pr }}" > "$ERGON_OUTPUT"`)}
+		scene.Spec.Steps = []ergonv1alpha1.Step{busyboxStep("echo", `echo -n "pr $ERGON_PARAM_pr" > "$ERGON_OUTPUT"`)}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		trigger := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "push", Namespace: ns},
 			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "on-push"},

@@ -79,11 +79,15 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 		}
 		bind(ctx, ns, "dave", "ergon-gate-approver")
 		alice, bob, dave = clientAs("alice", "leads"), clientAs("bob"), clientAs("dave")
+		// The Runs' Scene uses no Secret, so people who cannot read Secrets may run it.
+		plain := scene("plain", container("a", "true"))
+		plain.Namespace = ns
+		Expect(k8sClient.Create(ctx, &plain)).To(Succeed())
 	})
 
 	gateOf := func(ctx SpecContext, name string, mutate func(*ergonv1alpha1.GateSpec)) *ergonv1alpha1.Gate {
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "absent"}}}
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "plain"}}}
 		Expect(alice.Create(ctx, run)).To(Succeed())
 		gate := &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: name + "-review", Namespace: ns},
 			Spec: ergonv1alpha1.GateSpec{RunRef: corev1.LocalObjectReference{Name: name}, Step: "review",

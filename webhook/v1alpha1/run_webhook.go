@@ -42,13 +42,15 @@ const AnnotationCreatedBy = "ergon.dev/created-by"
 // waits for its Scene.
 type RunValidator struct {
 	Reader client.Reader
+	// secrets asks whether the requester may read the Secrets the Run's Scene uses.
+	secrets *secretAccess
 }
 
 // SetupRunWebhookWithManager registers the Run webhook.
 func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).
 		WithDefaulter(&RunValidator{Reader: newReader(mgr)}).
-		WithValidator(&RunValidator{Reader: newReader(mgr)}).Complete()
+		WithValidator(&RunValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr)}).Complete()
 }
 
 // Default stamps a new Run with who creates it, over anything the client sent.
@@ -64,19 +66,37 @@ func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) erro
 	return nil
 }
 
-// ValidateCreate checks a new Run against its Scene.
+// ValidateCreate checks a new Run against its Scene, and that its creator may read every
+// Secret the Run would make Ergon use: a Run makes Ergon read its Scene's Secrets (and those of
+// the Scenes it calls) on its creator's behalf.
 func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Run) (admission.Warnings, error) {
+	invalid := func(errs field.ErrorList) error {
+		return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
+	}
+	sceneRef := field.NewPath("spec", "sceneRef", "name")
 	scene := &ergonv1alpha1.Scene{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
 	if apierrors.IsNotFound(err) {
+		errs, err := v.secrets.checkUnknownScene(ctx, run.Namespace, sceneRef, run.Spec.SceneRef.Name)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if len(errs) > 0 {
+			return nil, invalid(errs)
+		}
 		return admission.Warnings{fmt.Sprintf("spec.sceneRef.name: Scene %q does not exist yet; the Run starts when it does",
 			run.Spec.SceneRef.Name)}, nil
 	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	if errs := compile.CheckParams(&scene.Spec, run.Spec.Params); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
+	errs := compile.CheckParams(&scene.Spec, run.Spec.Params)
+	secretErrs, err := sceneSecretsAt(ctx, v.Reader, v.secrets, scene, sceneRef)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if errs = append(errs, secretErrs...); len(errs) > 0 {
+		return nil, invalid(errs)
 	}
 	return nil, nil
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,22 +41,26 @@ import (
 // object (graph cycles, templates, conditions, models, tools, Scenes calling each other).
 type SceneValidator struct {
 	Reader client.Reader
+	// secrets asks whether the requester may read the Secrets the Scene uses.
+	secrets *secretAccess
 }
 
 // SetupSceneWebhookWithManager registers the Scene webhook.
 func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
-		WithValidator(&SceneValidator{Reader: newReader(mgr)}).Complete()
+		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr)}).Complete()
 }
 
 // ValidateCreate checks a new Scene.
 func (v *SceneValidator) ValidateCreate(ctx context.Context, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
-	return v.validate(ctx, scene)
+	return v.validate(ctx, scene, true)
 }
 
-// ValidateUpdate checks a changed Scene; Runs already running keep their snapshot.
-func (v *SceneValidator) ValidateUpdate(ctx context.Context, _, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
-	return v.validate(ctx, scene)
+// ValidateUpdate checks a changed Scene; Runs already running keep their snapshot. Whoever
+// changes the spec of a Scene that uses Secrets must be able to read them: the change decides
+// what is done with them.
+func (v *SceneValidator) ValidateUpdate(ctx context.Context, old, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
+	return v.validate(ctx, scene, !equality.Semantic.DeepEqual(old.Spec, scene.Spec))
 }
 
 // ValidateDelete allows every deletion.
@@ -63,7 +68,7 @@ func (v *SceneValidator) ValidateDelete(context.Context, *ergonv1alpha1.Scene) (
 	return nil, nil
 }
 
-func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scene) (admission.Warnings, error) {
+func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scene, specChanged bool) (admission.Warnings, error) {
 	errs := ValidateSceneSpec(&scene.Spec)
 	scenes := &ergonv1alpha1.SceneList{}
 	if err := v.Reader.List(ctx, scenes, client.InNamespace(scene.Namespace)); err != nil {
@@ -71,6 +76,13 @@ func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scen
 	}
 	callErrs, warnings := ValidateSceneCalls(scene, scenes.Items)
 	errs = append(errs, callErrs...)
+	if specChanged {
+		secretErrs, err := v.secrets.check(ctx, scene.Namespace, SceneSecretUses(&scene.Spec, scenes.Items))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, secretErrs...)
+	}
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Scene").GroupKind(), scene.Name, errs)
 	}
@@ -83,10 +95,12 @@ var fileTools = []ergonv1alpha1.AgentTool{
 }
 
 // ValidateSceneSpec checks what one Scene spec decides alone: its graph, templates and
-// conditions (compiled as the Run engine compiles them), the models its agent steps name, and
-// the tools they may use.
+// conditions (compiled as the Run engine compiles them), that no param or output can rewrite
+// a container step's program (compile.CheckPrograms), the models its agent steps name, and the
+// tools they may use.
 func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	_, errs := compile.Compile(spec)
+	errs = append(errs, compile.CheckPrograms(spec)...)
 	steps := field.NewPath("spec", "steps")
 	for i, s := range spec.Steps {
 		if s.Agent == nil {

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -46,22 +47,25 @@ type TriggerValidator struct {
 	// Live lists the namespace's Triggers for the cycle check, from the API server: a Trigger
 	// created a moment ago must count. Reader serves when it is nil.
 	Live client.Reader
+	// secrets asks whether the requester may read the Secrets the Trigger makes Ergon use.
+	secrets *secretAccess
 }
 
 // SetupTriggerWebhookWithManager registers the Trigger webhook.
 func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).
-		WithValidator(&TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader()}).Complete()
+		WithValidator(&TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader(), secrets: newSecretAccess(mgr)}).Complete()
 }
 
 // ValidateCreate checks a new Trigger.
 func (v *TriggerValidator) ValidateCreate(ctx context.Context, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
-	return v.validate(ctx, t)
+	return v.validate(ctx, t, true)
 }
 
-// ValidateUpdate checks a changed Trigger.
-func (v *TriggerValidator) ValidateUpdate(ctx context.Context, _, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
-	return v.validate(ctx, t)
+// ValidateUpdate checks a changed Trigger; whoever changes its spec must be able to read the
+// Secrets it makes Ergon use.
+func (v *TriggerValidator) ValidateUpdate(ctx context.Context, old, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+	return v.validate(ctx, t, !equality.Semantic.DeepEqual(old.Spec, t.Spec))
 }
 
 // ValidateDelete allows every deletion.
@@ -69,19 +73,48 @@ func (v *TriggerValidator) ValidateDelete(context.Context, *ergonv1alpha1.Trigge
 	return nil, nil
 }
 
-func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
+// validate checks the Trigger and, when its spec is new or changed, that the requester may
+// read every Secret it makes Ergon use: its webhook key, and the Secrets of the Scene its Runs
+// run (with the Scenes that calls), which Ergon reads for the Trigger's creator at every event.
+func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger, specChanged bool) (admission.Warnings, error) {
 	errs := ValidateTriggerSpec(&t.Spec)
 	var warnings admission.Warnings
+	var uses []SecretUse
+	if t.Spec.Webhook != nil {
+		uses = append(uses, SecretUse{Path: field.NewPath("spec", "webhook", "secretRef"), Secret: t.Spec.Webhook.SecretRef.Name})
+	}
+	sceneRef := field.NewPath("spec", "sceneRef", "name")
 	scene := &ergonv1alpha1.Scene{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.SceneRef.Name}, scene)
 	switch {
 	case apierrors.IsNotFound(err):
 		warnings = append(warnings, fmt.Sprintf("spec.sceneRef.name: Scene %q does not exist yet; its params are checked when it does",
 			t.Spec.SceneRef.Name))
+		if specChanged {
+			unknown, err := v.secrets.checkUnknownScene(ctx, t.Namespace, sceneRef, t.Spec.SceneRef.Name)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, unknown...)
+		}
 	case err != nil:
 		return nil, apierrors.NewInternalError(err)
 	default:
 		errs = append(errs, TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
+		if specChanged {
+			sceneErrs, err := sceneSecretsAt(ctx, v.Reader, v.secrets, scene, sceneRef)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, sceneErrs...)
+		}
+	}
+	if specChanged {
+		own, err := v.secrets.check(ctx, t.Namespace, uses)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, own...)
 	}
 	cycle, err := v.chainCycle(ctx, t)
 	if err != nil {

@@ -57,7 +57,7 @@ var _ = Describe("The admission webhooks", func() {
 	})
 
 	It("refuse a template naming a step that does not run before it", func(ctx SpecContext) {
-		s := scene("early", container("a", "{{ .steps.b.output }}"), container("b", "x"))
+		s := scene("early", container("a", "echo {{ .steps.b.output | shquote }}"), container("b", "x"))
 		s.Namespace = newNamespace(ctx)
 		refused(k8sClient.Create(ctx, &s), "spec.steps[0].container.command[2]", `references step "b"`)
 	})
@@ -74,7 +74,7 @@ var _ = Describe("The admission webhooks", func() {
 
 	It("refuse a Trigger whose schedule does not parse, and one that leaves a required param unset", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		s := scene("report", container("a", "{{ .params.sprint }}"))
+		s := scene("report", container("a", `echo "$ERGON_PARAM_sprint"`))
 		s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "sprint"}}
 		s.Namespace = ns
 		Expect(k8sClient.Create(ctx, &s)).To(Succeed())
@@ -91,7 +91,7 @@ var _ = Describe("The admission webhooks", func() {
 
 	It("refuse a Run with params its Scene does not have, and accept one whose Scene is still to come", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		s := scene("greet", container("a", "hello {{ .params.who }}"))
+		s := scene("greet", container("a", "echo hello {{ .params.who | shquote }}"))
 		s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who"}}
 		s.Namespace = ns
 		Expect(k8sClient.Create(ctx, &s)).To(Succeed())
