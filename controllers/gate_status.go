@@ -38,8 +38,8 @@ type gateOutcome struct {
 	comment   string
 }
 
-// decideGate computes a Gate's status at a moment: decided by its decision, by a quorum of
-// approvals (any rejection decides), or by its timeout. It is pure; the reconciler writes
+// decideGate computes a Gate's status at a moment: decided by its decision (only when one
+// approval suffices), by a quorum of approvals (any rejection decides), or by its timeout. It is pure; the reconciler writes
 // what it returns.
 func decideGate(gate *ergonv1alpha1.Gate, now time.Time) (ergonv1alpha1.GateStatus, *gateOutcome) {
 	status := *gate.Status.DeepCopy()
@@ -74,12 +74,14 @@ func outcomeOf(gate *ergonv1alpha1.Gate, now time.Time, expires *metav1.Time) *g
 		}
 		return ergonv1alpha1.GateApproved
 	}
-	if d := gate.Spec.Decision; d != nil {
-		return &gateOutcome{phase: phaseOf(d.Option), option: d.Option, decidedBy: d.User, comment: d.Comment}
-	}
 	need := int32(1)
 	if gate.Spec.MinApprovals != nil {
 		need = *gate.Spec.MinApprovals
+	}
+	// One person's decision decides only a Gate that one person may decide. Admission refuses
+	// a decision on a quorum Gate; should one get through anyway, the count still rules.
+	if d := gate.Spec.Decision; d != nil && need <= 1 {
+		return &gateOutcome{phase: phaseOf(d.Option), option: d.Option, decidedBy: d.User, comment: d.Comment}
 	}
 	var approvers []string
 	for _, a := range gate.Spec.Approvals {

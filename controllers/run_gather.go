@@ -127,7 +127,7 @@ func metav1IsControlledBy(obj client.Object, run *ergonv1alpha1.Run) bool {
 }
 
 func depth(run *ergonv1alpha1.Run) int {
-	d, _ := strconv.Atoi(run.Annotations[annotationDepth])
+	d, _ := strconv.Atoi(run.Annotations[ergonv1alpha1.AnnotationDepth])
 	return d
 }
 
