@@ -123,7 +123,7 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 		gate := gateOf(ctx, "r4", func(s *ergonv1alpha1.GateSpec) { s.ForbidSelfApproval = true })
 		run := &ergonv1alpha1.Run{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r4"}, run)).To(Succeed())
-		Expect(run.Annotations).To(HaveKeyWithValue(AnnotationCreatedBy, "alice"))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationCreatedBy, "alice"))
 		refused(decide(ctx, alice, gate, "approve"), "alice created Run r4", "forbids self-approval")
 		Expect(decide(ctx, dave, gate, "approve")).To(Succeed())
 	})
