@@ -74,15 +74,10 @@ func outcomeOf(gate *ergonv1alpha1.Gate, now time.Time, expires *metav1.Time) *g
 		}
 		return ergonv1alpha1.GateApproved
 	}
-	need := int32(1)
-	if gate.Spec.MinApprovals != nil {
-		need = *gate.Spec.MinApprovals
-	}
-	// One person's decision decides only a Gate that one person may decide. Admission refuses
-	// a decision on a quorum Gate; should one get through anyway, the count still rules.
-	if d := gate.Spec.Decision; d != nil && need <= 1 {
+	if d := singleDecision(gate); d != nil {
 		return &gateOutcome{phase: phaseOf(d.Option), option: d.Option, decidedBy: d.User, comment: d.Comment}
 	}
+	need := neededApprovals(gate)
 	var approvers []string
 	for _, a := range gate.Spec.Approvals {
 		if a.Option == optionReject {
@@ -98,4 +93,22 @@ func outcomeOf(gate *ergonv1alpha1.Gate, now time.Time, expires *metav1.Time) *g
 		return &gateOutcome{phase: ergonv1alpha1.GateTimedOut, option: gate.Spec.OnTimeout, decidedBy: "timeout"}
 	}
 	return nil
+}
+
+// neededApprovals is how many different people must approve the Gate.
+func neededApprovals(gate *ergonv1alpha1.Gate) int32 {
+	if gate.Spec.MinApprovals == nil {
+		return 1
+	}
+	return *gate.Spec.MinApprovals
+}
+
+// singleDecision is the Gate's decision when one person's decision decides it, or nil. A
+// Gate that needs several approvals is decided only by counting votes: admission refuses a
+// decision on it, and should one get through anyway, it is ignored.
+func singleDecision(gate *ergonv1alpha1.Gate) *ergonv1alpha1.GateDecision {
+	if neededApprovals(gate) > 1 {
+		return nil
+	}
+	return gate.Spec.Decision
 }

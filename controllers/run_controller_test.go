@@ -381,6 +381,10 @@ var _ = Describe("The Run controller", func() {
 			patch := []byte(`{"spec":{"approvals":[` + strings.Join(approvals, ",") + `]}}`)
 			Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 		}
+		// Admission refuses a decision on a quorum Gate; should one get through, neither the Gate
+		// nor the Run takes it.
+		Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"decision":{"option":"approve","user":"mallory"}}}`)))).To(Succeed())
 		vote("alice")
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
@@ -388,8 +392,11 @@ var _ = Describe("The Run controller", func() {
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
-			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending), "one approval of two decides nothing")
-		}).WithTimeout(time.Second).Should(Succeed())
+			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending), "one approval of two decides nothing, nor a decision")
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "quorum-1"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
 		vote("alice", "carol")
 		run := finished(ctx, ns, "quorum-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
