@@ -23,6 +23,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,16 +51,34 @@ func whoAmI(cfg *rest.Config) (manager, error) {
 	if err != nil {
 		return manager{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	var (
+		review  *authenticationv1.SelfSubjectReview
+		lastErr error
+	)
+	// The API server may be briefly unreachable while the manager starts; ask again for a minute.
+	err = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		review, lastErr = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return lastErr == nil, nil
+	})
 	if err != nil {
-		return manager{}, fmt.Errorf("asking the API server who the manager is (SelfSubjectReview): %w", err)
+		return manager{}, fmt.Errorf("asking the API server who the manager is (SelfSubjectReview): %w", cmpErr(lastErr, err))
 	}
 	if review.Status.UserInfo.Username == "" {
 		return manager{}, fmt.Errorf("the API server's SelfSubjectReview named no user for the manager")
 	}
 	return manager{username: review.Status.UserInfo.Username}, nil
+}
+
+// cmpErr is the first error that is not nil.
+func cmpErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // is reports whether the request comes from the manager.
