@@ -90,8 +90,9 @@ var _ = Describe("Attacks on Gates on a real cluster", func() {
 
 		err := patchAs(ctx, mallory, gate, types.MergePatchType, decideApprove)
 		Expect(err).To(MatchError(ContainSubstring("needs 2 approvals from different people")))
+		first := `[{"op":"add","path":"/spec/approvals","value":[{"user":"-","option":"approve"}]}]`
 		vote := `[{"op":"add","path":"/spec/approvals/-","value":{"user":"-","option":"approve"}}]`
-		Expect(patchAs(ctx, mallory, gate, types.JSONPatchType, vote)).To(Succeed())
+		Expect(patchAs(ctx, mallory, gate, types.JSONPatchType, first)).To(Succeed())
 		err = patchAs(ctx, mallory, gate, types.JSONPatchType, vote)
 		Expect(err).To(HaveOccurred(), "a second vote by the same person")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())

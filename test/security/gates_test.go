@@ -75,9 +75,14 @@ func patchGate(c client.Client, gate *ergonv1alpha1.Gate, pt types.PatchType, pa
 	return c.Patch(ctx, gate.DeepCopy(), client.RawPatch(pt, []byte(patch)))
 }
 
-// vote appends c's vote to the Gate's approvals, as `kubectl patch --type json` does.
+// vote appends c's vote to the Gate's approvals, as `kubectl patch --type json` does: the
+// first vote makes the list.
 func vote(c client.Client, gate *ergonv1alpha1.Gate, option string) error {
-	return patchGate(c, gate, types.JSONPatchType, `[{"op":"add","path":"/spec/approvals/-","value":{"user":"-","option":"`+option+`"}}]`)
+	value := `{"user":"-","option":"` + option + `"}`
+	if len(reread(gate).Spec.Approvals) == 0 {
+		return patchGate(c, gate, types.JSONPatchType, `[{"op":"add","path":"/spec/approvals","value":[`+value+`]}]`)
+	}
+	return patchGate(c, gate, types.JSONPatchType, `[{"op":"add","path":"/spec/approvals/-","value":`+value+`}]`)
 }
 
 // decide sets the Gate's decision as c, claiming to be someone else.
