@@ -110,6 +110,7 @@ var _ = Describe("Attacks on Gates", func() {
 		gate := gateOf(ns, "deploy")
 
 		refusedWith(decide(mallory, gate, "approve"), "spec.decision", "needs 3 approvals from different people")
+		refusedWith(decide(mallory, gate, "reject"), "spec.decision", "add your vote to spec.approvals instead")
 		Expect(vote(mallory, gate, "approve")).To(Succeed(), "a vote is how an approver takes part in a quorum")
 		Consistently(func() ergonv1alpha1.GatePhase { return reread(gate).Status.Phase }).
 			WithTimeout(2*time.Second).Should(Equal(ergonv1alpha1.GatePending), "one vote of three decides nothing")
@@ -120,7 +121,7 @@ var _ = Describe("Attacks on Gates", func() {
 		ns := newNamespace()
 		vera := userClient(ns, "vera", roleEdit)
 		alice := userClient(ns, "alice", roleApprover)
-		bob := userClient(ns, "bob", roleApprover)
+		bob := userClient(ns, "bob", roleApprover, "release-managers")
 		mallory := userClient(ns, "mallory", roleApprover)
 		scene := gateScene(ns, "quorum", ergonv1alpha1.GateStep{MinApprovals: new(int32(3))})
 		startRun(vera, ns, "deploy", scene)
@@ -130,6 +131,8 @@ var _ = Describe("Attacks on Gates", func() {
 		cast := reread(gate).Spec.Approvals
 		Expect(cast).To(HaveLen(2))
 		Expect(cast[0].User).To(Equal("alice"))
+		Expect(cast[1].User).To(Equal("bob"))
+		Expect(cast[1].Groups).To(ContainElement("release-managers"), "stamped from the request")
 
 		attacks := map[string]string{
 			"rewrite alice's option":  `[{"op":"replace","path":"/spec/approvals/0/option","value":"reject"}]`,
@@ -202,11 +205,12 @@ var _ = Describe("Attacks on Gates", func() {
 			patch string
 			says  string
 		}{
-			"runRef":          {types.MergePatchType, `{"spec":{"runRef":{"name":"other"}}}`, "runRef is immutable"},
-			"step":            {types.MergePatchType, `{"spec":{"step":"elsewhere"}}`, "only decision and approvals of a Gate can change"},
-			"a label":         {types.MergePatchType, `{"metadata":{"labels":{"ergon.dev/run":"other"}}}`, "metadata.labels"},
-			"a new label":     {types.MergePatchType, `{"metadata":{"labels":{"team":"mallory"}}}`, "metadata.labels"},
-			"the owner":       {types.JSONPatchType, `[{"op":"replace","path":"/metadata/ownerReferences/0/name","value":"other"}]`, "metadata.ownerReferences"},
+			"runRef":      {types.MergePatchType, `{"spec":{"runRef":{"name":"other"}}}`, "runRef is immutable"},
+			"step":        {types.MergePatchType, `{"spec":{"step":"elsewhere"}}`, "only decision and approvals of a Gate can change"},
+			"a label":     {types.MergePatchType, `{"metadata":{"labels":{"ergon.dev/run":"other"}}}`, "metadata.labels"},
+			"a new label": {types.MergePatchType, `{"metadata":{"labels":{"team":"mallory"}}}`, "metadata.labels"},
+			"the owner": {types.JSONPatchType, `[{"op":"replace","path":"/metadata/ownerReferences/0/name","value":"other"}]`,
+				"metadata.ownerReferences"},
 			"no owner at all": {types.JSONPatchType, `[{"op":"remove","path":"/metadata/ownerReferences"}]`, "metadata.ownerReferences"},
 		} {
 			By("changing " + name)
