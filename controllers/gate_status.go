@@ -39,9 +39,9 @@ type gateOutcome struct {
 	comment   string
 }
 
-// decideGate computes a Gate's status at a moment: decided by its decision, by a quorum of
-// approvals (any rejection decides), or by its timeout, with the kstatus conditions. It is
-// pure; the reconciler writes what it returns.
+// decideGate computes a Gate's status at a moment: decided by its decision (only when one
+// approval suffices), by a quorum of approvals (any rejection decides), or by its timeout,
+// with the kstatus conditions. It is pure; the reconciler writes what it returns.
 func decideGate(gate *ergonv1alpha1.Gate, now time.Time) (ergonv1alpha1.GateStatus, *gateOutcome) {
 	status, outcome := decision(gate, now)
 	health.Set(&status.Conditions, gate.Generation, metav1.NewTime(now), health.Gate(&status))
@@ -81,13 +81,10 @@ func outcomeOf(gate *ergonv1alpha1.Gate, now time.Time, expires *metav1.Time) *g
 		}
 		return ergonv1alpha1.GateApproved
 	}
-	if d := gate.Spec.Decision; d != nil {
+	if d := singleDecision(gate); d != nil {
 		return &gateOutcome{phase: phaseOf(d.Option), option: d.Option, decidedBy: d.User, comment: d.Comment}
 	}
-	need := int32(1)
-	if gate.Spec.MinApprovals != nil {
-		need = *gate.Spec.MinApprovals
-	}
+	need := neededApprovals(gate)
 	var approvers []string
 	for _, a := range gate.Spec.Approvals {
 		if a.Option == optionReject {
@@ -103,4 +100,22 @@ func outcomeOf(gate *ergonv1alpha1.Gate, now time.Time, expires *metav1.Time) *g
 		return &gateOutcome{phase: ergonv1alpha1.GateTimedOut, option: gate.Spec.OnTimeout, decidedBy: "timeout"}
 	}
 	return nil
+}
+
+// neededApprovals is how many different people must approve the Gate.
+func neededApprovals(gate *ergonv1alpha1.Gate) int32 {
+	if gate.Spec.MinApprovals == nil {
+		return 1
+	}
+	return *gate.Spec.MinApprovals
+}
+
+// singleDecision is the Gate's decision when one person's decision decides it, or nil. A
+// Gate that needs several approvals is decided only by counting votes: admission refuses a
+// decision on it, and should one get through anyway, it is ignored.
+func singleDecision(gate *ergonv1alpha1.Gate) *ergonv1alpha1.GateDecision {
+	if neededApprovals(gate) > 1 {
+		return nil
+	}
+	return gate.Spec.Decision
 }

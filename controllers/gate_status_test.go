@@ -64,6 +64,15 @@ func TestGatesAreDecidedByDecisionQuorumOrTimeout(t *testing.T) {
 			s.MinApprovals = new(int32(3))
 			s.Approvals = []ergonv1alpha1.GateApproval{approval("alice", "approve"), approval("dave", "reject")}
 		}), time.Minute, ergonv1alpha1.GateRejected, "reject", "dave"},
+		{"one person's decision cannot decide a quorum", gate(func(s *ergonv1alpha1.GateSpec) {
+			s.MinApprovals = new(int32(3))
+			s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "mallory"}
+			s.Approvals = []ergonv1alpha1.GateApproval{approval("mallory", "approve")}
+		}), time.Minute, ergonv1alpha1.GatePending, "", ""},
+		{"nor reject it", gate(func(s *ergonv1alpha1.GateSpec) {
+			s.MinApprovals = new(int32(2))
+			s.Decision = &ergonv1alpha1.GateDecision{Option: "reject", User: "mallory"}
+		}), time.Minute, ergonv1alpha1.GatePending, "", ""},
 		{"the timeout applies onTimeout", gate(func(*ergonv1alpha1.GateSpec) {}), time.Hour, ergonv1alpha1.GateTimedOut, "reject", "timeout"},
 		{"a decision before the timeout wins", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "alice"}

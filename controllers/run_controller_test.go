@@ -394,15 +394,21 @@ var _ = Describe("The Run controller", func() {
 			patch := []byte(`{"spec":{"approvals":[` + strings.Join(approvals, ",") + `]}}`)
 			Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 		}
+		// Admission refuses a decision on a quorum Gate; should one get through, neither the Gate
+		// nor the Run takes it.
+		Expect(k8sClient.Patch(ctx, gate, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"decision":{"option":"approve","user":"mallory"}}}`)))).To(Succeed())
 		vote("alice")
-		Eventually(func(g Gomega) {
+		waiting := func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
-			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending))
-		}).Should(Succeed())
-		Consistently(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
-			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending), "one approval of two decides nothing")
-		}).WithTimeout(time.Second).Should(Succeed())
+			g.Expect(gate.Status.Phase).To(Equal(ergonv1alpha1.GatePending), "one approval of two decides nothing, nor a decision")
+			g.Expect(gate.Status.ObservedGeneration).To(Equal(gate.Generation))
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "quorum-1"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
+		}
+		Eventually(waiting).Should(Succeed())
+		Consistently(waiting).WithTimeout(2 * time.Second).Should(Succeed())
 		vote("alice", "carol")
 		run := finished(ctx, ns, "quorum-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))

@@ -130,7 +130,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 }
 
 func depth(run *ergonv1alpha1.Run) int {
-	d, _ := strconv.Atoi(run.Annotations[annotationDepth])
+	d, _ := strconv.Atoi(run.Annotations[ergonv1alpha1.AnnotationDepth])
 	return d
 }
 
@@ -332,7 +332,7 @@ func (r *RunReconciler) gatherGates(ctx context.Context, run *ergonv1alpha1.Run,
 		case g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending:
 			state = planner.GateState{Decided: true, Option: g.Status.Option, DecidedBy: g.Status.DecidedBy,
 				TimedOut: g.Status.Phase == ergonv1alpha1.GateTimedOut}
-		case g.Spec.Decision != nil:
+		case singleDecision(g) != nil:
 			state = planner.GateState{Decided: true, Option: g.Spec.Decision.Option, DecidedBy: g.Spec.Decision.User}
 		}
 		f.Gates[g.Name] = state

@@ -45,8 +45,6 @@ const (
 	EntrypointInImage = "/ergon-entrypoint"
 	// stepUID is the user step containers run as unless their image says otherwise.
 	stepUID = 65532
-	// annotationDepth is how deep a Run is nested under parent Runs.
-	annotationDepth = "ergon.dev/depth"
 )
 
 // ownerRef makes a Run the controlling owner of a child.
@@ -205,16 +203,20 @@ func addInputs(pod *corev1.Pod, inputs []planner.Input) {
 	c.Env = append(c.Env, corev1.EnvVar{Name: "ERGON_INPUTS", Value: inputsDir})
 }
 
-// childRun builds the Run of a scene step.
+// childRun builds the Run of a scene step, created by the person behind its parent.
 func childRun(parent *ergonv1alpha1.Run, req planner.ChildRequest, depth int) *ergonv1alpha1.Run {
 	labels := childLabels(parent, "")
 	delete(labels, ergonv1alpha1.LabelRun)
 	labels[ergonv1alpha1.LabelParentRun] = naming.LabelValue(parent.Name)
 	labels[ergonv1alpha1.LabelScene] = naming.LabelValue(req.Scene)
+	annotations := map[string]string{ergonv1alpha1.AnnotationDepth: strconv.Itoa(depth + 1)}
+	if by := parent.Annotations[ergonv1alpha1.AnnotationCreatedBy]; by != "" {
+		annotations[ergonv1alpha1.AnnotationCreatedBy] = by
+	}
 	return &ergonv1alpha1.Run{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: parent.Namespace, Labels: labels,
-			Annotations:     map[string]string{annotationDepth: strconv.Itoa(depth + 1)},
+			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(parent)},
 		},
 		Spec: ergonv1alpha1.RunSpec{

@@ -36,17 +36,24 @@ import (
 
 // NewRun builds the Run a Trigger starts under the given name: the Trigger's Scene, its
 // params overlaid with those mapped from the event, labelled with the Trigger and owned by it,
-// so deleting a Trigger deletes its Runs, as deleting a CronJob deletes its Jobs.
+// so deleting a Trigger deletes its Runs, as deleting a CronJob deletes its Jobs. The Run is
+// created by the Trigger's creator, whom admission recorded on the Trigger, so a Gate that
+// forbids self-approval refuses them.
 func NewRun(trigger *ergonv1alpha1.Trigger, name string, mapped map[string]string) *ergonv1alpha1.Run {
 	params := maps.Clone(trigger.Spec.Params)
 	if len(mapped) > 0 && params == nil {
 		params = map[string]string{}
 	}
 	maps.Copy(params, mapped)
+	var annotations map[string]string
+	if creator := trigger.Annotations[ergonv1alpha1.AnnotationCreator]; creator != "" {
+		annotations = map[string]string{ergonv1alpha1.AnnotationCreatedBy: creator}
+	}
 	return &ergonv1alpha1.Run{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: trigger.Namespace,
+			Annotations: annotations,
+			Name:        name,
+			Namespace:   trigger.Namespace,
 			Labels: map[string]string{
 				ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
 				ergonv1alpha1.LabelTrigger:   naming.LabelValue(trigger.Name),

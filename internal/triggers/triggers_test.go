@@ -60,6 +60,18 @@ func TestNewRunOverlaysMappedParamsAndIsOwnedByTheTrigger(t *testing.T) {
 	if run.Namespace != "team" || run.Spec.SceneRef.Name != "publish" {
 		t.Errorf("run %s/%s of %s", run.Namespace, run.Name, run.Spec.SceneRef.Name)
 	}
+	if _, ok := run.Annotations[ergonv1alpha1.AnnotationCreatedBy]; ok {
+		t.Errorf("a Trigger without a recorded creator names none, got %v", run.Annotations)
+	}
+}
+
+func TestNewRunIsCreatedByTheTriggersCreator(t *testing.T) {
+	tr := trigger()
+	tr.Annotations = map[string]string{ergonv1alpha1.AnnotationCreator: "alice"}
+	run := NewRun(tr, "chain-abc", nil)
+	if got := run.Annotations[ergonv1alpha1.AnnotationCreatedBy]; got != "alice" {
+		t.Errorf("created-by = %q, want the Trigger's creator alice", got)
+	}
 }
 
 func TestRunCompletedMappingsReadTheFinishedRun(t *testing.T) {

@@ -86,7 +86,13 @@ var _ = Describe("Ergon on a real cluster", func() {
 				}
 				u.SetNamespace(ns)
 				// A dry run: the samples name images and Secrets this cluster does not have.
-				Expect(k8sClient.Create(ctx, u, client.DryRunAll)).To(Succeed(), "%s: %s", f, u.GetName())
+				err := k8sClient.Create(ctx, u, client.DryRunAll)
+				if u.GetKind() == "Gate" {
+					// The sample shows a Gate as Ergon makes it; nobody else may create one.
+					Expect(err).To(MatchError(ContainSubstring("only Ergon creates Gates")), "%s: %s", f, u.GetName())
+					continue
+				}
+				Expect(err).NotTo(HaveOccurred(), "%s: %s", f, u.GetName())
 			}
 		}
 	})

@@ -20,9 +20,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,22 +35,29 @@ import (
 )
 
 // +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-gate,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=gates,verbs=update,versions=v1alpha1,name=mgate.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
-// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-gate,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=gates,verbs=update,versions=v1alpha1,name=vgate.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-gate,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=gates,verbs=create;update,versions=v1alpha1,name=vgate.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // GateWebhook makes a Gate's decision the Kubernetes way. The mutating half stamps who
 // decides from the request's authenticated identity, over whatever the client sent; the
 // validating half allows the decision only from an approver the Gate lists, or one RBAC
-// grants the verb "approve" on the Gate, and only while its Run has not finished.
+// grants the verb "approve" on the Gate, and only while its Run has not finished. Only the
+// manager creates Gates; what ties a Gate to its Run (labels, owner references, runRef, step)
+// and every vote cast never change, and a quorum is reached only by that many votes.
 type GateWebhook struct {
 	Client client.Client
 	// Reader reads Runs, from the cache first.
-	Reader client.Reader
+	Reader  client.Reader
+	Manager manager
 }
 
 // SetupGateWebhookWithManager registers both halves of the Gate webhook.
 func SetupGateWebhookWithManager(mgr ctrl.Manager) error {
-	w := &GateWebhook{Client: mgr.GetClient(), Reader: newReader(mgr)}
+	m, err := managerOf(mgr)
+	if err != nil {
+		return err
+	}
+	w := &GateWebhook{Client: mgr.GetClient(), Reader: newReader(mgr), Manager: m}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Gate{}).WithDefaulter(w).WithValidator(w).Complete()
 }
 
@@ -61,7 +70,8 @@ func oldGate(req admission.Request) (*ergonv1alpha1.Gate, error) {
 	return old, json.Unmarshal(req.OldObject.Raw, old)
 }
 
-// Default stamps the decision, or each new approval, with the requester's identity.
+// Default stamps the decision, or each vote added after the ones cast, with the requester's
+// identity. Votes already cast are left as they are, for validation to compare.
 func (w *GateWebhook) Default(ctx context.Context, gate *ergonv1alpha1.Gate) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
@@ -75,10 +85,8 @@ func (w *GateWebhook) Default(ctx context.Context, gate *ergonv1alpha1.Gate) err
 	if d := gate.Spec.Decision; d != nil && old.Spec.Decision == nil {
 		d.User, d.Groups = user, groups
 	}
-	for i := range gate.Spec.Approvals {
-		if !hasApproval(old, gate.Spec.Approvals[i].User) {
-			gate.Spec.Approvals[i].User, gate.Spec.Approvals[i].Groups = user, groups
-		}
+	for i := len(old.Spec.Approvals); i < len(gate.Spec.Approvals); i++ {
+		gate.Spec.Approvals[i].User, gate.Spec.Approvals[i].Groups = user, groups
 	}
 	return nil
 }
@@ -87,8 +95,17 @@ func hasApproval(gate *ergonv1alpha1.Gate, user string) bool {
 	return slices.ContainsFunc(gate.Spec.Approvals, func(a ergonv1alpha1.GateApproval) bool { return a.User == user })
 }
 
-// ValidateCreate allows the Run controller to create Gates.
-func (w *GateWebhook) ValidateCreate(context.Context, *ergonv1alpha1.Gate) (admission.Warnings, error) {
+// ValidateCreate allows only the manager, whose Run controller asks the question, to create
+// a Gate: a Gate made by anyone else could pose as a Run's and be decided as they like.
+func (w *GateWebhook) ValidateCreate(ctx context.Context, gate *ergonv1alpha1.Gate) (admission.Warnings, error) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if !w.Manager.is(req) {
+		return nil, apierrors.NewForbidden(ergonv1alpha1.GroupVersion.WithResource("gates").GroupResource(), gate.Name,
+			fmt.Errorf("only Ergon creates Gates, for the gate steps of Runs; %s may decide one but not create it", req.UserInfo.Username))
+	}
 	return nil, nil
 }
 
@@ -97,43 +114,49 @@ func (w *GateWebhook) ValidateDelete(context.Context, *ergonv1alpha1.Gate) (admi
 	return nil, nil
 }
 
-// ValidateUpdate allows a decision or an approval only from someone allowed to give it.
+// ValidateUpdate keeps a Gate tied to its Run and every cast vote as it was, for everyone,
+// and allows a decision or a new vote only from someone allowed to give it.
 func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alpha1.Gate) (admission.Warnings, error) {
-	newDecision := gate.Spec.Decision != nil && old.Spec.Decision == nil
-	added, removed := approvalChanges(old, gate)
-	if !newDecision && added == 0 && removed == 0 {
-		return nil, nil
+	invalid := func(errs field.ErrorList) error {
+		return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Gate").GroupKind(), gate.Name, errs)
 	}
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+	if errs := append(fixedMetadata(old, gate), castVotes(old, gate)...); len(errs) > 0 {
+		return nil, invalid(errs)
+	}
+	newDecision := gate.Spec.Decision != nil && old.Spec.Decision == nil
+	added := len(gate.Spec.Approvals) - len(old.Spec.Approvals)
+	if !newDecision && added == 0 {
+		return nil, nil
 	}
 	path := field.NewPath("spec", "decision")
 	if !newDecision {
 		path = field.NewPath("spec", "approvals")
 	}
-	invalid := func(msg string) error {
-		return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Gate").GroupKind(), gate.Name,
-			field.ErrorList{field.Forbidden(path, msg)})
+	forbidden := func(msg string) error { return invalid(field.ErrorList{field.Forbidden(path, msg)}) }
+	if need := minApprovals(gate); newDecision && need > 1 {
+		return nil, forbidden(fmt.Sprintf("this Gate needs %d approvals from different people, so no single decision decides it; "+
+			"add your vote to spec.approvals instead (any rejection decides)", need))
 	}
-	// Every new approval is stamped with the requester, so two new ones in one request are
-	// duplicates that the schema refuses (approvals are a map keyed by user).
-	if removed > 0 {
-		return nil, invalid("approvals are never withdrawn; a Gate keeps every vote it was given")
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	if added > 0 && hasApproval(old, user) {
+		return nil, forbidden(fmt.Sprintf("%s has already voted on this Gate; a vote is cast once", user))
 	}
 	run := &ergonv1alpha1.Run{}
 	err = w.Reader.Get(ctx, client.ObjectKey{Namespace: gate.Namespace, Name: gate.Spec.RunRef.Name}, run)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, invalid(fmt.Sprintf("Run %s no longer exists; there is nothing to decide", gate.Spec.RunRef.Name))
+		return nil, forbidden(fmt.Sprintf("Run %s no longer exists; there is nothing to decide", gate.Spec.RunRef.Name))
 	case err != nil:
 		return nil, apierrors.NewInternalError(err)
 	case run.Status.Phase.Finished():
-		return nil, invalid(fmt.Sprintf("Run %s has finished (%s); its Gate can no longer be decided", run.Name, run.Status.Phase))
+		return nil, forbidden(fmt.Sprintf("Run %s has finished (%s); its Gate can no longer be decided", run.Name, run.Status.Phase))
 	}
-	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	if gate.Spec.ForbidSelfApproval && run.Annotations[AnnotationCreatedBy] == user {
-		return nil, invalid(fmt.Sprintf("%s created Run %s, and this Gate forbids self-approval; ask another approver", user, run.Name))
+	if gate.Spec.ForbidSelfApproval && run.Annotations[ergonv1alpha1.AnnotationCreatedBy] == user {
+		return nil, forbidden(fmt.Sprintf("%s created Run %s, and this Gate forbids self-approval; ask another approver", user, run.Name))
 	}
 	if listedApprover(gate.Spec.Approvers, user, groups) {
 		return nil, nil
@@ -143,25 +166,51 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 		return nil, apierrors.NewInternalError(err)
 	}
 	if !allowed {
-		return nil, invalid(fmt.Sprintf("%s may not decide this Gate: be listed in spec.approvers, or be granted the verb "+
+		return nil, forbidden(fmt.Sprintf("%s may not decide this Gate: be listed in spec.approvers, or be granted the verb "+
 			"approve on gates.ergon.dev in namespace %s (the ClusterRole ergon-gate-approver does)", user, gate.Namespace))
 	}
 	return nil, nil
 }
 
-// approvalChanges counts the approvals an update adds and removes.
-func approvalChanges(old, gate *ergonv1alpha1.Gate) (added, removed int) {
-	for _, a := range gate.Spec.Approvals {
-		if !hasApproval(old, a.User) {
-			added++
+// minApprovals is how many people must approve the Gate.
+func minApprovals(gate *ergonv1alpha1.Gate) int32 {
+	if gate.Spec.MinApprovals == nil {
+		return 1
+	}
+	return *gate.Spec.MinApprovals
+}
+
+// fixedMetadata refuses changes to what ties a Gate to its Run: its labels and owner
+// references. The CRD's rules keep spec.runRef and spec.step.
+func fixedMetadata(old, gate *ergonv1alpha1.Gate) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	if !maps.Equal(old.Labels, gate.Labels) {
+		errs = append(errs, field.Forbidden(meta.Child("labels"), "the labels of a Gate are set by Ergon and never change"))
+	}
+	if !equality.Semantic.DeepEqual(old.OwnerReferences, gate.OwnerReferences) {
+		errs = append(errs, field.Forbidden(meta.Child("ownerReferences"), "the owner of a Gate is its Run and never changes"))
+	}
+	return errs
+}
+
+// castVotes refuses an update that edits, reorders or withdraws a vote: the old approvals
+// must stay, as they were and in their order, ahead of at most one new vote.
+func castVotes(old, gate *ergonv1alpha1.Gate) field.ErrorList {
+	path := field.NewPath("spec", "approvals")
+	if len(gate.Spec.Approvals) < len(old.Spec.Approvals) {
+		return field.ErrorList{field.Forbidden(path, "approvals are never withdrawn, edited or reordered; a Gate keeps every vote it was given")}
+	}
+	for i, was := range old.Spec.Approvals {
+		if !equality.Semantic.DeepEqual(was, gate.Spec.Approvals[i]) {
+			return field.ErrorList{field.Forbidden(path.Index(i), fmt.Sprintf("approvals are never withdrawn, edited or reordered; "+
+				"this is %s's vote, and yours goes after the %d cast", was.User, len(old.Spec.Approvals)))}
 		}
 	}
-	for _, a := range old.Spec.Approvals {
-		if !hasApproval(gate, a.User) {
-			removed++
-		}
+	if len(gate.Spec.Approvals) > len(old.Spec.Approvals)+1 {
+		return field.ErrorList{field.Forbidden(path.Index(len(old.Spec.Approvals)+1), "one request casts one vote, its requester's")}
 	}
-	return added, removed
+	return nil
 }
 
 // listedApprover reports whether the Gate names the user, or one of the user's groups.

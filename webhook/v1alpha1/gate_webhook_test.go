@@ -127,7 +127,7 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 		gate := gateOf(ctx, "r4", func(s *ergonv1alpha1.GateSpec) { s.ForbidSelfApproval = true })
 		run := &ergonv1alpha1.Run{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "r4"}, run)).To(Succeed())
-		Expect(run.Annotations).To(HaveKeyWithValue(AnnotationCreatedBy, "alice"))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationCreatedBy, "alice"))
 		refused(decide(ctx, alice, gate, "approve"), "alice created Run r4", "forbids self-approval")
 		Expect(decide(ctx, dave, gate, "approve")).To(Succeed())
 	})
@@ -152,7 +152,9 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 			`spec.approvals[1]: Duplicate value: {"user":"alice"}`)
 		By("refusing to withdraw an approval")
 		refused(approve(ctx, dave, gate, `{"user":"someone","option":"approve"}`), "approvals are never withdrawn")
-		Expect(approve(ctx, dave, gate, `{"user":"alice","option":"approve"},{"user":"someone","option":"approve"}`)).To(Succeed())
+		By("appending a vote after the ones cast, as kubectl patch --type json does")
+		Expect(dave.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.JSONPatchType,
+			[]byte(`[{"op":"add","path":"/spec/approvals/-","value":{"user":"someone","option":"approve"}}]`)))).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
 		Expect(gate.Spec.Approvals).To(ConsistOf(HaveField("User", "alice"), HaveField("User", "dave")))
 	})

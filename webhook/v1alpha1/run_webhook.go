@@ -19,6 +19,8 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,27 +35,30 @@ import (
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create;update,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 // +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-run,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create,versions=v1alpha1,name=mrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 
-// AnnotationCreatedBy records who created a Run, stamped at admission from the request's
-// identity; a Gate with forbidSelfApproval refuses that person.
-const AnnotationCreatedBy = "ergon.dev/created-by"
-
 // RunValidator refuses Runs whose params do not fit their Scene. A Run of a Scene that does
 // not exist yet is accepted with a warning: GitOps applies objects in any order, and the Run
-// waits for its Scene.
+// waits for its Scene. It keeps the annotations under ergon.dev/ to the manager: a person's
+// Run is created-by them, whatever they sent, and only the manager names another creator (the
+// Trigger's, or the parent Run's) or sets the depth of a child Run.
 type RunValidator struct {
-	Reader client.Reader
+	Reader  client.Reader
+	Manager manager
 	// secrets asks whether the requester may read the Secrets the Run's Scene uses.
 	secrets *secretAccess
 }
 
 // SetupRunWebhookWithManager registers the Run webhook.
 func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).
-		WithDefaulter(&RunValidator{Reader: newReader(mgr)}).
-		WithValidator(&RunValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr)}).Complete()
+	m, err := managerOf(mgr)
+	if err != nil {
+		return err
+	}
+	v := &RunValidator{Reader: newReader(mgr), Manager: m, secrets: newSecretAccess(mgr, m)}
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 
-// Default stamps a new Run with who creates it, over anything the client sent.
+// Default stamps a new Run with who creates it, over anything the client sent. The manager
+// names the person behind the Runs it creates itself; one it names nobody for is its own.
 func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
@@ -62,7 +67,10 @@ func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) erro
 	if run.Annotations == nil {
 		run.Annotations = map[string]string{}
 	}
-	run.Annotations[AnnotationCreatedBy] = req.UserInfo.Username
+	if v.Manager.is(req) && run.Annotations[ergonv1alpha1.AnnotationCreatedBy] != "" {
+		return nil
+	}
+	run.Annotations[ergonv1alpha1.AnnotationCreatedBy] = req.UserInfo.Username
 	return nil
 }
 
@@ -74,8 +82,17 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 		return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
 	}
 	sceneRef := field.NewPath("spec", "sceneRef", "name")
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if !v.Manager.is(req) {
+		if errs := reservedAnnotations(nil, run, req.UserInfo.Username); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
+	}
 	scene := &ergonv1alpha1.Scene{}
-	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
+	err = v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
 	if apierrors.IsNotFound(err) {
 		errs, err := v.secrets.checkUnknownScene(ctx, run.Namespace, sceneRef, run.Spec.SceneRef.Name)
 		if err != nil {
@@ -101,14 +118,44 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 	return nil, nil
 }
 
-// ValidateUpdate keeps who created a Run; sceneRef and params are immutable by the CRD's rules.
+// ValidateUpdate keeps the annotations under ergon.dev/ as they were created, for everyone;
+// sceneRef and params are immutable by the CRD's rules.
 func (v *RunValidator) ValidateUpdate(_ context.Context, old, run *ergonv1alpha1.Run) (admission.Warnings, error) {
-	if old.Annotations[AnnotationCreatedBy] != run.Annotations[AnnotationCreatedBy] {
-		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, field.ErrorList{
-			field.Forbidden(field.NewPath("metadata", "annotations").Key(AnnotationCreatedBy), "who created a Run cannot change"),
-		})
+	if errs := reservedAnnotations(old, run, ""); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
 	}
 	return nil, nil
+}
+
+// reservedAnnotations refuses every annotation under ergon.dev/ that a Run gains, loses or
+// changes against old (nil on create), except, on create, created-by naming the requester.
+func reservedAnnotations(old, run *ergonv1alpha1.Run, requester string) field.ErrorList {
+	var before map[string]string
+	if old != nil {
+		before = old.Annotations
+	}
+	path := field.NewPath("metadata", "annotations")
+	var errs field.ErrorList
+	for _, key := range slices.Sorted(maps.Keys(run.Annotations)) {
+		value, was := before[key]
+		switch {
+		case !ergonv1alpha1.IsReservedAnnotation(key), was && value == run.Annotations[key]:
+		case old == nil && key == ergonv1alpha1.AnnotationCreatedBy && run.Annotations[key] == requester:
+		case old == nil:
+			errs = append(errs, field.Forbidden(path.Key(key), "annotations under "+ergonv1alpha1.AnnotationPrefix+
+				" are set by Ergon only; remove it (created-by is stamped with your own name)"))
+		default:
+			errs = append(errs, field.Forbidden(path.Key(key), "annotations under "+ergonv1alpha1.AnnotationPrefix+
+				" are set by Ergon when a Run is created and never change"))
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(before)) {
+		if _, kept := run.Annotations[key]; ergonv1alpha1.IsReservedAnnotation(key) && !kept {
+			errs = append(errs, field.Forbidden(path.Key(key), "annotations under "+ergonv1alpha1.AnnotationPrefix+
+				" are set by Ergon when a Run is created and never removed"))
+		}
+	}
+	return errs
 }
 
 // ValidateDelete allows every deletion.

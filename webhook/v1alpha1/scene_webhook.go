@@ -47,8 +47,12 @@ type SceneValidator struct {
 
 // SetupSceneWebhookWithManager registers the Scene webhook.
 func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
+	m, err := managerOf(mgr)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
-		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr)}).Complete()
+		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr, m)}).Complete()
 }
 
 // ValidateCreate checks a new Scene.

@@ -21,9 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -126,29 +124,12 @@ func ownSecretUses(spec *field.Path, s *ergonv1alpha1.SceneSpec) []SecretUse {
 // the Secrets an object makes Ergon use, so nobody can make Ergon read a Secret for them that
 // they could not read themselves (a confused deputy).
 type secretAccess struct {
-	client client.Client
-
-	mu      sync.Mutex
-	manager string // the manager's own user name, once known
+	client  client.Client
+	manager manager
 }
 
-func newSecretAccess(mgr ctrl.Manager) *secretAccess {
-	return &secretAccess{client: mgr.GetClient()}
-}
-
-// self returns the user name the manager itself acts as, asking the API server once.
-func (a *secretAccess) self(ctx context.Context) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.manager != "" {
-		return a.manager, nil
-	}
-	review := &authenticationv1.SelfSubjectReview{}
-	if err := a.client.Create(ctx, review); err != nil {
-		return "", fmt.Errorf("asking the API server who the manager is: %w", err)
-	}
-	a.manager = review.Status.UserInfo.Username
-	return a.manager, nil
+func newSecretAccess(mgr ctrl.Manager, m manager) *secretAccess {
+	return &secretAccess{client: mgr.GetClient(), manager: m}
 }
 
 // requester is who asks for an admission, or nil when it is the manager itself: the Runs it
@@ -158,11 +139,7 @@ func (a *secretAccess) requester(ctx context.Context) (*authorizationv1.SubjectA
 	if err != nil {
 		return nil, err
 	}
-	self, err := a.self(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if req.UserInfo.Username == self {
+	if a.manager.is(req) {
 		return nil, nil
 	}
 	extra := map[string]authorizationv1.ExtraValue{}

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -38,10 +39,12 @@ import (
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-trigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=vtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-trigger,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=mtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 
 // TriggerValidator refuses Triggers that could never start a Run: a cron schedule or time
 // zone that does not parse, param mappings that do not compile, params the Scene does not
 // take or lacks. A Scene that does not exist yet is a warning: GitOps applies in any order.
+// It also records who created the Trigger, as the Runs it starts are created by them.
 type TriggerValidator struct {
 	Reader client.Reader
 	// Live lists the namespace's Triggers for the cycle check, from the API server: a Trigger
@@ -53,8 +56,38 @@ type TriggerValidator struct {
 
 // SetupTriggerWebhookWithManager registers the Trigger webhook.
 func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).
-		WithValidator(&TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader(), secrets: newSecretAccess(mgr)}).Complete()
+	m, err := managerOf(mgr)
+	if err != nil {
+		return err
+	}
+	v := &TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader(), secrets: newSecretAccess(mgr, m)}
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).WithDefaulter(v).WithValidator(v).Complete()
+}
+
+// Default stamps a new Trigger with its creator, the requester, over anything the client
+// sent, and keeps that record through every update: whoever changes the annotation later, it
+// comes back as it was. A Trigger made before Ergon recorded creators is stamped with whoever
+// updates it first.
+func (v *TriggerValidator) Default(ctx context.Context, t *ergonv1alpha1.Trigger) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	creator := req.UserInfo.Username
+	if len(req.OldObject.Raw) > 0 {
+		old := &ergonv1alpha1.Trigger{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return err
+		}
+		if was := old.Annotations[ergonv1alpha1.AnnotationCreator]; was != "" {
+			creator = was
+		}
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[ergonv1alpha1.AnnotationCreator] = creator
+	return nil
 }
 
 // ValidateCreate checks a new Trigger.

@@ -1,0 +1,40 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "strings"
+
+// Annotations the engine relies on. Admission reserves every annotation under
+// AnnotationPrefix on Runs to the manager: nobody else can set, change or remove one.
+const (
+	// AnnotationPrefix is the prefix of the annotations Ergon reserves on Runs.
+	AnnotationPrefix = "ergon.dev/"
+	// AnnotationCreatedBy names the person behind a Run: its requester for a Run created
+	// directly, the Trigger's creator for a Run a Trigger starts, the parent Run's created-by
+	// for a child Run. A Gate with forbidSelfApproval refuses that person.
+	AnnotationCreatedBy = AnnotationPrefix + "created-by"
+	// AnnotationDepth is how deep a child Run is nested under parent Runs.
+	AnnotationDepth = AnnotationPrefix + "depth"
+	// AnnotationCreator names who created a Trigger, stamped by admission from the request's
+	// identity and immutable afterwards; the Runs the Trigger starts are created-by them.
+	AnnotationCreator = AnnotationPrefix + "creator"
+)
+
+// IsReservedAnnotation reports whether only Ergon's manager may set an annotation on a Run.
+func IsReservedAnnotation(key string) bool {
+	return strings.HasPrefix(key, AnnotationPrefix)
+}
