@@ -81,10 +81,15 @@ func main() {
 	var hooksAddr string
 	var hooksRate float64
 	var hooksBurst int
+	var hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	flag.StringVar(&hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
 	flag.Float64Var(&hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
 	flag.IntVar(&hooksBurst, "hooks-burst", 20, "Deliveries each webhook Trigger accepts at once.")
+	flag.IntVar(&hooksMaxBodies, "hooks-max-bodies", hooks.DefaultMaxBodies, "Delivery bodies (up to 1 MiB each) "+
+		"read at once over all webhook Triggers, before their signatures are checked; more get 503.")
+	flag.IntVar(&hooksMaxBodiesPerTrigger, "hooks-max-bodies-per-trigger", hooks.DefaultMaxBodiesPerTrigger,
+		"Delivery bodies read at once for one webhook Trigger; more get 429.")
 	flag.StringVar(&runConfig.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&runConfig.MaxActivePods, "max-step-pods", 0,
@@ -253,9 +258,11 @@ func main() {
 		os.Exit(1)
 	}
 	if hooksAddr != "0" {
-		if hooksRate <= 0 || hooksBurst < 1 {
-			setupLog.Error(nil, "--hooks-rate must be above 0 and --hooks-burst at least 1, or every delivery is refused",
-				"hooks-rate", hooksRate, "hooks-burst", hooksBurst)
+		if hooksRate <= 0 || hooksBurst < 1 || hooksMaxBodies < 1 || hooksMaxBodiesPerTrigger < 1 {
+			setupLog.Error(nil, "--hooks-rate must be above 0, and --hooks-burst, --hooks-max-bodies and "+
+				"--hooks-max-bodies-per-trigger at least 1, or every delivery is refused",
+				"hooks-rate", hooksRate, "hooks-burst", hooksBurst,
+				"hooks-max-bodies", hooksMaxBodies, "hooks-max-bodies-per-trigger", hooksMaxBodiesPerTrigger)
 			os.Exit(1)
 		}
 		// Secrets are read directly, never cached: the manager needs only the few that sign
@@ -263,6 +270,7 @@ func main() {
 		if err := mgr.Add(&hooks.Server{
 			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
 			Addr: hooksAddr, Rate: rate.Limit(hooksRate), Burst: hooksBurst,
+			MaxBodies: hooksMaxBodies, MaxBodiesPerTrigger: hooksMaxBodiesPerTrigger,
 		}); err != nil {
 			setupLog.Error(err, "Failed to set up the webhook Trigger endpoint")
 			os.Exit(1)

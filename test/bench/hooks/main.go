@@ -133,11 +133,11 @@ func load(url string, body []byte, n, concurrency int, signingKey []byte, want i
 				if i >= n {
 					return
 				}
-				ts := time.Now().Unix()
+				ts, id := strconv.FormatInt(time.Now().Unix(), 10), fmt.Sprintf("%d-%d", want, i)
 				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set(hooks.HeaderSignature, hooks.Sign(signingKey, body))
-				req.Header.Set(hooks.HeaderTimestamp, strconv.FormatInt(ts, 10))
-				req.Header.Set(hooks.HeaderDelivery, fmt.Sprintf("%d-%d", want, i))
+				req.Header.Set(hooks.HeaderSignature, hooks.Sign(signingKey, ts, id, body))
+				req.Header.Set(hooks.HeaderTimestamp, ts)
+				req.Header.Set(hooks.HeaderDelivery, id)
 				t0 := time.Now()
 				resp, err := httpClient.Do(req)
 				if err != nil {
