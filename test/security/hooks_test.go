@@ -19,6 +19,7 @@ package security
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -175,6 +177,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 		ns := hookTarget(ergonv1alpha1.WebhookFormatGitHub, "from-github")
 		Expect(admin.Create(ctx, &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "push"},
 			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "on-push"},
+				Params: map[string]string{"pr": "1"},
 				Webhook: &ergonv1alpha1.WebhookSource{SecretRef: corev1.SecretKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "hook-key"}, Key: "key"}}}})).To(Succeed())
 		body := []byte(`{"pr":9}`)
@@ -195,6 +198,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 		ns := hookTarget(ergonv1alpha1.WebhookFormatErgon, "push")
 		Expect(admin.Create(ctx, &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keyless"},
 			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "on-push"},
+				Params: map[string]string{"pr": "1"},
 				Webhook: &ergonv1alpha1.WebhookSource{SecretRef: corev1.SecretKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "no-such-secret"}, Key: "key"}}}})).To(Succeed())
 		body := []byte(`{"pr":1}`)
@@ -298,9 +302,14 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 			len(failures), admission))
 		Expect(growth).To(BeNumerically("<", bound), "the heap grew by %d MiB during the flood", growth>>20)
 
-		// Every post was answered, none accepted: refused unauthenticated, or for the caps.
-		Expect(failures).To(BeEmpty())
-		total := 0
+		// Every post was refused: unauthenticated, or for the caps. A post refused for the caps
+		// is answered without its body being read and the connection closed, so a sender still
+		// writing may see the reset before the answer; nothing else may go wrong.
+		for _, err := range failures {
+			Expect(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)).To(BeTrue(),
+				"a post failed other than by a refusal it was still sending into: %v", err)
+		}
+		total := len(failures)
 		for status, n := range statuses {
 			Expect(status).To(BeElementOf(http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable))
 			total += n
