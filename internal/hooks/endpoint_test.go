@@ -45,8 +45,7 @@ func createKeySecret(ctx context.Context, ns, name string) {
 		Data: map[string][]byte{"key": hookKey}})).To(Succeed())
 }
 
-func webhookTrigger(ctx context.Context, ns, name string, params map[string]string,
-	edit ...func(*ergonv1alpha1.Trigger)) *ergonv1alpha1.Trigger {
+func webhookTrigger(ctx context.Context, ns, name string, params map[string]string, edit ...func(*ergonv1alpha1.Trigger)) {
 	t := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: ergonv1alpha1.TriggerSpec{
 			SceneRef: corev1.LocalObjectReference{Name: "on-push"},
@@ -60,7 +59,6 @@ func webhookTrigger(ctx context.Context, ns, name string, params map[string]stri
 		e(t)
 	}
 	Expect(k8sClient.Create(ctx, t)).To(Succeed())
-	return t
 }
 
 // hookClient sends deliveries to a hooks server on loopback in front of the real API server.

@@ -52,8 +52,6 @@ const (
 	MaxBodyBytes = 1 << 20
 	// MaxSkew is how far a timestamp may be from the manager's clock, either way.
 	MaxSkew = 5 * time.Minute
-	// maxDeliveryID bounds a delivery id.
-	maxDeliveryID = 256
 )
 
 // deliveryID is what a delivery id may be: no '.', so the signed TIMESTAMP.DELIVERY.BODY

@@ -76,7 +76,7 @@ func readBytes(path string) int64 {
 }
 
 var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
-	It("keeps the manager within its memory limit, and admission answering, while 300 unsigned 1 MiB bodies arrive at once", func(ctx SpecContext) {
+	It("keeps the manager within its memory limit, and admission answering, under 300 unsigned 1 MiB bodies at once", func(ctx SpecContext) {
 		if !localCluster() {
 			Skip("the flood is sent from inside the local cluster's network, and the memory read from its node")
 		}
@@ -179,7 +179,7 @@ var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
 		<-sampled
 
 		statuses := map[string]int{}
-		for _, line := range strings.Fields(out.String()) {
+		for line := range strings.FieldsSeq(out.String()) {
 			statuses[line]++
 		}
 		peak := readBytes(peakFile)
@@ -189,7 +189,7 @@ var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
 			limit>>20, before>>20, sampledPeak>>20, peak>>20, map[bool]string{true: " (since reset)", false: " (since the pod started)"}[v1],
 			statuses, took.Round(time.Millisecond), admission)
 		AddReportEntry("hooks flood on the local cluster", report)
-		fmt.Fprintln(GinkgoWriter, report)
+		GinkgoWriter.Println(report)
 
 		Expect(sampledPeak).To(BeNumerically("<", limit))
 		Expect(peak).To(BeNumerically("<", limit))

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"runtime"
@@ -83,7 +84,7 @@ func hookTarget(format ergonv1alpha1.WebhookFormat, names ...string) string {
 		Data: map[string][]byte{"key": stolenKey}})).To(Succeed())
 	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-push"}}
 	scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "pr"}}
-	scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "s", Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}}
+	scene.Spec.Steps = trueSteps()
 	Expect(admin.Create(ctx, scene)).To(Succeed())
 	for _, name := range names {
 		Expect(admin.Create(ctx, &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -95,6 +96,11 @@ func hookTarget(format ergonv1alpha1.WebhookFormat, names ...string) string {
 				}}})).To(Succeed())
 	}
 	return ns
+}
+
+// trueSteps is a Scene's one step that does nothing.
+func trueSteps() []ergonv1alpha1.Step {
+	return []ergonv1alpha1.Step{{Name: "s", Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}}
 }
 
 type hookReply struct {
@@ -157,10 +163,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 				delete(h, hooks.HeaderSignature)
 			},
 		} {
-			h := map[string]string{}
-			for k, v := range captured {
-				h[k] = v
-			}
+			h := maps.Clone(captured)
 			edit(h)
 			sent := body
 			if name == "another body" {
@@ -284,7 +287,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 		var admission []time.Duration
 		for i := range 5 {
 			scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("during-flood-%d", i)}}
-			scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "s", Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}}
+			scene.Spec.Steps = trueSteps()
 			t0 := time.Now()
 			Expect(admin.Create(ctx, scene)).To(Succeed())
 			admission = append(admission, time.Since(t0))
