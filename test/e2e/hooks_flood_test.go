@@ -156,8 +156,8 @@ var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
 		}()
 		curl := exec.CommandContext(ctx, "hack/local-cluster.sh", append([]string{"exec"}, args...)...)
 		curl.Dir = repoRoot
-		var out bytes.Buffer
-		curl.Stdout, curl.Stderr = &out, GinkgoWriter
+		var out, stderr bytes.Buffer
+		curl.Stdout, curl.Stderr = &out, &stderr
 		started := time.Now()
 		Expect(curl.Start()).To(Succeed())
 		var curlDone sync.WaitGroup
@@ -193,11 +193,21 @@ var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
 
 		Expect(sampledPeak).To(BeNumerically("<", limit))
 		Expect(peak).To(BeNumerically("<", limit))
+		// A post refused for the caps is answered without its body being read and the
+		// connection closed, so curl, still sending, may see the reset first (000, with error
+		// 55 or 56); it must see nothing else go wrong, such as a timeout.
+		for line := range strings.Lines(stderr.String()) {
+			GinkgoWriter.Print(line)
+			if code, ok := strings.CutPrefix(line, "curl: ("); ok {
+				Expect(code).To(Or(HavePrefix("55)"), HavePrefix("56)")), "curl: (%s", code)
+			}
+		}
 		total := 0
 		for status, n := range statuses {
-			Expect(status).To(BeElementOf("401", "429", "503"), "every post is refused, unauthenticated or for the caps")
+			Expect(status).To(BeElementOf("401", "429", "503", "000"), "every post is refused, unauthenticated or for the caps")
 			total += n
 		}
+		Expect(statuses["401"]+statuses["429"]+statuses["503"]).To(BeNumerically(">", statuses["000"]))
 		Expect(total).To(Equal(floodSenders))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manager), manager)).To(Succeed())
 		Expect(manager.Status.ContainerStatuses[0].RestartCount).To(Equal(restarts), "the manager was not restarted (OOM)")
