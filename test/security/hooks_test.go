@@ -98,6 +98,22 @@ func hookTarget(format ergonv1alpha1.WebhookFormat, names ...string) string {
 	return ns
 }
 
+// heldBack is the end of a body, sent only once until is closed.
+type heldBack struct {
+	last  []byte
+	until <-chan struct{}
+}
+
+func (h *heldBack) Read(p []byte) (int, error) {
+	<-h.until
+	if len(h.last) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, h.last)
+	h.last = h.last[n:]
+	return n, nil
+}
+
 // trueSteps is a Scene's one step that does nothing.
 func trueSteps() []ergonv1alpha1.Step {
 	return []ergonv1alpha1.Step{{Name: "s", Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}}
@@ -257,15 +273,28 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 		transport := &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 0}
 		defer transport.CloseIdleConnections()
 		httpClient := &http.Client{Transport: transport, Timeout: time.Minute}
-		start := make(chan struct{})
+		// Each sender sends all of its body but the last byte, and holds that back until told:
+		// the most the manager could be made to hold at once is every body, were it to read them.
+		start, finish := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		statuses := map[int]int{}
 		var failures []error
+		answered := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			n := len(failures)
+			for _, c := range statuses {
+				n += c
+			}
+			return n
+		}
 		for i := range senders {
 			wg.Go(func() {
 				<-start
-				req, _ := http.NewRequest(http.MethodPost, base+"/hooks/"+ns+"/"+paths[i%len(paths)], bytes.NewReader(flood))
+				body := io.MultiReader(bytes.NewReader(flood[:len(flood)-1]), &heldBack{last: flood[len(flood)-1:], until: finish})
+				req, _ := http.NewRequest(http.MethodPost, base+"/hooks/"+ns+"/"+paths[i%len(paths)], body)
+				req.ContentLength = int64(len(flood))
 				if i%2 == 0 {
 					req.Header.Set(hooks.HeaderSignature, bogus)
 					req.Header.Set(hooks.HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
@@ -283,6 +312,12 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 			})
 		}
 		close(start)
+		// The senders the caps refuse are answered at once, without their bodies being read;
+		// the rest hold their slots. (Were there no caps, none would be answered: the wait
+		// ends after a few seconds with every body held, which the bound below catches.)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && answered() < senders-hooks.DefaultMaxBodies; {
+			time.Sleep(10 * time.Millisecond)
+		}
 		// Admission, served by the same manager process, answers during the flood.
 		var admission []time.Duration
 		for i := range 5 {
@@ -292,6 +327,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 			Expect(admin.Create(ctx, scene)).To(Succeed())
 			admission = append(admission, time.Since(t0))
 		}
+		close(finish)
 		wg.Wait()
 		close(stopSampling)
 		<-sampled
