@@ -207,7 +207,7 @@ var _ = Describe("The hooks endpoint under a flood", Label("load"), func() {
 			Expect(status).To(BeElementOf("401", "429", "503", "000"), "every post is refused, unauthenticated or for the caps")
 			total += n
 		}
-		Expect(statuses["401"]+statuses["429"]+statuses["503"]).To(BeNumerically(">", statuses["000"]))
+		Expect(statuses["401"] + statuses["429"] + statuses["503"]).To(BeNumerically(">", statuses["000"]))
 		Expect(total).To(Equal(floodSenders))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manager), manager)).To(Succeed())
 		Expect(manager.Status.ContainerStatuses[0].RestartCount).To(Equal(restarts), "the manager was not restarted (OOM)")
