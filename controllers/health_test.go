@@ -147,9 +147,9 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 
 	It("of Triggers: scheduled, suspended, watching, with a schedule that does not parse, waiting for their Secret", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		scheduleTrigger(ctx, ns, "nightly", "0 3 * * *")
-		scheduleTrigger(ctx, ns, "paused", "0 3 * * *", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
-		scheduleTrigger(ctx, ns, "nonsense", "every day at noon")
+		scheduleTrigger(ctx, ns, "nightly", cron("0 3 * * *"))
+		scheduleTrigger(ctx, ns, "paused", cron("0 3 * * *"), func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
+		scheduleTrigger(ctx, ns, "nonsense", cron("every day at noon"))
 		webhookTrigger(ctx, ns, "hook", nil)
 		chain := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "after-ingest", Namespace: ns},
 			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "nightly"},
@@ -177,3 +177,8 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Workspace", ns, "desk", current)
 	})
 })
+
+// cron sets a Trigger's schedule.
+func cron(spec string) func(*ergonv1alpha1.Trigger) {
+	return func(t *ergonv1alpha1.Trigger) { t.Spec.Schedule.Cron = spec }
+}

@@ -60,12 +60,13 @@ func setTriggerClock(t time.Time) {
 	triggerClock.SetTime(t)
 }
 
-func scheduleTrigger(ctx context.Context, ns, name, cron string, edit ...func(*ergonv1alpha1.Trigger)) {
+// scheduleTrigger creates a Trigger that fires every minute.
+func scheduleTrigger(ctx context.Context, ns, name string, edit ...func(*ergonv1alpha1.Trigger)) {
 	t := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: ergonv1alpha1.TriggerSpec{
 			SceneRef: corev1.LocalObjectReference{Name: "nightly"},
 			Params:   map[string]string{"sprint": "43"},
-			Schedule: &ergonv1alpha1.ScheduleSource{Cron: cron},
+			Schedule: &ergonv1alpha1.ScheduleSource{Cron: "* * * * *"},
 		}}
 	for _, e := range edit {
 		e(t)
@@ -142,7 +143,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("starts one Run per scheduled time, named by its unix minute, and says when the next is due", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "every-minute", "* * * * *")
+		scheduleTrigger(ctx, ns, "every-minute")
 
 		Eventually(func(g Gomega) {
 			t := getTrigger(ctx, ns, "every-minute")
@@ -182,7 +183,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("starts only the most recent of many missed times, and warns about more than 100", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "missed", "* * * * *")
+		scheduleTrigger(ctx, ns, "missed")
 		Eventually(func() *metav1.Time { return getTrigger(ctx, ns, "missed").Status.NextScheduleTime }).ShouldNot(BeNil())
 
 		// Three hours pass at once, as if the manager had been down.
@@ -197,7 +198,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("gives up a missed time past the starting deadline and starts the next on time", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "deadline", "* * * * *", func(t *ergonv1alpha1.Trigger) {
+		scheduleTrigger(ctx, ns, "deadline", func(t *ergonv1alpha1.Trigger) {
 			t.Spec.Schedule.StartingDeadlineSeconds = ptr.To[int64](30)
 		})
 		Eventually(func() *metav1.Time { return getTrigger(ctx, ns, "deadline").Status.NextScheduleTime }).ShouldNot(BeNil())
@@ -216,7 +217,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("with Forbid, skips a time while a Run is active and starts it when that Run ends", func(ctx SpecContext) {
 		ns := runningScene(ctx)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "forbid", "* * * * *", func(t *ergonv1alpha1.Trigger) {
+		scheduleTrigger(ctx, ns, "forbid", func(t *ergonv1alpha1.Trigger) {
 			t.Spec.Schedule.ConcurrencyPolicy = ergonv1alpha1.ForbidConcurrent
 		})
 		Eventually(func() *metav1.Time { return getTrigger(ctx, ns, "forbid").Status.NextScheduleTime }).ShouldNot(BeNil())
@@ -242,7 +243,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("with Replace, cancels the active Run and starts the new one", func(ctx SpecContext) {
 		ns := runningScene(ctx)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "replace", "* * * * *", func(t *ergonv1alpha1.Trigger) {
+		scheduleTrigger(ctx, ns, "replace", func(t *ergonv1alpha1.Trigger) {
 			t.Spec.Schedule.ConcurrencyPolicy = ergonv1alpha1.ReplaceConcurrent
 		})
 		Eventually(func() *metav1.Time { return getTrigger(ctx, ns, "replace").Status.NextScheduleTime }).ShouldNot(BeNil())
@@ -262,7 +263,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 	It("starts nothing while suspended and says so", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "suspended", "* * * * *", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
+		scheduleTrigger(ctx, ns, "suspended", func(t *ergonv1alpha1.Trigger) { t.Spec.Suspend = new(true) })
 		Eventually(func(g Gomega) {
 			t := getTrigger(ctx, ns, "suspended")
 			ready := meta.FindStatusCondition(t.Status.Conditions, ergonv1alpha1.ConditionReady)
@@ -283,7 +284,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "nightly", container("only", "done"))
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "history", "* * * * *", func(t *ergonv1alpha1.Trigger) {
+		scheduleTrigger(ctx, ns, "history", func(t *ergonv1alpha1.Trigger) {
 			t.Spec.Params = nil
 			t.Spec.SuccessfulRunsHistoryLimit = ptr.To[int32](2)
 		})

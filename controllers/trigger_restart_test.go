@@ -98,7 +98,7 @@ var _ = Describe("Schedule Triggers across restarts", Serial, func() {
 		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
 
 		minute := nextMinute()
-		scheduleTrigger(ctx, ns, "restarts", "* * * * *")
+		scheduleTrigger(ctx, ns, "restarts")
 		var last time.Time
 		var scheduled []string // the names of the Runs of every time fired
 		for i := range fires {

@@ -106,11 +106,31 @@ type ScheduleSource struct {
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
 }
 
+// WebhookFormat is how a webhook Trigger's deliveries are signed.
+// +kubebuilder:validation:Enum=ergon;github
+type WebhookFormat string
+
+const (
+	// WebhookFormatErgon signs the timestamp, the delivery id and the body:
+	// X-Ergon-Signature is sha256= and the hex HMAC-SHA256 of TIMESTAMP.DELIVERY.BODY.
+	WebhookFormatErgon WebhookFormat = "ergon"
+	// WebhookFormatGitHub is GitHub's: X-Hub-Signature-256 is the HMAC-SHA256 of the body
+	// alone, and X-GitHub-Delivery is required. It has no timestamp; see docs/triggers.md.
+	WebhookFormatGitHub WebhookFormat = "github"
+)
+
 // WebhookSource accepts signed HTTP deliveries.
 type WebhookSource struct {
 	// secretRef selects the HMAC-SHA256 key deliveries are signed with.
 	// +required
 	SecretRef corev1.SecretKeySelector `json:"secretRef"`
+
+	// format is how deliveries are signed, and the only way this Trigger accepts: ergon (the
+	// default) signs the timestamp and the delivery id with the body; github is GitHub's
+	// X-Hub-Signature-256 over the body, for GitHub's webhooks only.
+	// +kubebuilder:default=ergon
+	// +optional
+	Format WebhookFormat `json:"format,omitempty"`
 
 	// params maps param names to CEL expressions over the JSON body, for example
 	// body.pull_request.number.

@@ -160,6 +160,17 @@ var _ = Describe("The API contract", func() {
 		Expect(trigger.Spec.SuccessfulRunsHistoryLimit).To(HaveValue(BeEquivalentTo(3)))
 		Expect(trigger.Spec.FailedRunsHistoryLimit).To(HaveValue(BeEquivalentTo(1)))
 
+		hook := &ergonv1alpha1.Trigger{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-close", Namespace: ns},
+			Spec: ergonv1alpha1.TriggerSpec{
+				SceneRef: corev1.LocalObjectReference{Name: "weekly-report"},
+				Webhook: &ergonv1alpha1.WebhookSource{SecretRef: corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "hook"}, Key: "key"}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, hook)).To(Succeed())
+		Expect(hook.Spec.Webhook.Format).To(Equal(ergonv1alpha1.WebhookFormatErgon))
+
 		scene := &ergonv1alpha1.Scene{
 			ObjectMeta: metav1.ObjectMeta{Name: "ask", Namespace: ns},
 			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{

@@ -63,15 +63,15 @@ func init() {
 
 // options are the manager's flags.
 type options struct {
-	metricsAddr, probeAddr, hooksAddr                string
-	metricsCertPath, metricsCertName, metricsCertKey string
-	webhookCertPath, webhookCertName, webhookCertKey string
-	webhookPort                                      int
-	leaderElection, secureMetrics, http2             bool
-	hooksRate                                        float64
-	hooksBurst                                       int
-	run                                              controllers.RunConfig
-	webhooks                                         webhookOptions
+	metricsAddr, probeAddr, hooksAddr                    string
+	metricsCertPath, metricsCertName, metricsCertKey     string
+	webhookCertPath, webhookCertName, webhookCertKey     string
+	webhookPort                                          int
+	leaderElection, secureMetrics, http2                 bool
+	hooksRate                                            float64
+	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
+	run                                                  controllers.RunConfig
+	webhooks                                             webhookOptions
 }
 
 func (o *options) bindFlags() {
@@ -80,6 +80,10 @@ func (o *options) bindFlags() {
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
 	flag.Float64Var(&o.hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
 	flag.IntVar(&o.hooksBurst, "hooks-burst", 20, "Deliveries each webhook Trigger accepts at once.")
+	flag.IntVar(&o.hooksMaxBodies, "hooks-max-bodies", hooks.DefaultMaxBodies, "Delivery bodies (up to 1 MiB each) "+
+		"read at once over all webhook Triggers, before their signatures are checked; more get 503.")
+	flag.IntVar(&o.hooksMaxBodiesPerTrigger, "hooks-max-bodies-per-trigger", hooks.DefaultMaxBodiesPerTrigger,
+		"Delivery bodies read at once for one webhook Trigger; more get 429.")
 	flag.StringVar(&o.run.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
 	flag.IntVar(&o.run.MaxActivePods, "max-step-pods", 0,
@@ -157,14 +161,16 @@ func run(o *options) error {
 		return err
 	}
 	if o.hooksAddr != "0" {
-		if o.hooksRate <= 0 || o.hooksBurst < 1 {
-			return errors.New("--hooks-rate must be above 0 and --hooks-burst at least 1, or every delivery is refused")
+		if o.hooksRate <= 0 || o.hooksBurst < 1 || o.hooksMaxBodies < 1 || o.hooksMaxBodiesPerTrigger < 1 {
+			return errors.New("--hooks-rate must be above 0, and --hooks-burst, --hooks-max-bodies and " +
+				"--hooks-max-bodies-per-trigger at least 1, or every delivery is refused")
 		}
 		// Secrets are read directly, never cached: the manager needs only the few that sign
 		// webhooks, and a cache of every Secret in the cluster would cost memory and RBAC.
 		if err := mgr.Add(&hooks.Server{
 			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
 			Addr: o.hooksAddr, Rate: rate.Limit(o.hooksRate), Burst: o.hooksBurst,
+			MaxBodies: o.hooksMaxBodies, MaxBodiesPerTrigger: o.hooksMaxBodiesPerTrigger,
 		}); err != nil {
 			return fmt.Errorf("setting up the webhook Trigger endpoint: %w", err)
 		}

@@ -21,28 +21,20 @@ package hooks
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/expr"
-	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
@@ -67,8 +59,24 @@ type Server struct {
 	// Burst at once.
 	Rate  rate.Limit
 	Burst int
+	// MaxBodies bounds the bodies read at once over all Triggers (503 beyond), and
+	// MaxBodiesPerTrigger those for one path (429 beyond); DefaultMaxBodies and
+	// DefaultMaxBodiesPerTrigger when 0. Each body is at most MaxBodyBytes, so they bound the
+	// memory anyone can make the server hold before a signature is checked.
+	MaxBodies           int
+	MaxBodiesPerTrigger int
+	// MaxRemembered bounds the signatures remembered to refuse replays (DefaultMaxRemembered
+	// when 0); when it is reached, new deliveries get 503 until old ones expire.
+	MaxRemembered int
+	// RefusalDelay is the least time, from the request's arrival, before the one answer to an
+	// unauthenticated delivery goes out (DefaultRefusalDelay when 0, none when negative), so
+	// its timing does not tell a Trigger whose key was read from one that is not there.
+	RefusalDelay time.Duration
 
 	mappings triggers.MappingCache
+	slots    bodySlots
+	replays  replays
+	decoy    decoyKey
 	mu       sync.Mutex
 	limiters map[types.UID]*rate.Limiter
 	keys     map[string]cachedKey
@@ -158,7 +166,8 @@ func (s *Server) sweepUntil(ctx context.Context) {
 }
 
 // forget drops signing keys older than keyTTL (they would be read again anyway), rate limiters
-// that are full (a new one is the same), and the mappings of Triggers exists denies.
+// that are full (a new one is the same), signatures whose timestamps are stale, and the
+// mappings of Triggers exists denies.
 func (s *Server) forget(now time.Time, exists func(types.NamespacedName) bool) {
 	s.mu.Lock()
 	for k, cached := range s.keys {
@@ -172,6 +181,7 @@ func (s *Server) forget(now time.Time, exists func(types.NamespacedName) bool) {
 		}
 	}
 	s.mu.Unlock()
+	s.replays.forget(now)
 	s.mappings.Prune(exists)
 }
 
@@ -180,126 +190,8 @@ func (s *Server) NeedLeaderElection() bool {
 	return false
 }
 
-func (s *Server) serveDelivery(w http.ResponseWriter, req *http.Request) {
-	ctx := req.Context()
-	key := types.NamespacedName{Namespace: req.PathValue("namespace"), Name: req.PathValue("trigger")}
-	log := logf.FromContext(ctx).WithValues("trigger", key.String())
-	status, body := s.deliver(ctx, req, key)
-	switch b := body.(type) {
-	case accepted:
-		log.Info("Delivery accepted", "run", b.Run)
-	case failure:
-		// The reason says what was wrong with the request; it holds no key and no body.
-		log.V(1).Info("Delivery refused", "status", status, "reason", b.Error)
-	}
-	if status == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", http.MethodPost)
-	}
-	writeJSON(w, status, body)
-}
-
-// deliver does the work of one request and returns the status and body to answer with.
-func (s *Server) deliver(ctx context.Context, req *http.Request, key types.NamespacedName) (int, any) {
-	fail := func(r *Refusal) (int, any) { return r.Status, failure{Error: r.Message} }
-	if req.Method != http.MethodPost {
-		return fail(refuse(http.StatusMethodNotAllowed, "method %s is not allowed: deliveries are POSTed", req.Method))
-	}
-	if req.ContentLength > MaxBodyBytes {
-		return fail(refuse(http.StatusRequestEntityTooLarge, "the body is %d bytes, more than the %d allowed", req.ContentLength, MaxBodyBytes))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, MaxBodyBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return fail(refuse(http.StatusRequestEntityTooLarge, "the body is more than the %d bytes allowed", MaxBodyBytes))
-		}
-		return fail(refuse(http.StatusBadRequest, "the body could not be read"))
-	}
-
-	trigger := &ergonv1alpha1.Trigger{}
-	if err := s.Client.Get(ctx, key, trigger); err != nil || trigger.Spec.Webhook == nil {
-		if err != nil && !apierrors.IsNotFound(err) {
-			logf.FromContext(ctx).Error(err, "Reading the Trigger")
-			return fail(refuse(http.StatusServiceUnavailable, "the Trigger could not be read; try again"))
-		}
-		return fail(refuse(http.StatusNotFound, "there is no webhook Trigger %s in namespace %s", key.Name, key.Namespace))
-	}
-	signingKey, refusal := s.signingKey(ctx, trigger)
-	if refusal != nil {
-		return fail(refusal)
-	}
-	now := s.Clock.Now()
-	delivery, refusal := Verify(req.Header, body, signingKey, now)
-	if refusal != nil {
-		return fail(refusal)
-	}
-	if ptr.Deref(trigger.Spec.Suspend, false) {
-		return fail(refuse(http.StatusConflict, "Trigger %s is suspended (spec.suspend); it starts no Runs", key.Name))
-	}
-	if wait := s.reserve(trigger, now); wait > 0 {
-		return http.StatusTooManyRequests, retryAfter{failure{Error: "Trigger " + key.Name +
-			" accepts no more deliveries right now; retry after " + strconv.Itoa(seconds(wait)) + "s"}, seconds(wait)}
-	}
-	params, refusal := s.mapParams(trigger, body)
-	if refusal != nil {
-		return fail(refusal)
-	}
-
-	run := triggers.NewRun(trigger, naming.DeliveryRunName(trigger.Name, delivery.Key), params)
-	if err := s.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-			return fail(refuse(http.StatusUnprocessableEntity, "the Run was refused: %v", err))
-		}
-		logf.FromContext(ctx).Error(err, "Creating the Run", "run", run.Name)
-		return fail(refuse(http.StatusServiceUnavailable, "the Run could not be created; try again with the same delivery id"))
-	}
-	s.recordDelivery(ctx, trigger, delivery, run.Name, now)
-	return http.StatusAccepted, accepted{Run: run.Name, Namespace: run.Namespace}
-}
-
-// retryAfter is a 429 body with the Retry-After it goes with.
-type retryAfter struct {
-	failure
-	after int
-}
-
 func seconds(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
-}
-
-// signingKey returns the Trigger's key, read from its Secret at most every keyTTL.
-func (s *Server) signingKey(ctx context.Context, trigger *ergonv1alpha1.Trigger) ([]byte, *Refusal) {
-	ref := trigger.Spec.Webhook.SecretRef
-	cacheKey := trigger.Namespace + "/" + ref.Name + "/" + ref.Key
-	now := s.Clock.Now()
-	s.mu.Lock()
-	cached, ok := s.keys[cacheKey]
-	s.mu.Unlock()
-	if !ok || !cached.fresh(now) {
-		cached = cachedKey{readAt: now}
-		secret := &corev1.Secret{}
-		err := s.SecretReader.Get(ctx, client.ObjectKey{Namespace: trigger.Namespace, Name: ref.Name}, secret)
-		switch {
-		case apierrors.IsNotFound(err):
-			cached.problem = "the Trigger's key Secret does not exist; see the Trigger's Ready condition"
-		case err != nil:
-			logf.FromContext(ctx).Error(err, "Reading the key Secret", "secret", ref.Name)
-			return nil, refuse(http.StatusServiceUnavailable, "the Trigger's key could not be read; try again")
-		case len(secret.Data[ref.Key]) == 0:
-			cached.problem = "the Trigger's key Secret has no such key; see the Trigger's Ready condition"
-		default:
-			cached.key = secret.Data[ref.Key]
-		}
-		s.mu.Lock()
-		if s.keys == nil {
-			s.keys = map[string]cachedKey{}
-		}
-		s.keys[cacheKey] = cached
-		s.mu.Unlock()
-	}
-	if cached.key == nil {
-		return nil, refuse(http.StatusServiceUnavailable, "%s", cached.problem)
-	}
-	return cached.key, nil
 }
 
 // reserve takes a token from the Trigger's rate limit, or says how long until one is free.
@@ -323,29 +215,6 @@ func (s *Server) reserve(trigger *ergonv1alpha1.Trigger, now time.Time) time.Dur
 		return wait
 	}
 	return 0
-}
-
-// mapParams evaluates the Trigger's mappings over the JSON body.
-func (s *Server) mapParams(trigger *ergonv1alpha1.Trigger, body []byte) (map[string]string, *Refusal) {
-	if len(trigger.Spec.Webhook.Params) == 0 {
-		return nil, nil
-	}
-	mappings, err := s.mappings.Get(trigger)
-	if err != nil {
-		return nil, refuse(http.StatusUnprocessableEntity, "the Trigger's param mappings do not compile: %v", err)
-	}
-	var parsed any
-	if err := json.Unmarshal(body, &parsed); err != nil {
-		return nil, refuse(http.StatusUnprocessableEntity, "the body is not JSON (%v), and the Trigger maps params from it", err)
-	}
-	params, err := mappings.Eval(map[string]any{"body": parsed})
-	if err != nil {
-		if e, ok := errors.AsType[*expr.Error](err); ok {
-			return nil, refuse(http.StatusUnprocessableEntity, "%s: %s", e.Field, e.Detail)
-		}
-		return nil, refuse(http.StatusUnprocessableEntity, "%v", err)
-	}
-	return params, nil
 }
 
 // recordDelivery writes the delivery into the Trigger's status, in the background. Writes to
@@ -410,10 +279,6 @@ func (s *Server) patchLastDelivery(key types.NamespacedName, d *ergonv1alpha1.We
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
-	if r, ok := body.(retryAfter); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(r.after))
-		body = r.failure
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

@@ -21,21 +21,25 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
 // Headers of a delivery.
 const (
-	// HeaderSignature is Ergon's signature: sha256=HEX, the HMAC-SHA256 of the raw body.
+	// HeaderSignature is Ergon's signature: sha256=HEX, the HMAC-SHA256 of
+	// TIMESTAMP "." DELIVERY "." BODY (DELIVERY empty when the delivery has no id).
 	HeaderSignature = "X-Ergon-Signature"
-	// HeaderTimestamp is the unix time in seconds the sender sent the delivery at. It is
-	// required with HeaderSignature; outside the window around the server's time it is
-	// refused.
+	// HeaderTimestamp is the unix time in seconds the sender signed the delivery at. Outside
+	// the window around the server's time it is refused.
 	HeaderTimestamp = "X-Ergon-Timestamp"
-	// HeaderDelivery identifies a delivery; a retry sends the same one.
+	// HeaderDelivery identifies a delivery; a retry sends the same one, signed again.
 	HeaderDelivery = "X-Ergon-Delivery"
 	// HeaderGitHubSignature is GitHub's signature: sha256=HEX, the HMAC-SHA256 of the raw body.
 	HeaderGitHubSignature = "X-Hub-Signature-256"
@@ -48,9 +52,15 @@ const (
 	MaxBodyBytes = 1 << 20
 	// MaxSkew is how far a timestamp may be from the manager's clock, either way.
 	MaxSkew = 5 * time.Minute
-	// maxDeliveryID bounds a delivery id.
-	maxDeliveryID = 256
 )
+
+// deliveryID is what a delivery id may be: no '.', so the signed TIMESTAMP.DELIVERY.BODY
+// splits one way only.
+var deliveryID = regexp.MustCompile(`^[A-Za-z0-9_:-]{1,256}$`)
+
+// timestamp is a unix time in seconds, digits only (no sign, no spaces: the signed text is
+// exactly the header's).
+var timestamp = regexp.MustCompile(`^[0-9]{1,12}$`)
 
 // Refusal is a request refused with an HTTP status and a reason for the sender.
 type Refusal struct {
@@ -71,94 +81,133 @@ type Delivery struct {
 	// ID is the sender's delivery id, or empty.
 	ID string
 	// Key identifies the delivery for its Run's name: the delivery id when there is one,
-	// else the timestamp and the signature, which a replay of the request repeats.
+	// else the timestamp and the signature.
 	Key string
+	// MAC is the signature, which the server remembers to refuse a replay.
+	MAC []byte
+	// Until is when the server may forget the signature: a replay after it is refused anyway
+	// (Ergon's timestamp is stale), or is beyond what the format can refuse (GitHub's).
+	Until time.Time
 }
 
-// Sign returns the value of HeaderSignature, or of GitHub's HeaderGitHubSignature, for a
-// body: sha256= and the hex HMAC-SHA256 of the raw body. It is what a sender computes, and
-// what tests and the bench send.
-func Sign(key, body []byte) string {
-	return "sha256=" + hex.EncodeToString(macOf(key, body))
+// claim is what a request's headers say it is, read the way the Trigger's format reads them.
+type claim struct {
+	format    ergonv1alpha1.WebhookFormat
+	timestamp string
+	id        string
+	mac       []byte
+	// problem says why the headers do not make a signed delivery of the format; empty when
+	// they do. The body is read and hashed all the same, so the answer takes as long.
+	problem string
 }
 
-// Verify checks a delivery's signature against key, in constant time, and its timestamp
-// against now. The signature covers the raw body, as the API contract (and GitHub's) has it.
-// Ergon's requires a timestamp within MaxSkew; GitHub's sends none, so its delivery id is
-// required. A retried or replayed request finds the Run the first one started: by its
-// delivery id, or by its timestamp and signature. Neither header is signed, so whoever holds
-// a captured request can resend it with new ones; that is what the contract's body-only
-// signature cannot prevent (TLS in front, and the per-Trigger rate limit, bound it).
-func Verify(header http.Header, body, key []byte, now time.Time) (Delivery, *Refusal) {
-	id := header.Get(HeaderDelivery)
-	if id == "" {
-		id = header.Get(HeaderGitHubDelivery)
+// readClaim reads the headers of format; any other format's headers are ignored, so an Ergon
+// Trigger cannot be sent a delivery signed GitHub's way (which covers the body only).
+func readClaim(format ergonv1alpha1.WebhookFormat, header http.Header) claim {
+	if format == ergonv1alpha1.WebhookFormatGitHub {
+		c := claim{format: format, id: header.Get(HeaderGitHubDelivery)}
+		c.mac, c.problem = decodeSignature(HeaderGitHubSignature, header.Get(HeaderGitHubSignature))
+		switch {
+		case c.problem != "":
+		case c.id == "":
+			c.problem = HeaderGitHubDelivery + " is required with " + HeaderGitHubSignature
+		case !deliveryID.MatchString(c.id):
+			c.problem = HeaderGitHubDelivery + " must be 1 to 256 letters, digits, '-', '_' or ':'"
+		}
+		return c
 	}
-	if len(id) > maxDeliveryID {
-		return Delivery{}, refuse(http.StatusBadRequest, "the delivery id is longer than %d bytes", maxDeliveryID)
+	c := claim{format: ergonv1alpha1.WebhookFormatErgon, timestamp: header.Get(HeaderTimestamp), id: header.Get(HeaderDelivery)}
+	c.mac, c.problem = decodeSignature(HeaderSignature, header.Get(HeaderSignature))
+	switch {
+	case c.problem != "":
+	case !timestamp.MatchString(c.timestamp):
+		c.problem = HeaderTimestamp + " must be the unix time in seconds the delivery was signed at"
+	case c.id != "" && !deliveryID.MatchString(c.id):
+		c.problem = HeaderDelivery + " must be 1 to 256 letters, digits, '-', '_' or ':'"
 	}
-	if sig := header.Get(HeaderSignature); sig != "" {
-		ts := header.Get(HeaderTimestamp)
-		if ts == "" {
-			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s is required with %s: the unix time in seconds the body was signed at", HeaderTimestamp, HeaderSignature)
-		}
-		signedAt, err := strconv.ParseInt(ts, 10, 64)
-		if err != nil {
-			return Delivery{}, refuse(http.StatusUnauthorized, "%s is not a unix time in seconds", HeaderTimestamp)
-		}
-		if skew := now.Sub(time.Unix(signedAt, 0)); skew > MaxSkew || skew < -MaxSkew {
-			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s is %s away from the server's time, more than the %s allowed; sign the delivery again",
-				HeaderTimestamp, skew.Round(time.Second).Abs(), MaxSkew)
-		}
-		mac, refusal := decodeSignature(HeaderSignature, sig)
-		if refusal != nil {
-			return Delivery{}, refusal
-		}
-		if !hmac.Equal(mac, macOf(key, body)) {
-			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s does not match: sign the raw body with the Trigger's key", HeaderSignature)
-		}
-		if id == "" {
-			return Delivery{Key: "signature:" + ts + ":" + hex.EncodeToString(mac)}, nil
-		}
-		return Delivery{ID: id, Key: "id:" + id}, nil
-	}
-	if sig := header.Get(HeaderGitHubSignature); sig != "" {
-		mac, refusal := decodeSignature(HeaderGitHubSignature, sig)
-		if refusal != nil {
-			return Delivery{}, refusal
-		}
-		if !hmac.Equal(mac, macOf(key, body)) {
-			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s does not match: sign the raw body with the Trigger's key", HeaderGitHubSignature)
-		}
-		if id == "" {
-			return Delivery{}, refuse(http.StatusUnauthorized,
-				"%s is required with %s, so a replayed delivery starts nothing new", HeaderGitHubDelivery, HeaderGitHubSignature)
-		}
-		return Delivery{ID: id, Key: "id:" + id}, nil
-	}
-	return Delivery{}, refuse(http.StatusUnauthorized, "the delivery is not signed: send %s and %s (or GitHub's %s)",
-		HeaderSignature, HeaderTimestamp, HeaderGitHubSignature)
+	return c
 }
 
-// decodeSignature reads sha256=HEX.
-func decodeSignature(header, value string) ([]byte, *Refusal) {
+// newMAC starts the HMAC the claim's signature should be: the body is written to it next.
+func (c claim) newMAC(key []byte) hash.Hash {
+	mac := hmac.New(sha256.New, key)
+	if c.format != ergonv1alpha1.WebhookFormatGitHub {
+		mac.Write([]byte(c.timestamp + "." + c.id + "."))
+	}
+	return mac
+}
+
+// check compares the claim's signature with sum, the HMAC of what it should cover, in
+// constant time, and its timestamp with now. It returns the delivery, or why it is refused.
+func (c claim) check(sum []byte, now time.Time) (Delivery, string) {
+	if c.problem != "" {
+		return Delivery{}, c.problem
+	}
+	if !hmac.Equal(c.mac, sum) {
+		if c.format == ergonv1alpha1.WebhookFormatGitHub {
+			return Delivery{}, HeaderGitHubSignature + " does not match the body signed with the Trigger's key"
+		}
+		return Delivery{}, HeaderSignature + " does not match TIMESTAMP.DELIVERY.BODY signed with the Trigger's key"
+	}
+	if c.format == ergonv1alpha1.WebhookFormatGitHub {
+		return Delivery{ID: c.id, Key: "id:" + c.id, MAC: c.mac, Until: now.Add(MaxSkew)}, ""
+	}
+	secs, _ := strconv.ParseInt(c.timestamp, 10, 64) // digits only, 12 at most: it parses
+	signedAt := time.Unix(secs, 0)
+	if skew := now.Sub(signedAt); skew > MaxSkew || skew < -MaxSkew {
+		return Delivery{}, fmt.Sprintf("%s is %s away from the server's time, more than the %s allowed",
+			HeaderTimestamp, skew.Round(time.Second).Abs(), MaxSkew)
+	}
+	d := Delivery{ID: c.id, Key: "id:" + c.id, MAC: c.mac, Until: signedAt.Add(MaxSkew)}
+	if c.id == "" {
+		d.Key = "signature:" + c.timestamp + ":" + hex.EncodeToString(c.mac)
+	}
+	return d, ""
+}
+
+// Sign returns the value of HeaderSignature for a delivery: sha256= and the hex HMAC-SHA256,
+// with key, of timestamp (unix seconds), ".", the delivery id (empty for none), "." and the
+// raw body. It is what a sender computes, and what tests and the bench send.
+func Sign(key []byte, timestamp, delivery string, body []byte) string {
+	mac := claim{format: ergonv1alpha1.WebhookFormatErgon, timestamp: timestamp, id: delivery}.newMAC(key)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// SignGitHub returns the value of HeaderGitHubSignature for a body, as GitHub computes it:
+// sha256= and the hex HMAC-SHA256 of the raw body.
+func SignGitHub(key, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Verify checks a whole delivery, signed the way format says, against key and now. The
+// server does the same while it streams the body; Verify is for callers that hold the body.
+// The refusal's message says why, for the server's log: the sender is only told 401.
+func Verify(format ergonv1alpha1.WebhookFormat, header http.Header, body, key []byte, now time.Time) (Delivery, *Refusal) {
+	c := readClaim(format, header)
+	mac := c.newMAC(key)
+	mac.Write(body)
+	d, problem := c.check(mac.Sum(nil), now)
+	if problem != "" {
+		return Delivery{}, refuse(http.StatusUnauthorized, "%s", problem)
+	}
+	return d, nil
+}
+
+// decodeSignature reads sha256=HEX, or says what is wrong with it.
+func decodeSignature(header, value string) ([]byte, string) {
+	if value == "" {
+		return nil, "the delivery is not signed: " + header + " is missing"
+	}
 	hexMAC, ok := strings.CutPrefix(value, "sha256=")
 	if !ok {
-		return nil, refuse(http.StatusUnauthorized, "%s must be sha256= and the hex HMAC-SHA256", header)
+		return nil, header + " must be sha256= and the hex HMAC-SHA256"
 	}
 	mac, err := hex.DecodeString(hexMAC)
 	if err != nil || len(mac) != sha256.Size {
-		return nil, refuse(http.StatusUnauthorized, "%s must be sha256= and 64 hex digits", header)
+		return nil, header + " must be sha256= and 64 hex digits"
 	}
-	return mac, nil
-}
-
-func macOf(key, body []byte) []byte {
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	return mac.Sum(nil)
+	return mac, ""
 }
