@@ -59,16 +59,18 @@ func observeTransitions(before, after *ergonv1alpha1.RunStatus, scene *compile.S
 		runsFinished.WithLabelValues(string(after.Phase)).Inc()
 	}
 	was := map[string]ergonv1alpha1.StepPhase{}
+	wasActive := map[string]bool{}
 	for _, s := range before.Steps {
 		was[s.Name] = s.Phase
+		wasActive[s.Name] = s.PodActive()
 	}
 	for _, s := range after.Steps {
 		step := scene.Steps[s.Name]
 		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
-		if pod && s.Phase == ergonv1alpha1.StepRunning && was[s.Name] != ergonv1alpha1.StepRunning {
+		if pod && s.PodActive() && !wasActive[s.Name] {
 			stepPodsActive.Inc()
 		}
-		if pod && s.Phase != ergonv1alpha1.StepRunning && was[s.Name] == ergonv1alpha1.StepRunning {
+		if pod && !s.PodActive() && wasActive[s.Name] {
 			stepPodsActive.Dec()
 		}
 		if s.Phase.Finished() && !was[s.Name].Finished() && s.StartedAt != nil && s.FinishedAt != nil {

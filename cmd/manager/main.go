@@ -21,6 +21,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"time"
 
 	// The manager's image has no zoneinfo; Triggers' time zones come from the binary.
 	_ "time/tzdata"
@@ -91,6 +92,9 @@ func main() {
 		"The most step pods of all Runs that run at once; 0 means no limit.")
 	flag.IntVar(&runConfig.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
 	flag.IntVar(&runConfig.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
+	flag.DurationVar(&runConfig.PendingTimeout, "pending-timeout", 10*time.Minute,
+		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
+			"when its step and Scene set no pendingTimeout, and how long a Run waits for its Scene to exist; 0 means no bound.")
 	flag.BoolVar(&runConfig.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+

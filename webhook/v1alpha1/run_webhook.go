@@ -66,6 +66,11 @@ func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) erro
 
 // ValidateCreate checks a new Run against its Scene.
 func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Run) (admission.Warnings, error) {
+	if run.Spec.SceneRef.Name == "" {
+		// The CRD refuses it first; without the name there is no Scene to look up.
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, field.ErrorList{
+			field.Required(field.NewPath("spec", "sceneRef", "name"), "name the Scene to run")})
+	}
 	scene := &ergonv1alpha1.Scene{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
 	if apierrors.IsNotFound(err) {

@@ -66,6 +66,11 @@ func (v *TriggerValidator) ValidateDelete(context.Context, *ergonv1alpha1.Trigge
 
 func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger) (admission.Warnings, error) {
 	errs := ValidateTriggerSpec(&t.Spec)
+	if t.Spec.SceneRef.Name == "" {
+		// The CRD refuses it first; without the name there is no Scene to look up.
+		errs = append(errs, field.Required(field.NewPath("spec", "sceneRef", "name"), "name the Scene to run"))
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
+	}
 	var warnings admission.Warnings
 	scene := &ergonv1alpha1.Scene{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.SceneRef.Name}, scene)
