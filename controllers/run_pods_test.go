@@ -87,7 +87,7 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		DeferCleanup(cancel)
 	})
 
-	It("shows a step whose image cannot be pulled as Pending with the image, once as an Event, and fails it after its pendingTimeout", func(ctx SpecContext) {
+	It("shows a step whose image cannot be pulled as Pending, told once, and fails it after its pendingTimeout", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		testKubelet.hold(ns, waitingStep("ImagePullBackOff", `Back-off pulling image "busybox:test"`))
 		DeferCleanup(func() { testKubelet.hold(ns, nil) })

@@ -30,9 +30,9 @@ import (
 
 func stay(string, int32) PodPhase { return "" }
 
-// pending sets the observed state of the step's latest pod.
-func (w *world) set(step string, mutate func(p *PodState)) {
-	pods := w.pods[step]
+// set changes the observed state of step a's latest pod.
+func (w *world) set(mutate func(p *PodState)) {
+	pods := w.pods["a"]
 	mutate(&pods[len(pods)-1])
 }
 
@@ -60,8 +60,8 @@ func TestAStepWhosePodCannotStartIsPendingWithTheReasonToldOnce(t *testing.T) {
 	if s := w.status("a"); s.Phase != ergonv1alpha1.StepPending || s.Reason != ReasonPodStarting || s.PodName != "r-a-1" {
 		t.Fatalf("a just created pod: step %+v, want Pending PodStarting", s)
 	}
-	w.set("a", func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
-	w.set("a", pullBackOff)
+	w.set(func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
+	w.set(pullBackOff)
 	w.now = w.now.Add(10 * time.Second)
 	w.plan()
 	s := w.status("a")
@@ -80,24 +80,24 @@ func TestAStepWhosePodCannotStartIsPendingWithTheReasonToldOnce(t *testing.T) {
 	}
 
 	// The kubelet goes back and forth between ErrImagePull and ImagePullBackOff: one problem.
-	w.set("a", func(p *PodState) { p.Reason = "ErrImagePull" })
+	w.set(func(p *PodState) { p.Reason = "ErrImagePull" })
 	w.plan()
 	if s := w.status("a"); s.Reason != "ErrImagePull" || len(w.last.Events) != 0 {
 		t.Fatalf("step %+v, events %+v: want the reason kept up to date without a new event", s, w.last.Events)
 	}
-	w.set("a", pullBackOff)
+	w.set(pullBackOff)
 	w.plan()
 	if len(w.last.Events) != 0 {
 		t.Fatalf("events %+v on the same problem again", w.last.Events)
 	}
 	// Another problem is another event.
-	w.set("a", func(p *PodState) { p.Reason, p.Message = "CreateContainerConfigError", `secret "db" not found` })
+	w.set(func(p *PodState) { p.Reason, p.Message = "CreateContainerConfigError", `secret "db" not found` })
 	w.plan()
 	if e := w.events("CreateContainerConfigError"); len(e) != 1 || !strings.Contains(e[0].Message, `secret "db" not found`) {
 		t.Fatalf("events %+v", w.last.Events)
 	}
 	// Once the pod runs, the step runs, and the Run's condition no longer blames it.
-	w.set("a", func(p *PodState) { p.Phase, p.Reason, p.Message = PodRunning, "", "" })
+	w.set(func(p *PodState) { p.Phase, p.Reason, p.Message = PodRunning, "", "" })
 	w.plan()
 	if s := w.status("a"); s.Phase != ergonv1alpha1.StepRunning || s.Reason != "" || s.Message != "" {
 		t.Fatalf("step %+v, want Running with no reason", s)
@@ -113,8 +113,8 @@ func TestAPodThatDoesNotStartInTimeFailsTheAttemptWithTheReasonItWaitedFor(t *te
 	a.Retry = retrying(1)
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{a}}, stay)
 	w.plan()
-	w.set("a", func(p *PodState) { p.CreatedAt = t0 })
-	w.set("a", pullBackOff)
+	w.set(func(p *PodState) { p.CreatedAt = t0 })
+	w.set(pullBackOff)
 	if p := w.plan(); p.RequeueAfter != 2*time.Minute {
 		t.Fatalf("requeue after %s, want the pendingTimeout", p.RequeueAfter)
 	}
@@ -139,7 +139,7 @@ func TestAPodThatDoesNotStartInTimeFailsTheAttemptWithTheReasonItWaitedFor(t *te
 	if len(p.Pods) != 1 || p.Pods[0].Name != "r-a-2" {
 		t.Fatalf("pods %+v, want attempt 2", p.Pods)
 	}
-	w.set("a", func(p *PodState) { p.CreatedAt = w.now; p.Phase = PodPending })
+	w.set(func(p *PodState) { p.CreatedAt = w.now; p.Phase = PodPending })
 	w.now = w.now.Add(2 * time.Minute)
 	w.plan()
 	if s := w.status("a"); s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonPendingTimeout ||
@@ -171,7 +171,7 @@ func TestPendingTimeoutComesFromTheStepTheSceneOrTheManager(t *testing.T) {
 			a.PendingTimeout = tc.step
 			w := newWorld(t, ergonv1alpha1.SceneSpec{PendingTimeout: tc.scene, Steps: []ergonv1alpha1.Step{a}}, stay)
 			w.plan()
-			w.set("a", func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
+			w.set(func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
 			f := &Facts{Now: t0, Run: w.run, Scene: w.scene, Pods: w.pods, PodBudget: -1, MaxDepth: 5, PendingTimeout: tc.manager}
 			if p := Decide(f); p.RequeueAfter != tc.wantDeadline {
 				t.Fatalf("requeue after %s, want %s", p.RequeueAfter, tc.wantDeadline)
@@ -193,11 +193,11 @@ func TestAPodThatVanishesFailsTheAttemptAndTheNextWaitsForItToEnd(t *testing.T) 
 			a.Retry = retrying(2)
 			w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{a}}, stay)
 			w.plan()
-			w.set("a", func(p *PodState) { p.Phase = PodRunning })
+			w.set(func(p *PodState) { p.Phase = PodRunning })
 			w.plan()
 			// Being deleted: its containers may run for the grace period still.
 			grace := t0.Add(30 * time.Second)
-			w.set("a", func(p *PodState) {
+			w.set(func(p *PodState) {
 				p.Phase, p.Reason, p.Message, p.TerminatingUntil = PodGone, tc.reason, "gone: "+tc.reason, grace
 			})
 			p := w.plan()
@@ -228,7 +228,7 @@ func TestAPodStuckTerminatingOnALostNodeHoldsTheNextAttemptOnlyForItsGracePeriod
 	a.Retry = retrying(1)
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{a}}, stay)
 	w.plan()
-	w.set("a", func(p *PodState) {
+	w.set(func(p *PodState) {
 		p.Phase, p.Reason, p.TerminatingUntil = PodGone, ReasonNodeLost, t0.Add(30*time.Second)
 	})
 	w.plan()
@@ -242,7 +242,7 @@ func TestAPodStuckTerminatingOnALostNodeHoldsTheNextAttemptOnlyForItsGracePeriod
 func TestAnOOMKilledStepFailsWithThatReason(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, stay)
 	w.plan()
-	w.set("a", func(p *PodState) {
+	w.set(func(p *PodState) {
 		p.Phase, p.Reason, p.ExitCode = PodFailed, ReasonOOMKilled, new(int32(137))
 		p.Message = "the step ran out of memory: it reached its memory limit of 64Mi and was killed (exit code 137)"
 	})
@@ -259,7 +259,7 @@ func TestAnOOMKilledStepFailsWithThatReason(t *testing.T) {
 func TestACancelledRunDeletesAPodThatHasNotStarted(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, stay)
 	w.plan()
-	w.set("a", pullBackOff)
+	w.set(pullBackOff)
 	w.plan()
 	w.run.Spec.Cancel = true
 	p := w.plan()
@@ -274,7 +274,7 @@ func TestPendingPodsCountAgainstParallelism(t *testing.T) {
 	if p := w.plan(); len(p.Pods) != 1 {
 		t.Fatalf("pods %v", p.Pods)
 	}
-	w.set("a", pullBackOff)
+	w.set(pullBackOff)
 	if p := w.plan(); len(p.Pods) != 0 {
 		t.Fatalf("started %v while a's pod waits for its image", p.Pods)
 	}
