@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -224,6 +225,48 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		Expect(s.History).To(ConsistOf(And(HaveField("Reason", "PodDeleted"), HaveField("PodName", "vanish-1-work-1"))))
 		Expect(created.duplicates()).To(BeEmpty())
 		Expect(created.count()).To(Equal(2))
+	})
+
+	It("tells in an Event why the API server refuses a step's pod", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		refuse := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: new(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+					}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "false",
+					Message: "pods are not allowed here", Reason: new(metav1.StatusReasonForbidden)}},
+			}}
+		Expect(k8sClient.Create(ctx, refuse)).To(Succeed())
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: refuse.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
+		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, refuse)).To(Succeed())
+		})
+		By("waiting until the policy refuses pods")
+		Eventually(func() error {
+			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
+			return k8sClient.Create(ctx, probe, client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("pods are not allowed here")))
+
+		createScene(ctx, ns, "refused", container("work", "done"))
+		createRun(ctx, ns, "refused-1", "refused", nil)
+		Eventually(func(g Gomega) {
+			refused := warnings(ctx, ns, "refused-1", "PodRefused")
+			g.Expect(refused).NotTo(BeEmpty())
+			g.Expect(refused[0].Note).To(And(ContainSubstring("Step work cannot create its pod refused-1-work-1"),
+				ContainSubstring("pods are not allowed here")))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		cancelRun(ctx, ns, "refused-1")
 	})
 
 	It("says a Run's Scene is missing, once as an Event, and fails the Run after the manager's pending timeout", func(ctx SpecContext) {
