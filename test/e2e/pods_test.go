@@ -84,7 +84,7 @@ var _ = Describe("Pods that do not run, on a real cluster", func() {
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "secret", Namespace: ns}}
 		scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "password", ValueFrom: &ergonv1alpha1.ParamValueSource{
 			SecretKeyRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db-creds"}, Key: "password"}}}}
-		scene.Spec.Steps = []ergonv1alpha1.Step{busyboxStep("query", `test -n "$ERGON_PARAM_PASSWORD"`)}
+		scene.Spec.Steps = []ergonv1alpha1.Step{busyboxStep("query", `test -n "$ERGON_PARAM_password"`)}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "secret-1", Namespace: ns},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "secret"}}}
@@ -116,21 +116,30 @@ var _ = Describe("Pods that do not run, on a real cluster", func() {
 		Expect(s.Message).To(ContainSubstring("memory limit of 24Mi"))
 	})
 
-	It("retries a step whose pod was deleted, only once the deleted pod has ended", func(ctx SpecContext) {
+	It("retries a step whose pod was deleted, only once the deleted pod's containers have ended", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		w, err := clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()
 		var mu sync.Mutex
-		var seen []string // ADDED or DELETED and the pod's name, in order
+		var seen []string // ADDED, ENDED (a terminal phase: every container stopped) or DELETED, and the pod's name
 		go func() {
 			defer GinkgoRecover()
 			for e := range w.ResultChan() {
-				if pod, ok := e.Object.(*corev1.Pod); ok && (e.Type == watch.Added || e.Type == watch.Deleted) {
-					mu.Lock()
-					seen = append(seen, string(e.Type)+" "+pod.Name)
-					mu.Unlock()
+				pod, ok := e.Object.(*corev1.Pod)
+				if !ok {
+					continue
 				}
+				what := string(e.Type)
+				if e.Type == watch.Modified {
+					if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+						continue
+					}
+					what = "ENDED"
+				}
+				mu.Lock()
+				seen = append(seen, what+" "+pod.Name)
+				mu.Unlock()
 			}
 		}()
 		work := busyboxStep("work", `[ "$ERGON_ATTEMPT" -ge 2 ] || sleep 300; echo -n "attempt $ERGON_ATTEMPT" > "$ERGON_OUTPUT"`)
@@ -154,16 +163,17 @@ var _ = Describe("Pods that do not run, on a real cluster", func() {
 		Expect(stepOf(run, "work").Output.Preview).To(Equal("attempt 2"))
 		mu.Lock()
 		defer mu.Unlock()
-		Expect(seen).To(ContainElements("ADDED vanish-1-work-1", "DELETED vanish-1-work-1", "ADDED vanish-1-work-2"))
-		deleted, added := -1, -1
+		Expect(seen).To(ContainElements("ADDED vanish-1-work-1", "ADDED vanish-1-work-2"))
+		ended, added := -1, -1
 		for i, e := range seen {
-			switch e {
-			case "DELETED vanish-1-work-1":
-				deleted = i
-			case "ADDED vanish-1-work-2":
+			switch {
+			case ended < 0 && (e == "ENDED vanish-1-work-1" || e == "DELETED vanish-1-work-1"):
+				ended = i
+			case e == "ADDED vanish-1-work-2":
 				added = i
 			}
 		}
-		Expect(added).To(BeNumerically(">", deleted), "attempt 2 started before attempt 1's pod was gone: %v", seen)
+		Expect(ended).To(BeNumerically(">=", 0), "attempt 1's pod never ended: %v", seen)
+		Expect(added).To(BeNumerically(">", ended), "attempt 2 started while attempt 1's pod still ran: %v", seen)
 	})
 })
