@@ -87,6 +87,10 @@ test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest
 test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).
 	hack/e2e.sh
 
+.PHONY: test-chaos
+test-chaos: ## The chaos suite on the local cluster: 30 Runs while the manager, API server, etcd, kubelet and containerd are killed in turn (not part of make test).
+	E2E_TAGS=e2e,chaos E2E_FOCUS=Chaos hack/e2e.sh
+
 .PHONY: verify
 verify: fmt-check vet lint verify-generated chart-lint ## Static checks: gofmt, vet, golangci-lint, generated files, chart.
 

@@ -24,6 +24,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,8 +38,11 @@ type outcome struct {
 	Stay     bool
 	ExitCode int32
 	Output   string
-	// Reason fails the pod the way the kubelet does, e.g. DeadlineExceeded.
-	Reason string
+	// Reason fails the pod the way the kubelet does, e.g. DeadlineExceeded, with Message
+	// (the kubelet's deadline message when empty).
+	Reason, Message string
+	// OOM kills the step's container for memory, as the kernel and the kubelet do.
+	OOM bool
 	// Transcript, FailReason and FailMessage are what the agent runtime leaves.
 	Transcript              string
 	FailReason, FailMessage string
@@ -61,13 +65,31 @@ func stepArgs(pod *corev1.Pod) []string {
 	return pod.Spec.Containers[0].Args[2:]
 }
 
+// holding keeps a pod from starting: it returns the status the kubelet and scheduler would
+// report for it (an image that cannot be pulled, a missing Secret), or nil to let it start.
+type holding func(pod *corev1.Pod) *corev1.PodStatus
+
 // kubelet plays the kubelet for the step pods of the namespaces it has a script for.
 type kubelet struct {
 	mu      sync.Mutex
 	scripts map[string]script
+	holds   map[string]holding
 }
 
-var testKubelet = &kubelet{scripts: map[string]script{}}
+var testKubelet = &kubelet{scripts: map[string]script{}, holds: map[string]holding{}}
+
+// hold keeps the pods of a namespace from starting as h says; nil lets them start.
+func (k *kubelet) hold(namespace string, h holding) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.holds[namespace] = h
+}
+
+func (k *kubelet) holding(namespace string) holding {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.holds[namespace]
+}
 
 func (k *kubelet) use(namespace string, s script) {
 	k.mu.Lock()
@@ -103,6 +125,16 @@ func (k *kubelet) step(ctx context.Context, pod *corev1.Pod) {
 	now := metav1.Now()
 	switch pod.Status.Phase {
 	case "", corev1.PodPending:
+		if h := k.holding(pod.Namespace); h != nil {
+			if held := h(pod); held != nil {
+				held.QOSClass = pod.Status.QOSClass // the API server's, not the kubelet's
+				if equality.Semantic.DeepEqual(&pod.Status, held) {
+					return
+				}
+				pod.Status = *held
+				break
+			}
+		}
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
 			Name: stepContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
@@ -114,7 +146,21 @@ func (k *kubelet) step(ctx context.Context, pod *corev1.Pod) {
 		}
 		if o.Reason != "" {
 			pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, o.Reason
-			pod.Status.Message = "Pod was active on the node longer than the specified deadline"
+			pod.Status.Message = o.Message
+			if o.Message == "" {
+				pod.Status.Message = "Pod was active on the node longer than the specified deadline"
+			}
+			break
+		}
+		if o.OOM {
+			// No report: the kernel killed the whole container, the entrypoint with it.
+			started := pod.Status.ContainerStatuses[0].State.Running.StartedAt
+			pod.Status.Phase = corev1.PodFailed
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+				Name: stepContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					ExitCode: 137, Reason: "OOMKilled", StartedAt: started, FinishedAt: now,
+				}},
+			}}
 			break
 		}
 		var log bytes.Buffer

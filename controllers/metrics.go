@@ -66,8 +66,10 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 	}
 	was := map[string]ergonv1alpha1.StepPhase{}
 	used := map[string]*ergonv1alpha1.AgentUsage{}
+	wasActive := map[string]bool{}
 	for _, s := range before.Steps {
 		was[s.Name], used[s.Name] = s.Phase, s.Usage
+		wasActive[s.Name] = s.PodActive()
 	}
 	for _, s := range after.Steps {
 		step := scene.Steps[s.Name]
@@ -77,10 +79,10 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 			agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(s.Usage.CompletionTokens))
 		}
 		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
-		if pod && s.Phase == ergonv1alpha1.StepRunning && was[s.Name] != ergonv1alpha1.StepRunning {
+		if pod && s.PodActive() && !wasActive[s.Name] {
 			stepPodsActive.Inc()
 		}
-		if pod && s.Phase != ergonv1alpha1.StepRunning && was[s.Name] == ergonv1alpha1.StepRunning {
+		if pod && !s.PodActive() && wasActive[s.Name] {
 			stepPodsActive.Dec()
 		}
 		if s.Phase.Finished() && !was[s.Name].Finished() && s.StartedAt != nil && s.FinishedAt != nil {

@@ -69,7 +69,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-			return r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage))
+			err := r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage))
+			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+				// A quota, a LimitRange or Pod Security refuses the pod: say so, rather than
+				// only retrying. The recorder folds repeats of one message into one Event.
+				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "PodRefused", "CreatePod",
+					"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
+			}
+			return err
 		})
 	}
 	if err := pods.Wait(); err != nil {

@@ -54,6 +54,10 @@ type RunConfig struct {
 	KeepFailedPods bool
 	// Workers is how many Runs are reconciled at once.
 	Workers int
+	// PendingTimeout bounds how long an attempt's pod may take to start, for steps and Scenes
+	// that set no pendingTimeout, and how long a Run waits for its Scene to exist; zero
+	// means no bound.
+	PendingTimeout time.Duration
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -137,6 +141,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	facts.PendingTimeout = r.Config.PendingTimeout
 	plan := planner.Decide(facts)
 	if err := r.act(ctx, run, scene, facts, plan); err != nil {
 		return ctrl.Result{}, err

@@ -88,7 +88,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	// A pod the status says is running but the cache does not have is either not in the
 	// cache yet or gone; ask the API server which.
 	for _, s := range run.Status.Steps {
-		if s.Phase != ergonv1alpha1.StepRunning || s.PodName == "" || seen[s.PodName] {
+		if !s.PodActive() || s.PodName == "" || seen[s.PodName] {
 			continue
 		}
 		pod := &corev1.Pod{}
@@ -144,47 +144,9 @@ func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
 	return phases
 }
 
-// podState is what the planner needs to know of a step pod.
+// podState is what the planner needs to know of a step pod; planner.ObservePod reads it.
 func podState(pod *corev1.Pod) planner.PodState {
-	attempt, _ := strconv.Atoi(pod.Labels[ergonv1alpha1.LabelAttempt])
-	s := planner.PodState{Name: pod.Name, UID: string(pod.UID), Attempt: int32(attempt),
-		Reason: pod.Status.Reason, Message: pod.Status.Message}
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
-		s.Phase = planner.PodSucceeded
-	case corev1.PodFailed:
-		s.Phase = planner.PodFailed
-	case corev1.PodRunning:
-		s.Phase = planner.PodRunning
-	default:
-		s.Phase = planner.PodPending
-	}
-	if !pod.DeletionTimestamp.IsZero() && s.Phase != planner.PodSucceeded {
-		s.Phase, s.Reason, s.Message = planner.PodGone, planner.ReasonPodDeleted, "the step's pod was deleted before it finished"
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != stepContainer {
-			continue
-		}
-		if t := cs.State.Terminated; t != nil {
-			s.ExitCode = &t.ExitCode
-			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
-			if s.Message == "" && s.Phase == planner.PodFailed {
-				if rep, err := outputs.ParseReport(t.Message); err == nil {
-					switch {
-					case rep.Error != "":
-						s.Message = rep.Error
-					case rep.Reason != "":
-						// The agent runtime knows why it failed: a budget, the output contract.
-						s.Reason, s.Message = rep.Reason, rep.Message
-					}
-				}
-			}
-		} else if rs := cs.State.Running; rs != nil {
-			s.StartedAt = rs.StartedAt.Time
-		}
-	}
-	return s
+	return planner.ObservePod(pod, stepContainer)
 }
 
 // collect reads the output a succeeded pod handed back and, for an agent step, its

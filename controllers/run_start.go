@@ -56,12 +56,7 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		err = r.APIReader.Get(ctx, key, scene)
 	}
 	if apierrors.IsNotFound(err) {
-		status := run.Status.DeepCopy()
-		status.Phase = ergonv1alpha1.RunPending
-		status.ObservedGeneration = run.Generation
-		r.setSucceeded(status, run, metav1.ConditionUnknown, ergonv1alpha1.ReasonSceneNotFound,
-			fmt.Sprintf("Scene %q does not exist in namespace %s; the Run starts when it does", run.Spec.SceneRef.Name, run.Namespace))
-		return ctrl.Result{RequeueAfter: sceneNotFoundRetry}, r.patchStatus(ctx, run.DeepCopy(), run, status)
+		return r.waitForScene(ctx, run)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -81,6 +76,38 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		return ctrl.Result{}, err
 	}
 	return r.reconcileRunning(ctx, base, run)
+}
+
+// waitForScene says in the Run's condition, and once in an Event, that its Scene does not
+// exist, and fails the Run when the Scene has not appeared within the manager's pending
+// timeout of the Run's creation.
+func (r *RunReconciler) waitForScene(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	missing := fmt.Sprintf("Scene %q does not exist in namespace %s", run.Spec.SceneRef.Name, run.Namespace)
+	retry := sceneNotFoundRetry
+	message := missing + "; the Run starts when it does"
+	if bound := r.Config.PendingTimeout; bound > 0 {
+		deadline := run.CreationTimestamp.Add(bound)
+		left := deadline.Sub(r.Clock.Now())
+		if left <= 0 {
+			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonSceneNotFound,
+				fmt.Sprintf("%s; the Run waited %s for it (the manager's --pending-timeout)", missing, bound))
+		}
+		retry = min(retry, left)
+		message = fmt.Sprintf("%s; the Run starts when it does, or fails if it does not by %s",
+			missing, deadline.UTC().Format(time.RFC3339))
+	}
+	told := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
+	status := run.Status.DeepCopy()
+	status.Phase = ergonv1alpha1.RunPending
+	status.ObservedGeneration = run.Generation
+	r.setSucceeded(status, run, metav1.ConditionUnknown, ergonv1alpha1.ReasonSceneNotFound, message)
+	if err := r.patchStatus(ctx, run.DeepCopy(), run, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if told == nil || told.Reason != ergonv1alpha1.ReasonSceneNotFound {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonSceneNotFound, "Start", "Run %s waits: %s", run.Name, message)
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // snapshotInlineLimit is the largest Scene spec a Run keeps in its status; a larger one goes

@@ -3,13 +3,19 @@
 # suite. Otherwise the suite brings up the local cluster, and this script brings it down
 # afterwards and checks that the machine is as it was: no netns, mounts, iptables rules,
 # sysctls or processes left behind.
+#
+# E2E_TAGS (default e2e) and E2E_FOCUS (a Ginkgo focus) select the specs: make test-chaos
+# runs the chaos suite, whose specs carry the build tag chaos as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tags=${E2E_TAGS:-e2e}
+ginkgo_args=(-ginkgo.v)
+[ -z "${E2E_FOCUS:-}" ] || ginkgo_args+=(-ginkgo.focus "$E2E_FOCUS")
 # kubectl from PATH, or the one the local cluster builds.
 command -v kubectl >/dev/null || PATH="$(hack/k8s-binaries.sh cluster):$PATH"
 
 if [ -n "${KUBECONFIG:-}" ] && kubectl version --request-timeout=5s >/dev/null 2>&1; then
-  exec go test -tags e2e ./test/e2e/... -timeout 30m -v -args -ginkgo.v
+  exec go test -tags "$tags" ./test/e2e/... -timeout 30m -v -args "${ginkgo_args[@]}"
 fi
 
 state=$(mktemp -d)
@@ -21,7 +27,7 @@ hack/local-cluster.sh build
 hack/local-cluster.sh host-state >"$state/before"
 unset KUBECONFIG
 rc=0
-go test -tags e2e ./test/e2e/... -timeout 30m -v -args -ginkgo.v || rc=$?
+go test -tags "$tags" ./test/e2e/... -timeout 30m -v -args "${ginkgo_args[@]}" || rc=$?
 hack/local-cluster.sh down
 hack/local-cluster.sh host-state >"$state/after"
 if ! diff -u "$state/before" "$state/after"; then

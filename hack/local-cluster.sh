@@ -12,6 +12,9 @@
 #   hack/local-cluster.sh exec CMD ARGS...   run a host command inside the cluster's network
 #                                            namespace (reach ClusterIPs and pods, e.g. curl)
 #   hack/local-cluster.sh build              only build/fetch binaries and images (warms the cache)
+#   hack/local-cluster.sh restart COMPONENT  kill -9 one component (etcd, kube-apiserver,
+#                                            kubelet, containerd, ...) and start it again, as a
+#                                            crash and its supervisor would (the chaos suite)
 #   hack/local-cluster.sh host-state         what the cluster may change on the host (diff it
 #                                            before `up` and after `down`)
 #
@@ -961,6 +964,30 @@ cmd_down() {
   log "down: stopped and cleaned up (certificates, images and logs kept in $STATE)"
 }
 
+# cmd_restart NAME: SIGKILL to one component by its recorded PID, then the same start as `up`.
+cmd_restart() {
+  require_root
+  local name=$1 pid
+  case " ${COMPONENTS[*]} " in
+  *" $name "*) [ "$name" != holder ] || die "the holder cannot restart: it owns the mount namespace" ;;
+  *) die "unknown component $name; one of: ${COMPONENTS[*]}" ;;
+  esac
+  alive "$name" || die "$name is not running"
+  build_binaries >/dev/null
+  build_images
+  pid=$(pid_of "$name")
+  log "kill -9 $name (pid $pid)"
+  kill -KILL "$pid"
+  for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+  case "$name" in
+  kube-apiserver) start_apiserver ;;
+  kube-controller-manager) start_controller_manager ;;
+  kube-scheduler) start_scheduler ;;
+  kube-proxy) start_kube_proxy ;;
+  *) "start_$name" ;;
+  esac
+}
+
 cmd_status() {
   locate_binaries
   local ok=0 c
@@ -1000,7 +1027,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -1012,6 +1039,10 @@ main() {
   down) cmd_down ;;
   status) cmd_status ;;
   build) cmd_build ;;
+  restart)
+    [ $# -eq 1 ] || die "usage: $0 restart COMPONENT"
+    cmd_restart "$1"
+    ;;
   kubeconfig) echo "$KUBECONFIG_OUT" ;;
   host-state) host_state ;;
   load-image | import)

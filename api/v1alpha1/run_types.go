@@ -23,6 +23,7 @@ import (
 )
 
 // RunSpec says which Scene to run and with what.
+// +kubebuilder:validation:XValidation:rule="size(self.sceneRef.name) > 0",fieldPath=".sceneRef.name",reason="FieldValueRequired",message="sceneRef.name must name the Scene to run"
 // +kubebuilder:validation:XValidation:rule="self.sceneRef == oldSelf.sceneRef",fieldPath=".sceneRef",reason="FieldValueForbidden",message="sceneRef is immutable; create a new Run to run another Scene"
 // +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",fieldPath=".params",reason="FieldValueForbidden",message="params are immutable; create a new Run with other params"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",fieldPath=".cancel",reason="FieldValueForbidden",message="a cancelled Run cannot be resumed; create a new Run"
@@ -71,7 +72,9 @@ func (p RunPhase) Finished() bool {
 	return p == RunSucceeded || p == RunFailed || p == RunCancelled
 }
 
-// StepPhase is where a step is in its life.
+// StepPhase is where a step is in its life. A container or agent step whose attempt has a
+// pod that has not started running yet is Pending, with the kubelet's or scheduler's reason
+// (ImagePullBackOff, CreateContainerConfigError, Unschedulable, ...) and message.
 // +kubebuilder:validation:Enum=Pending;Running;Waiting;Retrying;Succeeded;Failed;Skipped;Cancelled
 type StepPhase string
 
@@ -94,6 +97,13 @@ func (p StepPhase) Finished() bool {
 		return true
 	}
 	return false
+}
+
+// PodActive reports whether the step's current attempt has a pod that has not ended: the pod
+// is Running, or Pending (scheduled, pulling images, waiting for a Secret) after the attempt
+// started. A step that has not started is Pending too, but has no podName.
+func (s *StepStatus) PodActive() bool {
+	return s.Phase == StepRunning || (s.Phase == StepPending && s.PodName != "")
 }
 
 // RunStatus is the story of a Run.
@@ -168,7 +178,9 @@ type StepStatus struct {
 	// +required
 	Phase StepPhase `json:"phase"`
 
-	// reason is a CamelCase word for why the step is in its phase, for example StepTimedOut.
+	// reason is a CamelCase word for why the step is in its phase, for example StepTimedOut,
+	// ImagePullBackOff while its pod cannot start, or OOMKilled when an attempt ran out of
+	// memory.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 

@@ -79,6 +79,13 @@ type SceneSpec struct {
 	// +optional
 	Parallelism *int32 `json:"parallelism,omitempty"`
 
+	// pendingTimeout is the pendingTimeout of every container and agent step of the Scene
+	// that sets none: how long an attempt's pod may take to start running. Unset means the
+	// manager's --pending-timeout (10m).
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="pendingTimeout must be a positive duration such as 5m"
+	// +optional
+	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
+
 	// steps are the nodes of the graph. Each has exactly one kind: container, agent, gate or
 	// scene. A step starts once every step it dependsOn has ended.
 	// +listType=map
@@ -186,6 +193,15 @@ type Step struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s or 15m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// pendingTimeout bounds how long an attempt's pod may take to start running (to be
+	// scheduled, pull its images, find its Secrets), for example 5m. An attempt whose pod has
+	// not started in time fails with the reason it was waiting for (ImagePullBackOff,
+	// Unschedulable, ...), and retry applies. It defaults to the Scene's pendingTimeout, then
+	// to the manager's --pending-timeout (10m).
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="pendingTimeout must be a positive duration such as 5m"
+	// +optional
+	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
 
 	// continueOnFailure lets the Run go on when this step fails after its retries: the step
 	// counts as failed for its dependents, but it does not fail the Run.

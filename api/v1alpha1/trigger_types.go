@@ -24,6 +24,7 @@ import (
 
 // TriggerSpec says which Scene to run, with what, and when.
 // +kubebuilder:validation:XValidation:rule="[has(self.schedule), has(self.webhook), has(self.runCompleted)].filter(k, k).size() == 1",message="a Trigger has exactly one source: set one of schedule, webhook or runCompleted"
+// +kubebuilder:validation:XValidation:rule="size(self.sceneRef.name) > 0",fieldPath=".sceneRef.name",reason="FieldValueRequired",message="sceneRef.name must name the Scene to run"
 type TriggerSpec struct {
 	// sceneRef names the Scene to run, in the Trigger's namespace.
 	// +required
@@ -140,6 +141,7 @@ type WebhookSource struct {
 }
 
 // RunCompletedSource chains Scenes: a Run of one ends, a Run of this Trigger's Scene starts.
+// +kubebuilder:validation:XValidation:rule="size(self.sceneRef.name) > 0",fieldPath=".sceneRef.name",reason="FieldValueRequired",message="sceneRef.name must name the Scene whose Runs are watched"
 type RunCompletedSource struct {
 	// sceneRef names the Scene whose Runs are watched.
 	// +required
@@ -240,7 +242,7 @@ type WebhookDelivery struct {
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Active",type=integer,JSONPath=`.status.activeCount`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

@@ -882,6 +882,11 @@ func (in *SceneSpec) DeepCopyInto(out *SceneSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.PendingTimeout != nil {
+		in, out := &in.PendingTimeout, &out.PendingTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.Steps != nil {
 		in, out := &in.Steps, &out.Steps
 		*out = make([]Step, len(*in))
@@ -973,6 +978,11 @@ func (in *Step) DeepCopyInto(out *Step) {
 	}
 	if in.Timeout != nil {
 		in, out := &in.Timeout, &out.Timeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
+	if in.PendingTimeout != nil {
+		in, out := &in.PendingTimeout, &out.PendingTimeout
 		*out = new(v1.Duration)
 		**out = **in
 	}

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	// The manager's image has no zoneinfo; Triggers' time zones come from the binary.
 	_ "time/tzdata"
@@ -90,6 +91,9 @@ func (o *options) bindFlags() {
 		"The most step pods of all Runs that run at once; 0 means no limit.")
 	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
 	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
+	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
+		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
+			"when its step and Scene set no pendingTimeout, and how long a Run waits for its Scene to exist; 0 means no bound.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+

@@ -106,7 +106,7 @@ func CompileCondition(field, src string) (*Program, error) {
 	}
 	if out := checked.OutputType(); !out.IsExactType(types.BoolType) && !out.IsExactType(types.DynType) {
 		// Dyn passes here and is checked when evaluated: steps.x.outputs.ok may well be a bool.
-		return nil, &Error{Field: field, Detail: "must be a boolean expression, got " + out.String()}
+		return nil, &Error{Field: field, Detail: "must be a boolean expression, got " + typeName(out.String())}
 	}
 	prg, err := program(conditionEnv, field, checked)
 	if err != nil {
@@ -134,7 +134,7 @@ func (p *Program) Eval(vars Vars) (bool, error) {
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, &Error{Field: p.field, Detail: "must evaluate to a boolean, got " + out.Type().TypeName()}
+		return false, &Error{Field: p.field, Detail: "must evaluate to a boolean, got " + typeName(out.Type().TypeName())}
 	}
 	return bool(b), nil
 }
@@ -150,7 +150,7 @@ func orEmpty[V any](m map[string]V) map[string]V {
 func compile(env *cel.Env, field, src string) (*cel.Ast, error) {
 	checked, iss := env.Compile(src)
 	if iss.Err() != nil {
-		return nil, &Error{Field: field, Detail: "invalid expression: " + iss.Err().Error()}
+		return nil, &Error{Field: field, Detail: "invalid expression: " + typeName(iss.Err().Error())}
 	}
 	return checked, nil
 }
@@ -173,7 +173,7 @@ func eval(prg cel.Program, field string, vars map[string]any) (ref.Val, error) {
 			return nil, &Error{Field: field, Detail: fmt.Sprintf(
 				"expression exceeded its cost limit of %d; make it do less work", CostLimit)}
 		}
-		return nil, &Error{Field: field, Detail: "cannot evaluate expression: " + err.Error()}
+		return nil, &Error{Field: field, Detail: "cannot evaluate expression: " + plain(err.Error())}
 	}
 	return out, nil
 }

@@ -86,6 +86,8 @@ func TestCompileConditionErrors(t *testing.T) {
 		{"an undeclared variable is reported", "step.review.decision == 'approve'",
 			when + ": invalid expression: ", "undeclared reference to 'step'"},
 		{"a type error is reported", "params.sprint + 1 == 2", when + ": invalid expression: ", "found no matching overload"},
+		{"null is named as CEL spells it", "null", when + ": must be a boolean expression, got null", ""},
+		{"a duration is named as CEL spells it", "duration('1s') + 1 == 2", when + ": invalid expression: ", "'(duration, int)'"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,6 +118,14 @@ func TestConditionEvalErrors(t *testing.T) {
 			Vars{Params: map[string]string{}}, when + ": cannot evaluate expression: no such key: review"},
 		{"a dynamic value that is not a boolean is an error", "steps.review.decision", vars("approve"),
 			when + ": must evaluate to a boolean, got string"},
+		{"a conversion error names the type as CEL spells it", "duration(steps.review.decision) > duration('1s')", vars("approve"),
+			when + ": cannot evaluate expression: type conversion error from 'string' to 'duration'"},
+		{"a JSON null is named null", "steps.review.outputs.missing", Vars{Steps: map[string]map[string]any{
+			"review": {"outputs": map[string]any{"missing": nil}}}}, when + ": must evaluate to a boolean, got null"},
+		{"a type mismatch at evaluation says what to do", "steps.review.outputs.n + 1 > 2", Vars{Steps: map[string]map[string]any{
+			"review": {"outputs": map[string]any{"n": 1.5}}}}, when + ": cannot evaluate expression: no such overload: " +
+			"an operator or function got a value of a type it does not take (outputs of JSON steps are strings, doubles, " +
+			"bools, lists or maps; convert with string(), int() or double(), or compare like with like)"},
 		{"an expensive expression stops at the cost limit", expensive, vars("approve"),
 			when + ": expression exceeded its cost limit of 1000000; make it do less work"},
 	}

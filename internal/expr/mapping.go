@@ -173,5 +173,5 @@ func toNative(v ref.Val) (any, error) {
 	if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
 		return string(s), nil
 	}
-	return nil, fmt.Errorf("a value of type %s cannot be written as a param", v.Type().TypeName())
+	return nil, fmt.Errorf("a value of type %s cannot be written as a param", typeName(v.Type().TypeName()))
 }

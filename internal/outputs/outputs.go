@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -119,7 +120,9 @@ func WriteResult(log io.Writer, res Result) ([]byte, error) {
 	}
 	switch {
 	case len(output) > MaxSize:
-		r.Error = fmt.Sprintf("the output is %d bytes; at most %d are handed back", len(output), MaxSize)
+		// The entrypoint reads one byte past the limit, no more: the true size is unknown.
+		r.Error = fmt.Sprintf("the output is more than %s bytes, the most a step can hand back; "+
+			"write a smaller output, or keep large data elsewhere and hand back where it is", Thousands(MaxSize))
 	case len(output) <= InlineSize:
 		r.Data = base64.StdEncoding.EncodeToString(output)
 	default:
@@ -264,4 +267,23 @@ func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
 		}
 	}
 	return found, nil
+}
+
+// Thousands writes n with a comma between groups of three digits, as people read sizes:
+// 1,047,552.
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

@@ -69,8 +69,16 @@ func TestOutputsTravelBack(t *testing.T) {
 
 func TestAnOutputOverTheLimitIsRefused(t *testing.T) {
 	_, err := handBack(t, make([]byte, MaxSize+1), "")
-	if err == nil || !strings.Contains(err.Error(), "at most") {
-		t.Fatalf("err = %v, want the size limit", err)
+	if err == nil || !strings.Contains(err.Error(), "the output is more than 1,047,552 bytes") {
+		t.Fatalf("err = %v, want the size limit in plain words", err)
+	}
+}
+
+func TestThousandsGroupsDigits(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", MaxSize: "1,047,552", 1 << 30: "1,073,741,824", -12345: "-12,345"} {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
 

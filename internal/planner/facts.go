@@ -53,6 +53,9 @@ type Facts struct {
 	// PodBudget is how many more step pods the manager-wide cap allows now; negative means
 	// no cap.
 	PodBudget int
+	// PendingTimeout is the manager's bound on how long an attempt's pod may take to start,
+	// for steps and Scenes that set none; zero means no bound.
+	PendingTimeout time.Duration
 	// Depth is how deep this Run is nested under parent Runs; MaxDepth bounds it.
 	Depth, MaxDepth int
 }
@@ -64,14 +67,21 @@ type PodState struct {
 	UID     string
 	Attempt int32
 	// Phase is Pending, Running, Succeeded or Failed as the pod reports it; Gone when the
-	// pod was expected but no longer exists.
+	// pod was expected but no longer exists, or is being deleted before it ended.
 	Phase PodPhase
-	// Reason and Message explain a failure, e.g. DeadlineExceeded from activeDeadlineSeconds.
+	// Reason and Message explain a failure, e.g. DeadlineExceeded from activeDeadlineSeconds
+	// or OOMKilled, or why a Pending pod does not run, e.g. ImagePullBackOff (see ObservePod).
 	Reason, Message string
 	// ExitCode of the step container, once it terminated.
 	ExitCode *int32
 	// StartedAt and FinishedAt are zero while unknown.
 	StartedAt, FinishedAt time.Time
+	// CreatedAt is when the pod was created: a pod still Pending pendingTimeout after it
+	// fails its attempt.
+	CreatedAt time.Time
+	// TerminatingUntil is, for a pod being deleted, when its grace period ends: until then
+	// its containers may still run, so no next attempt of the step starts.
+	TerminatingUntil time.Time
 }
 
 // PodPhase is the observed phase of a step pod.

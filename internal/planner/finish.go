@@ -66,6 +66,10 @@ func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 		phase, reason, message = ergonv1alpha1.RunSucceeded, ergonv1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps finished", total)
 	case running == 0 && waiting > 0:
 		phase, reason, message = ergonv1alpha1.RunWaiting, ergonv1alpha1.ReasonWaiting, "waiting on a Gate"
+	default:
+		if why := p.holdingUp(); why != "" {
+			message += "; " + why
+		}
 	}
 
 	if phase != status.Phase && phase.Finished() {

@@ -127,7 +127,7 @@ func Decide(f *Facts) *Plan {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s
 		p.order = append(p.order, s.Name)
-		if usesCapacity(f.Scene.Steps[s.Name]) && s.Phase == ergonv1alpha1.StepRunning {
+		if usesCapacity(f.Scene.Steps[s.Name]) && s.PodActive() {
 			p.active++
 		}
 		if s.Phase == ergonv1alpha1.StepFailed && !f.Scene.Steps[s.Name].Spec.ContinueOnFailure && p.failedStep == "" {
@@ -225,7 +225,7 @@ func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 		s = p.record(step.Name)
 		s.Phase, s.PodName, s.Attempts = ergonv1alpha1.StepRunning, latest.Name, latest.Attempt
 	}
-	if isPodStep(step) && s.PodName != "" && s.Phase == ergonv1alpha1.StepRunning {
+	if isPodStep(step) && s.PodActive() {
 		p.plan.DeletePods = append(p.plan.DeletePods, s.PodName)
 	}
 	if s.ChildRun != "" {

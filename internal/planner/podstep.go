@@ -32,7 +32,7 @@ import (
 // end it.
 func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 	latest := latestPod(p.f.Pods[step.Name])
-	if latest == nil && (s == nil || s.Phase == ergonv1alpha1.StepPending) {
+	if latest == nil && (s == nil || (s.Phase == ergonv1alpha1.StepPending && s.PodName == "")) {
 		if p.hasCapacity() && p.ready(step) {
 			p.startAttempt(step, p.record(step.Name), 1)
 		}
@@ -56,11 +56,11 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 		p.startAttempt(step, s, s.Attempts+1)
 		return
 	}
-	if s.Phase == ergonv1alpha1.StepRunning && latest == nil {
+	if s.PodActive() && latest == nil {
 		// The pod of the current attempt is gone: the controller looked it up live, so
 		// it was deleted by someone else.
 		p.attemptFailed(step, s, PodState{Name: s.PodName, Attempt: s.Attempts, Phase: PodGone,
-			Reason: ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
+			Reason: ReasonPodDeleted, Message: messageDeleted})
 	}
 }
 
@@ -76,7 +76,7 @@ func (p *planner) hasCapacity() bool {
 
 // startAttempt asks for the pod of an attempt when the Run's and the manager's limits allow.
 func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, attempt int32) {
-	if !p.hasCapacity() {
+	if !p.hasCapacity() || p.blocked(step) {
 		return
 	}
 	r, ok := p.render(step)
@@ -85,7 +85,8 @@ func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, 
 	}
 	p.take()
 	name := naming.StepPodName(p.f.Run.Name, step.Name, attempt)
-	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRunning, "", ""
+	// The pod is asked for, not running: the step is Pending until the kubelet starts it.
+	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepPending, ReasonPodStarting, "the attempt's pod was created"
 	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil
 	p.start(s)
 	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r, Inputs: p.inputs(step)})
@@ -118,13 +119,21 @@ func (p *planner) inputs(step *compile.Step) []Input {
 
 // follow mirrors the pod of the current attempt into the step's status.
 func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *PodState) {
+	if !s.PodActive() {
+		// The step takes a pod's place from now: a pod the status did not record, or a
+		// newer attempt's. Running until the pod's phase says better below.
+		p.active++
+		s.Phase = ergonv1alpha1.StepRunning
+	}
 	s.PodName = pod.Name
 	switch pod.Phase {
-	case PodPending, PodRunning:
-		if s.Phase != ergonv1alpha1.StepRunning {
-			p.active++
+	case PodPending:
+		if p.pendingTimedOut(step, s, pod) {
+			return
 		}
-		s.Phase, s.NextAttemptAt = ergonv1alpha1.StepRunning, nil
+		p.waitForPod(step, s, pod)
+	case PodRunning:
+		s.Phase, s.Reason, s.Message, s.NextAttemptAt = ergonv1alpha1.StepRunning, "", "", nil
 		p.start(s)
 	case PodSucceeded:
 		out, collected := p.f.Outputs[pod.Name]
@@ -139,7 +148,7 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 			p.attemptFailed(step, s, *pod)
 			return
 		}
-		if s.Phase == ergonv1alpha1.StepRunning {
+		if s.PodActive() {
 			p.active--
 		}
 		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
@@ -163,7 +172,7 @@ func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus,
 	if message == "" && pod.ExitCode != nil {
 		message = fmt.Sprintf("the command exited with code %d", *pod.ExitCode)
 	}
-	if s.Phase == ergonv1alpha1.StepRunning {
+	if s.PodActive() {
 		p.active--
 	}
 	p.history(s, &pod, ergonv1alpha1.StepFailed, reason, message)

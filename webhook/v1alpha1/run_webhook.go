@@ -82,6 +82,10 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 		return apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
 	}
 	sceneRef := field.NewPath("spec", "sceneRef", "name")
+	if run.Spec.SceneRef.Name == "" {
+		// The CRD refuses it first; without the name there is no Scene to look up.
+		return nil, invalid(field.ErrorList{field.Required(sceneRef, "name the Scene to run")})
+	}
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)

@@ -111,6 +111,11 @@ func (v *TriggerValidator) ValidateDelete(context.Context, *ergonv1alpha1.Trigge
 // run (with the Scenes that calls), which Ergon reads for the Trigger's creator at every event.
 func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger, specChanged bool) (admission.Warnings, error) {
 	errs := ValidateTriggerSpec(&t.Spec)
+	if t.Spec.SceneRef.Name == "" {
+		// The CRD refuses it first; without the name there is no Scene to look up.
+		errs = append(errs, field.Required(field.NewPath("spec", "sceneRef", "name"), "name the Scene to run"))
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
+	}
 	var warnings admission.Warnings
 	var uses []SecretUse
 	if t.Spec.Webhook != nil {

@@ -104,4 +104,13 @@ var _ = Describe("The admission webhooks", func() {
 			SceneRef: corev1.LocalObjectReference{Name: "not-yet"}}}
 		Expect(k8sClient.Create(ctx, later)).To(Succeed())
 	})
+
+	It("refuse a Run or a Trigger without a Scene's name with a field error, not an internal error", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "nameless", Namespace: ns}}
+		refused(k8sClient.Create(ctx, run), "spec.sceneRef.name: Required value", "sceneRef.name must name the Scene to run")
+		trigger := &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "nameless", Namespace: ns}, Spec: ergonv1alpha1.TriggerSpec{
+			Schedule: &ergonv1alpha1.ScheduleSource{Cron: "@daily"}}}
+		refused(k8sClient.Create(ctx, trigger), "spec.sceneRef.name: Required value")
+	})
 })
