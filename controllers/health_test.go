@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/test/argocd"
 )
 
@@ -134,13 +135,13 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Run", ns, "slow-2", failed)
 
 		By("and of the Gate the Run waits on: pending, then decided")
-		expectHealth(ctx, "Gate", ns, "gated-1-review", gitopsHealth{status.InProgressStatus, "Suspended"})
+		expectHealth(ctx, "Gate", ns, naming.GateName("gated-1", "review"), gitopsHealth{status.InProgressStatus, "Suspended"})
 		gate := &ergonv1alpha1.Gate{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gated-1-review"}, gate)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.GateName("gated-1", "review")}, gate)).To(Succeed())
 		patch := client.MergeFrom(gate.DeepCopy())
 		gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: "reject", User: "alice"}
 		Expect(k8sClient.Patch(ctx, gate, patch)).To(Succeed())
-		expectHealth(ctx, "Gate", ns, "gated-1-review", current)
+		expectHealth(ctx, "Gate", ns, naming.GateName("gated-1", "review"), current)
 		// A rejection is a decision the Scene's steps branch on, not a failure of the Run.
 		expectHealth(ctx, "Run", ns, "gated-1", current)
 	})

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // waitingStep is the status the kubelet reports for a pod whose step container cannot start.
@@ -212,7 +213,7 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		createRun(ctx, ns, "vanish-1", "vanish", nil)
 		pod := &corev1.Pod{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "vanish-1-work-1"}, pod)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("vanish-1", "work", 1)}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 		}).Should(Succeed())
 		Expect(k8sClient.Delete(ctx, pod)).To(Succeed())
@@ -221,8 +222,8 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 		s := stepStatus(run, "work")
 		Expect(s.Attempts).To(Equal(int32(2)))
-		Expect(s.PodName).To(Equal("vanish-1-work-2"))
-		Expect(s.History).To(ConsistOf(And(HaveField("Reason", "PodDeleted"), HaveField("PodName", "vanish-1-work-1"))))
+		Expect(s.PodName).To(Equal(naming.StepPodName("vanish-1", "work", 2)))
+		Expect(s.History).To(ConsistOf(And(HaveField("Reason", "PodDeleted"), HaveField("PodName", naming.StepPodName("vanish-1", "work", 1)))))
 		Expect(created.duplicates()).To(BeEmpty())
 		Expect(created.count()).To(Equal(2))
 	})
@@ -263,7 +264,7 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		Eventually(func(g Gomega) {
 			refused := warnings(ctx, ns, "refused-1", "PodRefused")
 			g.Expect(refused).NotTo(BeEmpty())
-			g.Expect(refused[0].Note).To(And(ContainSubstring("Step work cannot create its pod refused-1-work-1"),
+			g.Expect(refused[0].Note).To(And(ContainSubstring("Step work cannot create its pod "+naming.StepPodName("refused-1", "work", 1)),
 				ContainSubstring("pods are not allowed here")))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 		cancelRun(ctx, ns, "refused-1")

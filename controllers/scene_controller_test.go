@@ -71,7 +71,7 @@ func callStep(name, scene string) ergonv1alpha1.Step {
 var _ = Describe("The Scene controller", func() {
 	It("makes kubectl wait --for=condition=Ready return for a good Scene and not for one calling a missing Scene", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		createScene(ctx, ns, "good", container("a", "echo {{ .params.who }}"), container("b", "b", "a"))
+		createScene(ctx, ns, "good", container("a", "echo {{ .params.who | shquote }}"), container("b", "b", "a"))
 		editScene(ctx, ns, "good", func(s *ergonv1alpha1.Scene) {
 			s.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "who", Default: new("me")}}
 		})

@@ -100,7 +100,7 @@ func TestASceneIsReadyOnlyWhenItCompilesAndWhatItNamesExists(t *testing.T) {
 func TestASceneStatusHasItsFactsAndAnnouncesOnlyTransitions(t *testing.T) {
 	scene := sceneOf("a", func(s *ergonv1alpha1.SceneSpec) {
 		s.Params = []ergonv1alpha1.ParamSpec{{Name: "sprint"}, {Name: "team"}}
-	}, container("x", "{{ .params.sprint }} {{ .params.team }}"), callStep("b", "b"), callStep("c", "b"))
+	}, container("x", "echo {{ .params.sprint | shquote }} {{ .params.team | shquote }}"), callStep("b", "b"), callStep("c", "b"))
 	namespace := []ergonv1alpha1.Scene{sceneOf("b", nil, container("y", "y"))}
 	status, ev := sceneStatus(sceneFacts{scene: &scene, namespace: namespace}, metav1.NewTime(time.Unix(0, 0)))
 	if status.StepCount != 3 || strings.Join(status.Params, ",") != "sprint,team" || strings.Join(status.Calls, ",") != "b" {

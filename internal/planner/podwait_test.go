@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 func stay(string, int32) PodPhase { return "" }
@@ -57,7 +58,7 @@ func retrying(limit int32) *ergonv1alpha1.RetryPolicy {
 func TestAStepWhosePodCannotStartIsPendingWithTheReasonToldOnce(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a"), step("b", "a")}}, stay)
 	w.plan()
-	if s := w.status("a"); s.Phase != ergonv1alpha1.StepPending || s.Reason != ReasonPodStarting || s.PodName != "r-a-1" {
+	if s := w.status("a"); s.Phase != ergonv1alpha1.StepPending || s.Reason != ReasonPodStarting || s.PodName != naming.StepPodName("r", "a", 1) {
 		t.Fatalf("a just created pod: step %+v, want Pending PodStarting", s)
 	}
 	w.set(func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
@@ -120,7 +121,7 @@ func TestAPodThatDoesNotStartInTimeFailsTheAttemptWithTheReasonItWaitedFor(t *te
 	}
 	w.now = t0.Add(2 * time.Minute)
 	p := w.plan()
-	if !slices.Equal(p.DeletePods, []string{"r-a-1"}) {
+	if !slices.Equal(p.DeletePods, []string{naming.StepPodName("r", "a", 1)}) {
 		t.Fatalf("DeletePods %v, want the pod that did not start", p.DeletePods)
 	}
 	if len(p.Pods) != 0 {
@@ -136,7 +137,7 @@ func TestAPodThatDoesNotStartInTimeFailsTheAttemptWithTheReasonItWaitedFor(t *te
 	}
 	// The world deleted the pod: the next attempt starts, and times out the same way.
 	p = w.plan()
-	if len(p.Pods) != 1 || p.Pods[0].Name != "r-a-2" {
+	if len(p.Pods) != 1 || p.Pods[0].Name != naming.StepPodName("r", "a", 2) {
 		t.Fatalf("pods %+v, want attempt 2", p.Pods)
 	}
 	w.set(func(p *PodState) { p.CreatedAt = w.now; p.Phase = PodPending })
@@ -216,7 +217,7 @@ func TestAPodThatVanishesFailsTheAttemptAndTheNextWaitsForItToEnd(t *testing.T) 
 			// The pod is gone for good: attempt 2 starts under a new name.
 			w.pods["a"] = nil
 			p = w.plan()
-			if len(p.Pods) != 1 || p.Pods[0].Name != "r-a-2" || p.Pods[0].Attempt != 2 {
+			if len(p.Pods) != 1 || p.Pods[0].Name != naming.StepPodName("r", "a", 2) || p.Pods[0].Attempt != 2 {
 				t.Fatalf("pods %+v, want attempt 2", p.Pods)
 			}
 		})
@@ -234,7 +235,7 @@ func TestAPodStuckTerminatingOnALostNodeHoldsTheNextAttemptOnlyForItsGracePeriod
 	w.plan()
 	w.now = t0.Add(30 * time.Second)
 	p := w.plan()
-	if len(p.Pods) != 1 || p.Pods[0].Name != "r-a-2" {
+	if len(p.Pods) != 1 || p.Pods[0].Name != naming.StepPodName("r", "a", 2) {
 		t.Fatalf("pods %+v, want attempt 2 once the grace period is over", p.Pods)
 	}
 }
@@ -263,7 +264,7 @@ func TestACancelledRunDeletesAPodThatHasNotStarted(t *testing.T) {
 	w.plan()
 	w.run.Spec.Cancel = true
 	p := w.plan()
-	if !slices.Equal(p.DeletePods, []string{"r-a-1"}) || w.phase("a") != ergonv1alpha1.StepCancelled {
+	if !slices.Equal(p.DeletePods, []string{naming.StepPodName("r", "a", 1)}) || w.phase("a") != ergonv1alpha1.StepCancelled {
 		t.Fatalf("DeletePods %v, step %s", p.DeletePods, w.phase("a"))
 	}
 }

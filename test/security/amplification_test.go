@@ -46,7 +46,7 @@ var _ = Describe("Amplification (issue item 9)", func() {
 	It("refuses a runCompleted Trigger that closes a cycle through three Triggers, naming the cycle", func() {
 		ns := newNamespace()
 		mallory := userClient(ns, "mallory", roleErgonEditor)
-		for _, s := range []string{"alpha", "beta", "gamma"} {
+		for _, s := range []string{"alpha", "beta", "gamma", "delta"} {
 			createScene(mallory, ns, s, containerStep("work"))
 		}
 		Expect(mallory.Create(ctx, chainTrigger(ns, "a-to-b", "alpha", "beta"))).To(Succeed())
@@ -79,6 +79,9 @@ var _ = Describe("Amplification (issue item 9)", func() {
 		ns, other := newNamespace(), newNamespace()
 		mallory := userClient(ns, "mallory", roleErgonEditor)
 		bindRole(other, "mallory", roleErgonEditor)
+		// An ergon-editor may name only Scenes that exist (their Secrets are checked).
+		createScene(mallory, other, "beta", containerStep("work"))
+		createScene(mallory, ns, "alpha", containerStep("work"))
 		Expect(mallory.Create(ctx, chainTrigger(other, "a-to-b", "alpha", "beta"))).To(Succeed())
 		Expect(mallory.Create(ctx, chainTrigger(ns, "b-to-a", "beta", "alpha"))).To(Succeed(),
 			fmt.Sprintf("a Run of %s/alpha never starts one in %s", other, ns))
