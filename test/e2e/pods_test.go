@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // stepNow reads a Run and the status of one of its steps.
@@ -145,9 +146,10 @@ var _ = Describe("Pods that do not run, on a real cluster", func() {
 		work := busyboxStep("work", `[ "$ERGON_ATTEMPT" -ge 2 ] || sleep 300; echo -n "attempt $ERGON_ATTEMPT" > "$ERGON_OUTPUT"`)
 		work.Retry = &ergonv1alpha1.RetryPolicy{Limit: 1}
 		run := runScene(ctx, ns, "vanish", work)
+		first, second := naming.StepPodName(run.Name, "work", 1), naming.StepPodName(run.Name, "work", 2)
 		pod := &corev1.Pod{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vanish-1-work-1"}, pod)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: first}, pod)).To(Succeed())
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		start := time.Now()
@@ -163,13 +165,13 @@ var _ = Describe("Pods that do not run, on a real cluster", func() {
 		Expect(stepOf(run, "work").Output.Preview).To(Equal("attempt 2"))
 		mu.Lock()
 		defer mu.Unlock()
-		Expect(seen).To(ContainElements("ADDED vanish-1-work-1", "ADDED vanish-1-work-2"))
+		Expect(seen).To(ContainElements("ADDED "+first, "ADDED "+second))
 		ended, added := -1, -1
 		for i, e := range seen {
 			switch {
-			case ended < 0 && (e == "ENDED vanish-1-work-1" || e == "DELETED vanish-1-work-1"):
+			case ended < 0 && (e == "ENDED "+first || e == "DELETED "+first):
 				ended = i
-			case e == "ADDED vanish-1-work-2":
+			case e == "ADDED "+second:
 				added = i
 			}
 		}
