@@ -162,3 +162,19 @@ func lintCase(t fataler, c webhookCase) LintResult {
 	}
 	return results[len(results)-1]
 }
+
+func TestLintWarnsOfUnknownFields(t *testing.T) {
+	results := Lint([]Document{{Source: "w.yaml#1", Data: []byte(`
+apiVersion: ergon.dev/v1alpha1
+kind: Scene
+metadata: {name: s}
+spec:
+  steps: [{name: a, colour: blue, container: {image: busybox:1.36, command: ['true']}}]
+`)}})
+	if len(results) != 1 {
+		t.Fatalf("want one result, got %d", len(results))
+	}
+	if r := results[0]; r.Err != nil || len(r.Warnings) != 1 || r.Warnings[0] != `unknown field "spec.steps[0].colour"` {
+		t.Fatalf("want no error and a warning of spec.steps[0].colour, got %v, %q", r.Err, r.Warnings)
+	}
+}
