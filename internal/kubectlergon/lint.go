@@ -19,6 +19,7 @@ package kubectlergon
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -47,9 +50,9 @@ func newLintCommand(o *Options) *cobra.Command {
 			"admission webhook uses (graph cycles, templates, conditions, params, models, tools, Scenes\n" +
 			"calling each other among the files), and check Runs' params against Scenes of the files.\n" +
 			"Messages name the field path and are those admission gives. Directories are read\n" +
-			"recursively. The exit code is 1 when any object is invalid: use it in CI.\n" +
-			"Checks of the CRD's schema itself (field types, patterns, CEL rules) are the API server's:\n" +
-			"run kubectl apply --dry-run=server for those.",
+			"recursively. Every Ergon object is first checked against its CRD's schema and validation\n" +
+			"rules, built in, as the API server checks it. The exit code is 1 when any object is\n" +
+			"invalid: use it in CI.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			docs, err := readDocuments(o.Streams.In, args)
@@ -149,56 +152,104 @@ func readAll(r io.Reader) ([]byte, error) {
 }
 
 type lintObject struct {
-	source string
-	scene  *ergonv1alpha1.Scene
-	run    *ergonv1alpha1.Run
+	source   string
+	scene    *ergonv1alpha1.Scene
+	run      *ergonv1alpha1.Run
+	warnings []string
 }
 
-// Lint checks the Ergon objects among documents: each Scene as the Scene webhook does, with
-// the Scenes of the documents as its namespace, and each Run's params against its Scene when
-// the documents hold it. Other objects are left alone.
+// Lint checks the Ergon objects among documents as the API server does on create: each
+// against its CRD's schema and validation rules (after the schema's defaults), then each
+// Scene as the Scene webhook does, with the Scenes of the documents as its namespace, and
+// each Run's params against its Scene when the documents hold it. Other objects are left
+// alone.
 func Lint(docs []Document) []LintResult {
 	var objs []lintObject
 	var results []LintResult
 	scenes := map[string][]ergonv1alpha1.Scene{} // by namespace
 	for _, d := range docs {
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(d.Data, &tm); err != nil {
-			results = append(results, LintResult{Source: d.Source, Err: fmt.Errorf("not YAML: %w", err)})
+		res, obj, ok := decodeAndCheck(d)
+		if !ok {
 			continue
 		}
-		if !strings.HasPrefix(tm.APIVersion, ergonv1alpha1.GroupVersion.Group+"/") {
+		if res.Err != nil || (obj.scene == nil && obj.run == nil) {
+			results = append(results, res)
 			continue
 		}
-		obj := lintObject{source: d.Source}
-		var err error
-		switch tm.Kind {
-		case "Scene":
-			obj.scene = &ergonv1alpha1.Scene{}
-			err = yaml.Unmarshal(d.Data, obj.scene)
-			if err == nil {
-				scenes[obj.scene.Namespace] = append(scenes[obj.scene.Namespace], *obj.scene)
-			}
-		case "Run":
-			obj.run = &ergonv1alpha1.Run{}
-			err = yaml.Unmarshal(d.Data, obj.run)
-		default:
-			continue
+		if obj.scene != nil {
+			scenes[obj.scene.Namespace] = append(scenes[obj.scene.Namespace], *obj.scene)
 		}
-		if err != nil {
-			results = append(results, LintResult{Source: d.Source, Kind: tm.Kind, Err: fmt.Errorf("%s: %w", tm.Kind, err)})
-			continue
-		}
+		obj.warnings = res.Warnings
 		objs = append(objs, obj)
 	}
 	for _, obj := range objs {
+		var res LintResult
 		if obj.scene != nil {
-			results = append(results, LintScene(obj.source, obj.scene, scenes[obj.scene.Namespace]))
-			continue
+			res = LintScene(obj.source, obj.scene, scenes[obj.scene.Namespace])
+		} else {
+			res = lintRun(obj.source, obj.run, scenes[obj.run.Namespace])
 		}
-		results = append(results, lintRun(obj.source, obj.run, scenes[obj.run.Namespace]))
+		res.Warnings = append(obj.warnings, res.Warnings...)
+		results = append(results, res)
 	}
 	return results
+}
+
+// decodeAndCheck reads an Ergon object of a document and checks it against its CRD's
+// schema; ok is false for documents that are not Ergon objects. A Scene or Run that passes
+// comes back decoded, with the schema's defaults, for the webhook's checks.
+func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
+	res.Source, obj.source = d.Source, d.Source
+	data, err := yaml.YAMLToJSON(d.Data)
+	if err != nil {
+		res.Err = fmt.Errorf("not YAML: %w", err)
+		return res, obj, true
+	}
+	u := map[string]any{}
+	if err := utiljson.Unmarshal(data, &u); err != nil {
+		res.Err = fmt.Errorf("not a YAML object: %w", err)
+		return res, obj, true
+	}
+	apiVersion, _ := u["apiVersion"].(string)
+	group, version, _ := strings.Cut(apiVersion, "/")
+	if group != ergonv1alpha1.GroupVersion.Group {
+		return res, obj, false
+	}
+	res.Kind, _ = u["kind"].(string)
+	if meta, isMap := u["metadata"].(map[string]any); isMap {
+		res.Name, _ = meta["name"].(string)
+	}
+	gk := schema.GroupKind{Group: group, Kind: res.Kind}
+	schemas, err := kindSchemas()
+	if err != nil {
+		res.Err = fmt.Errorf("the CRDs built into kubectl-ergon: %w", err)
+		return res, obj, true
+	}
+	ks := schemas[version+"/"+res.Kind]
+	if ks == nil {
+		res.Err = fmt.Errorf("no kind %q in version %q of %s", res.Kind, version, group)
+		return res, obj, true
+	}
+	unknown, errs := ks.validate(context.Background(), u)
+	for _, f := range unknown {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("unknown field %q", f))
+	}
+	if len(errs) > 0 {
+		res.Err = apierrors.NewInvalid(gk, res.Name, errs)
+		return res, obj, true
+	}
+	switch res.Kind {
+	case "Scene":
+		obj.scene = &ergonv1alpha1.Scene{}
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj.scene)
+	case "Run":
+		obj.run = &ergonv1alpha1.Run{}
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj.run)
+	}
+	if err != nil {
+		res.Err = fmt.Errorf("%s: %w", res.Kind, err)
+	}
+	return res, obj, true
 }
 
 // LintScene checks a Scene with the functions the Scene webhook calls, and words what is

@@ -74,6 +74,61 @@ func TestLintRefusesTheWebhookCorpusScenes(t *testing.T) {
 	}
 }
 
+// apiCase is a case of the API's corpus, api/v1alpha1/testdata/invalid.yaml: an object the
+// API server refuses for its CRD's schema or validation rules.
+type apiCase struct {
+	Name   string         `json:"name"`
+	Expect []string       `json:"expect"`
+	Object map[string]any `json:"object"`
+	// Patch makes the case one of an update, which lint, checking files, never sees.
+	Patch map[string]any `json:"patch,omitempty"`
+}
+
+// apiCorpus is the API's corpus without its cases of updates.
+func apiCorpus(t fataler) []webhookCase {
+	data, err := os.ReadFile(filepath.Join("..", "..", "api", "v1alpha1", "testdata", "invalid.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []apiCase
+	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	var creates []webhookCase
+	for _, c := range cases {
+		if c.Patch == nil {
+			creates = append(creates, webhookCase{Name: c.Name, Expect: c.Expect, Object: c.Object})
+		}
+	}
+	return creates
+}
+
+// The envtest suite compares these messages with the API server's, word for word; this
+// test needs no API server and checks every object of every kind fails for the reason the
+// corpus expects.
+func TestLintRefusesTheAPICorpus(t *testing.T) {
+	cases := apiCorpus(t)
+	if len(cases) < 40 {
+		t.Fatalf("only %d cases of creates in the API corpus", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			res := lintCase(t, c)
+			if res.Kind != c.Object["kind"] {
+				t.Fatalf("lint saw a %q, not the case's %v", res.Kind, c.Object["kind"])
+			}
+			if res.Err == nil {
+				t.Fatalf("lint passed a %s the API server refuses", c.Object["kind"])
+			}
+			for _, want := range c.Expect {
+				if !strings.Contains(res.Err.Error(), want) {
+					t.Errorf("%q lacks %q", res.Err, want)
+				}
+			}
+		})
+	}
+}
+
 // fataler is what the corpus helpers need of *testing.T and GinkgoT().
 type fataler interface{ Fatal(args ...any) }
 
@@ -106,4 +161,20 @@ func lintCase(t fataler, c webhookCase) LintResult {
 		t.Fatal("lint saw no object")
 	}
 	return results[len(results)-1]
+}
+
+func TestLintWarnsOfUnknownFields(t *testing.T) {
+	results := Lint([]Document{{Source: "w.yaml#1", Data: []byte(`
+apiVersion: ergon.dev/v1alpha1
+kind: Scene
+metadata: {name: s}
+spec:
+  steps: [{name: a, colour: blue, container: {image: busybox:1.36, command: ['true']}}]
+`)}})
+	if len(results) != 1 {
+		t.Fatalf("want one result, got %d", len(results))
+	}
+	if r := results[0]; r.Err != nil || len(r.Warnings) != 1 || r.Warnings[0] != `unknown field "spec.steps[0].colour"` {
+		t.Fatalf("want no error and a warning of spec.steps[0].colour, got %v, %q", r.Err, r.Warnings)
+	}
 }

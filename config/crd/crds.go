@@ -1,0 +1,26 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package crds embeds the generated CustomResourceDefinitions of config/crd/bases, so that
+// tools can check objects against the same schema the API server uses, offline.
+package crds
+
+import "embed"
+
+// Bases holds bases/*.yaml, one CRD a file, as controller-gen writes them.
+//
+//go:embed bases/*.yaml
+var Bases embed.FS
