@@ -242,9 +242,10 @@ var _ = Describe("kubectl ergon lint", func() {
 		// structs and rewrites durations, so for these cases admission words (or, for the key,
 		// decides) differently from the object as written, which is what lint checks.
 		reencoded := map[string]string{
-			"a Run without a Scene":     `spec.sceneRef.name: Required value: sceneRef.name must name the Scene to run`,
-			"a negative Run timeout":    `spec.timeout: Invalid value: "-1h0m0s": timeout must be a positive duration`,
-			"a webhook without its key": "", // secretRef comes back as {key: ""}: admitted
+			"a Run without a Scene":  `spec.sceneRef.name: Required value: sceneRef.name must name the Scene to run`,
+			"a negative Run timeout": `spec.timeout: Invalid value: "-1h0m0s": timeout must be a positive duration`,
+			// Refused by the Trigger webhook, after the round trip let it past the schema.
+			"a webhook without its key": `spec.webhook.secretRef: Required value`,
 		}
 		cases := apiCorpus(GinkgoT())
 		ns := newNamespace(ctx, nil)
@@ -256,11 +257,7 @@ var _ = Describe("kubectl ergon lint", func() {
 			linted := lintCase(GinkgoT(), c)
 			Expect(linted.Err).To(HaveOccurred(), c.Name)
 			if want, ok := reencoded[c.Name]; ok {
-				if want == "" {
-					Expect(admission).NotTo(HaveOccurred(), c.Name)
-				} else {
-					Expect(admission).To(MatchError(ContainSubstring(want)), c.Name)
-				}
+				Expect(admission).To(MatchError(ContainSubstring(want)), c.Name)
 				continue
 			}
 			if admission == nil || admission.Error() != linted.Err.Error() {

@@ -209,6 +209,11 @@ func chainOf(t *ergonv1alpha1.Trigger) (triggers.Chain, bool) {
 // that its param mappings compile as CEL over the event they read.
 func ValidateTriggerSpec(spec *ergonv1alpha1.TriggerSpec) field.ErrorList {
 	var errs field.ErrorList
+	if w := spec.Webhook; w != nil && w.SecretRef.Name == "" && w.SecretRef.Key == "" {
+		// The schema requires secretRef, but a mutating webhook's round trip through the Go
+		// type writes it back empty: refuse it here as the schema would have.
+		errs = append(errs, field.Required(field.NewPath("spec", "webhook", "secretRef"), ""))
+	}
 	if s := spec.Schedule; s != nil {
 		path := field.NewPath("spec", "schedule")
 		// The controller's own parser: what it would refuse (a schedule that does not parse,
