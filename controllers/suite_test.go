@@ -143,10 +143,5 @@ func (l *recordedLogs) Read(_ context.Context, namespace, pod, _ string, tail ou
 	if !ok {
 		return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
 	}
-	lines := bytes.SplitAfter(log, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	end := bytes.Join(lines[max(len(lines)-int(tail.Lines), 0):], nil)
-	return io.NopCloser(bytes.NewReader(end[:min(int64(len(end)), tail.Bytes)])), nil
+	return io.NopCloser(bytes.NewReader(tail.Of(log))), nil
 }

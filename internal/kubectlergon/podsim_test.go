@@ -127,12 +127,7 @@ func (l *simLogs) Read(_ context.Context, ns, pod, _ string, tail outputs.Tail) 
 	if err != nil {
 		return nil, err
 	}
-	lines := bytes.SplitAfter(log, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	end := bytes.Join(lines[max(len(lines)-int(tail.Lines), 0):], nil)
-	return io.NopCloser(bytes.NewReader(end[:min(int64(len(end)), tail.Bytes)])), nil
+	return io.NopCloser(bytes.NewReader(tail.Of(log))), nil
 }
 
 func (l *simLogs) whole(ns, pod string) ([]byte, error) {

@@ -23,6 +23,7 @@ package outputs
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -139,6 +140,17 @@ func WriteResult(log io.Writer, res Result) ([]byte, error) {
 // printed before. A log reader asks the kubelet for no more (PodLogOptions TailLines and
 // LimitBytes), so it never holds more than the frames, which MaxSize bounds.
 type Tail struct{ Lines, Bytes int64 }
+
+// Of is the end of log that the kubelet serves for t: the last t.Lines lines, cut to t.Bytes.
+// Log readers that stand in for the kubelet (in tests) serve it.
+func (t Tail) Of(log []byte) []byte {
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	end := bytes.Join(lines[max(len(lines)-int(t.Lines), 0):], nil)
+	return end[:min(int64(len(end)), t.Bytes)]
+}
 
 // TailOf is the Tail that holds the frames of parts, as writeFrame writes them.
 func TailOf(parts ...Part) Tail {

@@ -207,3 +207,20 @@ func TestAForgedFrameLongerThanItsValueDoesNotHideTheRealOne(t *testing.T) {
 		t.Fatalf("got %d bytes, %v", len(got), err)
 	}
 }
+
+func TestATailIsTheLastLinesOfALogCutToItsBytes(t *testing.T) {
+	log := []byte("one\ntwo\nthree\n")
+	for _, tc := range []struct {
+		tail Tail
+		want string
+	}{
+		{Tail{Lines: 2, Bytes: 100}, "two\nthree\n"},
+		{Tail{Lines: 9, Bytes: 100}, "one\ntwo\nthree\n"},
+		{Tail{Lines: 2, Bytes: 5}, "two\nt"},
+		{Tail{Lines: 0, Bytes: 100}, ""},
+	} {
+		if got := string(tc.tail.Of(log)); got != tc.want {
+			t.Errorf("%+v of the log = %q, want %q", tc.tail, got, tc.want)
+		}
+	}
+}
