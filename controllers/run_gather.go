@@ -171,6 +171,12 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	return out
 }
 
+// logSlackLines and logSlackBytes are how much more than its frames a log read takes in.
+const (
+	logSlackLines = 256
+	logSlackBytes = 64 << 10
+)
+
 // readOutput reads the output a succeeded pod handed back, from its termination message or
 // its log.
 func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner.Output {
@@ -198,7 +204,13 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	if len(want) == 0 {
 		return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
 	}
-	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer, outputs.TailOf(want...))
+	// The container log interleaves stderr with the frames on stdout, in whatever order the
+	// runtime read its two pipes: lines a step wrote to stderr around them count for the
+	// kubelet's tail too, so read with room for some, still bounded.
+	tail := outputs.TailOf(want...)
+	tail.Lines += logSlackLines
+	tail.Bytes += logSlackBytes
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer, tail)
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
