@@ -112,6 +112,8 @@ var _ = Describe("Attacks on Gates", func() {
 		refusedWith(decide(mallory, gate, "approve"), "spec.decision", "needs 3 approvals from different people")
 		refusedWith(decide(mallory, gate, "reject"), "spec.decision", "add your vote to spec.approvals instead")
 		Expect(vote(mallory, gate, "approve")).To(Succeed(), "a vote is how an approver takes part in a quorum")
+		// The Gate controller may not have written the Gate's first status yet.
+		Eventually(func() ergonv1alpha1.GatePhase { return reread(gate).Status.Phase }).Should(Equal(ergonv1alpha1.GatePending))
 		Consistently(func() ergonv1alpha1.GatePhase { return reread(gate).Status.Phase }).
 			WithTimeout(2*time.Second).Should(Equal(ergonv1alpha1.GatePending), "one vote of three decides nothing")
 		Expect(reread(gate).Spec.Decision).To(BeNil())
