@@ -74,6 +74,8 @@ func TestSecurity(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A first status write can take more than Gomega's default second on a loaded 2-core machine.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
 
