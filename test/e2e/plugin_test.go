@@ -125,7 +125,8 @@ var _ = Describe("kubectl-ergon on a real cluster", func() {
 		code, out, _ = ran(ergon(ns, "run", "failing", "--follow", "--timeout", "3m"))
 		Expect(code).To(Equal(1))
 		Expect(out).To(MatchRegexp(`step compile failed: \w+: `))
-		Expect(out).To(ContainSubstring("  compiling\n  error: the build is broken\n"))
+		// stdout and stderr reach the log in the order the runtime reads its two pipes.
+		Expect(out).To(And(ContainSubstring("\n  compiling\n"), ContainSubstring("\n  error: the build is broken\n")))
 
 		By("printing a 900 KiB output byte for byte")
 		code, out, errOut = ran(ergon(ns, "run", "big", "--name", "big-1", "--follow", "--timeout", "3m"))
