@@ -32,7 +32,15 @@ const (
 	// AnnotationCreator names who created a Trigger, stamped by admission from the request's
 	// identity and immutable afterwards; the Runs the Trigger starts are created-by them.
 	AnnotationCreator = AnnotationPrefix + "creator"
+	// AnnotationWorkspaceTouch on a Workspace records activity that is not a step, such as a
+	// person browsing its files in the console or the plugin: an RFC 3339 time. The Workspace
+	// controller counts it as use, so an idle Workspace wakes and a running one stays up.
+	AnnotationWorkspaceTouch = AnnotationPrefix + "touch"
 )
+
+// LabelWorkspace on a step pod names the Workspace (the object's name) the pod runs against.
+// The Workspace controller counts such pods as activity and wakes an Idle Workspace for them.
+const LabelWorkspace = AnnotationPrefix + "workspace"
 
 // IsReservedAnnotation reports whether only Ergon's manager may set an annotation on a Run.
 func IsReservedAnnotation(key string) bool {
