@@ -221,14 +221,10 @@ func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-// sceneRefField indexes Runs by the Scene they name.
-const sceneRefField = "spec.sceneRef.name"
-
 // SetupWithManager registers the controller: Runs, the pods, Gates and child Runs they own,
 // and Scenes, so that a Run waiting for its Scene starts as soon as the Scene appears.
 func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ergonv1alpha1.Run{}, sceneRefField,
-		func(obj client.Object) []string { return []string{obj.(*ergonv1alpha1.Run).Spec.SceneRef.Name} }); err != nil {
+	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

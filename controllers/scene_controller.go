@@ -47,12 +47,6 @@ type SceneReconciler struct {
 	Clock    clock.PassiveClock
 }
 
-// Field indexes of Scenes, to find the Scenes a Scene or Workspace appearing or going concerns.
-const (
-	sceneCallsField     = "spec.steps.scene.name"
-	sceneWorkspaceField = "spec.workspace.name"
-)
-
 // +kubebuilder:rbac:groups=ergon.dev,resources=scenes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ergon.dev,resources=scenes/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces,verbs=get;list;watch
@@ -114,18 +108,7 @@ func (r *SceneReconciler) gather(ctx context.Context, scene *ergonv1alpha1.Scene
 // SetupWithManager registers the controller: Scenes, and the Scenes and Workspaces they
 // name, so a Scene turns Ready when what it waits for appears and not Ready when it goes.
 func (r *SceneReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &ergonv1alpha1.Scene{}, sceneCallsField, func(obj client.Object) []string {
-		return calledScenes(&obj.(*ergonv1alpha1.Scene).Spec)
-	}); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(context.Background(), &ergonv1alpha1.Scene{}, sceneWorkspaceField, func(obj client.Object) []string {
-		if ws := obj.(*ergonv1alpha1.Scene).Spec.Workspace; ws != nil {
-			return []string{ws.Name}
-		}
-		return nil
-	}); err != nil {
+	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
 	// A Workspace appearing or going matters to the Scenes that name it; a called Scene's

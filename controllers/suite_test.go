@@ -108,7 +108,8 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		SetupWithManager(mgr)).To(Succeed())
 	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
 	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC}).
+		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC,
+		Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

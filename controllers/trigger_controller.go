@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,9 +48,11 @@ type TriggerReconciler struct {
 	// APIReader reads the webhook key Secrets, which the manager does not cache.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
-	// Clock tells the time schedules are due at. A fake clock also drives the controller's
-	// delayed requeues, so a test that steps it sees the Trigger fire.
+	// Clock tells the time schedules are due at.
 	Clock clock.Clock
+	// Options are the controller's options, such as its work queue: a test whose Clock is
+	// fake gives a queue whose delayed adds follow that clock.
+	Options controller.Options
 	// Location is the time zone of schedules without one; time.Local when nil.
 	Location *time.Location
 
@@ -141,16 +142,13 @@ func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha
 
 // Event reasons of the Trigger controller.
 const (
-	EventRunStarted    = "RunStarted"
-	EventRunSkipped    = "RunSkipped"
-	EventRunReplaced   = "RunReplaced"
-	EventTooManyMissed = "TooManyMissedTimes"
+	EventRunStarted    = triggers.EventRunStarted
+	EventRunSkipped    = triggers.EventRunSkipped
+	EventRunReplaced   = triggers.EventRunReplaced
+	EventTooManyMissed = triggers.EventTooManyMissed
 	EventMappingFailed = "MappingFailed"
 	EventRunDeleted    = "RunDeleted"
 )
-
-// runCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.
-const runCompletedSceneField = "spec.runCompleted.sceneRef.name"
 
 // SetupWithManager registers the controller: Triggers, the Runs they own, and every finished
 // Run of a Scene a runCompleted Trigger waits for. It relies on the Run controller's index of
@@ -159,31 +157,14 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Location == nil {
 		r.Location = time.Local
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &ergonv1alpha1.Trigger{}, runCompletedSceneField,
-		func(obj client.Object) []string {
-			if s := obj.(*ergonv1alpha1.Trigger).Spec.RunCompleted; s != nil {
-				return []string{s.SceneRef.Name}
-			}
-			return nil
-		}); err != nil {
+	if err := setupIndexes(mgr); err != nil {
 		return err
-	}
-	options := controller.Options{}
-	if delayed, ok := r.Clock.(clock.WithDelayedExecution); ok && !isRealClock(r.Clock) {
-		options.NewQueue = func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request],
-		) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return clockedQueue{
-				TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
-					workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Name: name}),
-				clock: delayed,
-			}
-		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Trigger{}).
 		Owns(&ergonv1alpha1.Run{}).
 		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.triggersWaitingFor)).
-		WithOptions(options).
+		WithOptions(r.Options).
 		Named("trigger").
 		Complete(r)
 }
@@ -205,30 +186,6 @@ func (r *TriggerReconciler) triggersWaitingFor(ctx context.Context, obj client.O
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
-}
-
-// clockedQueue waits out RequeueAfter on an injected clock instead of the wall clock, so a
-// test that steps a fake clock sees the next schedule time come. Rate-limited retries keep
-// the wall clock, so a failing reconcile is still retried while the fake clock stands still.
-type clockedQueue struct {
-	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	clock clock.WithDelayedExecution
-}
-
-func isRealClock(c clock.Clock) bool {
-	switch c.(type) {
-	case clock.RealClock, *clock.RealClock:
-		return true
-	}
-	return false
-}
-
-func (q clockedQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	if d <= 0 {
-		q.Add(item)
-		return
-	}
-	q.clock.AfterFunc(d, func() { q.Add(item) })
 }
 
 // triggerLabelSelector selects the Runs a Trigger started.

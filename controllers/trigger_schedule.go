@@ -21,116 +21,57 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/schedule"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
-// reconcileSchedule starts the Run a schedule owes now, if any, as its concurrency policy
-// allows, and requeues at the next scheduled time. It never polls.
+// reconcileSchedule carries out the schedule's plan: cancel what Replace replaces, start the due
+// Run, then record it in status. Nothing is decided here; triggers.PlanSchedule decides.
 func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts,
 	status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
-	spec := trigger.Spec.Schedule
-	sched, err := schedule.Parse(spec.Cron, ptr.Deref(spec.TimeZone, ""), r.Location)
-	if err != nil {
-		status.NextScheduleTime = nil
-		setTriggerReady(status, trigger, metav1.ConditionFalse, ergonv1alpha1.ReasonInvalidSchedule,
-			"spec.schedule: "+err.Error()+"; fix the cron schedule or time zone")
-		return ctrl.Result{}, nil
-	}
-	if ptr.Deref(trigger.Spec.Suspend, false) {
-		status.NextScheduleTime = nil
-		setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonSuspended,
-			"spec.suspend is set; no Run starts until it is cleared")
-		return ctrl.Result{}, nil
-	}
-
-	now := r.Clock.Now()
-	earliest := trigger.CreationTimestamp.Time
-	if status.LastScheduleTime != nil {
-		earliest = status.LastScheduleTime.Time
-	}
-	var deadline *time.Duration
-	if spec.StartingDeadlineSeconds != nil {
-		deadline = new(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
-	}
-	due := sched.DueAt(earliest, now, deadline)
-	if due.TooManyMissed() && r.firstNotice(trigger, EventTooManyMissed, due.Time) {
-		r.Recorder.Eventf(trigger, nil, corev1.EventTypeWarning, EventTooManyMissed, "Schedule",
-			"Missed more than %d start times of %q; starting only the most recent. Check the clocks, or set spec.schedule.startingDeadlineSeconds",
-			schedule.MaxMissed, spec.Cron)
-	}
-	if !due.Time.IsZero() {
-		if err := r.startScheduled(ctx, trigger, facts, status, due.Time); err != nil {
+	plan := triggers.PlanSchedule(triggers.ScheduleFacts{
+		Trigger: trigger, Active: facts.active, Now: r.Clock.Now(), Location: r.Location,
+	})
+	for _, run := range plan.Cancel {
+		log.FromContext(ctx).Info("Cancelling Run to replace it (concurrencyPolicy Replace)", "run", run.Name)
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Spec.Cancel = true
+		if err := r.Patch(ctx, run, patch); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	status.NextScheduleTime = &metav1.Time{Time: due.Next}
-	setTriggerReady(status, trigger, metav1.ConditionTrue, ergonv1alpha1.ReasonScheduled,
-		"Next Run at "+due.Next.UTC().Format(time.RFC3339))
-	return ctrl.Result{RequeueAfter: due.Next.Sub(now)}, nil
-}
-
-// startScheduled starts the Run for a scheduled time under the concurrency policy.
-func (r *TriggerReconciler) startScheduled(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts,
-	status *ergonv1alpha1.TriggerStatus, scheduled time.Time) error {
-	name := naming.ScheduledRunName(trigger.Name, scheduled)
-	for _, run := range facts.active {
-		if run.Name == name {
-			// Started already; the status write that said so was lost or is on its way.
-			status.LastScheduleTime = &metav1.Time{Time: scheduled}
-			status.LastRun = name
-			return nil
+	if plan.Start != nil {
+		if err := r.createRun(ctx, trigger, plan.Start, plan.Why); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !slices.Contains(status.Active, plan.RunName) {
+			status.Active = append(status.Active, plan.RunName)
+			status.ActiveCount++
 		}
 	}
-	switch schedule.Decide(string(trigger.Spec.Schedule.ConcurrencyPolicy), len(facts.active)) {
-	case schedule.Skip:
-		// As a CronJob, the time stays owed: it starts when the active Run ends, if that is
-		// within the starting deadline.
-		if !r.firstNotice(trigger, EventRunSkipped, scheduled) {
-			return nil
+	if plan.RunName != "" {
+		status.LastScheduleTime = &metav1.Time{Time: plan.Scheduled}
+		status.LastRun = plan.RunName
+	}
+	status.NextScheduleTime = plan.NextScheduleTime
+	setTriggerReady(status, trigger, plan.Ready.Status, plan.Ready.Reason, plan.Ready.Message)
+	for _, e := range plan.Events {
+		if !e.Once.IsZero() && !r.firstNotice(trigger, e.Reason, e.Once) {
+			continue
 		}
-		log.FromContext(ctx).Info("Not starting a Run while one is active (concurrencyPolicy Forbid)",
-			"scheduled", scheduled, "active", status.Active)
-		r.Recorder.Eventf(trigger, nil, corev1.EventTypeNormal, EventRunSkipped, "Schedule",
-			"Run for %s not started: %s is still active and concurrencyPolicy is Forbid",
-			scheduled.UTC().Format(time.RFC3339), facts.active[0].Name)
-		return nil
-	case schedule.ReplaceActive:
-		for _, run := range facts.active {
-			if run.Spec.Cancel {
-				continue
-			}
-			log.FromContext(ctx).Info("Cancelling Run to replace it (concurrencyPolicy Replace)", "run", run.Name)
-			patch := client.MergeFrom(run.DeepCopy())
-			run.Spec.Cancel = true
-			if err := r.Patch(ctx, run, patch); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			r.Recorder.Eventf(trigger, run, corev1.EventTypeNormal, EventRunReplaced, "Cancel",
-				"Cancelled Run %s to start the one due at %s (concurrencyPolicy Replace)", run.Name,
-				scheduled.UTC().Format(time.RFC3339))
+		var related runtime.Object
+		if e.Regarding != nil {
+			related = e.Regarding
 		}
+		r.Recorder.Eventf(trigger, related, e.Type, e.Reason, e.Action, "%s", e.Message)
 	}
-	run := triggers.NewRun(trigger, name, nil)
-	if err := r.createRun(ctx, trigger, run, "for the schedule time "+scheduled.UTC().Format(time.RFC3339)); err != nil {
-		return err
-	}
-	status.LastScheduleTime = &metav1.Time{Time: scheduled}
-	status.LastRun = name
-	if !slices.Contains(status.Active, name) {
-		status.Active = append(status.Active, name)
-		status.ActiveCount++
-	}
-	return nil
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
 // firstNotice says whether this manager has not yet recorded the event reason about this

@@ -1,0 +1,90 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// The cache's field indexes, by the field they index. Every controller lists through them
+// freely: each one's SetupWithManager calls setupIndexes, which registers them all once per
+// manager, so no controller depends on another having been set up first.
+const (
+	// sceneRefField indexes Runs by the Scene they name.
+	sceneRefField = "spec.sceneRef.name"
+	// runCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.
+	runCompletedSceneField = "spec.runCompleted.sceneRef.name"
+	// sceneCallsField indexes Scenes by the Scenes their steps call.
+	sceneCallsField = "spec.steps.scene.name"
+	// sceneWorkspaceField indexes Scenes by the Workspace they are bound to.
+	sceneWorkspaceField = "spec.workspace.name"
+)
+
+// fieldIndexes are the indexes setupIndexes registers.
+var fieldIndexes = []struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}{
+	{&ergonv1alpha1.Run{}, sceneRefField, func(obj client.Object) []string {
+		return []string{obj.(*ergonv1alpha1.Run).Spec.SceneRef.Name}
+	}},
+	{&ergonv1alpha1.Trigger{}, runCompletedSceneField, func(obj client.Object) []string {
+		if s := obj.(*ergonv1alpha1.Trigger).Spec.RunCompleted; s != nil {
+			return []string{s.SceneRef.Name}
+		}
+		return nil
+	}},
+	{&ergonv1alpha1.Scene{}, sceneCallsField, func(obj client.Object) []string {
+		return calledScenes(&obj.(*ergonv1alpha1.Scene).Spec)
+	}},
+	{&ergonv1alpha1.Scene{}, sceneWorkspaceField, func(obj client.Object) []string {
+		if ws := obj.(*ergonv1alpha1.Scene).Spec.Workspace; ws != nil {
+			return []string{ws.Name}
+		}
+		return nil
+	}},
+}
+
+// indexesOnce holds, per manager, the one registration of fieldIndexes and its outcome.
+var indexesOnce sync.Map // ctrl.Manager -> *indexRegistration
+
+type indexRegistration struct {
+	once sync.Once
+	err  error
+}
+
+// setupIndexes registers every field index with the manager's cache, once however many
+// controllers call it.
+func setupIndexes(mgr ctrl.Manager) error {
+	v, _ := indexesOnce.LoadOrStore(mgr, &indexRegistration{})
+	reg := v.(*indexRegistration)
+	reg.once.Do(func() {
+		for _, ix := range fieldIndexes {
+			if reg.err = mgr.GetFieldIndexer().IndexField(context.Background(), ix.obj, ix.field, ix.extract); reg.err != nil {
+				return
+			}
+		}
+	})
+	return reg.err
+}
