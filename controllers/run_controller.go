@@ -137,12 +137,18 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if err != nil {
 		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene, err.Error())
 	}
-	facts, err := r.gather(ctx, run, scene)
+	facts, plan, err := r.plan(ctx, r.Client, run, scene)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	facts.PendingTimeout = r.Config.PendingTimeout
-	plan := planner.Decide(facts)
+	if plan.Status.Phase.Finished() {
+		// A Run ends once, so its end is decided on the API server's own objects: the cache
+		// may not hold yet a pod created a moment ago, which would then be neither recorded
+		// nor stopped.
+		if facts, plan, err = r.plan(ctx, r.APIReader, run, scene); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if err := r.act(ctx, run, scene, facts, plan); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -164,6 +170,17 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	}
 	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// plan gathers the facts of a Run through reader and decides what to do with them.
+func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run,
+	scene *compile.Scene) (*planner.Facts, *planner.Plan, error) {
+	facts, err := r.gather(ctx, reader, run, scene)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts.PendingTimeout = r.Config.PendingTimeout
+	return facts, planner.Decide(facts), nil
 }
 
 // compiled returns the Run's compiled snapshot.

@@ -56,8 +56,10 @@ func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string,
 	}).Stream(ctx)
 }
 
-// gather reads everything the planner needs about a Run.
-func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene) (*planner.Facts, error) {
+// gather reads everything the planner needs about a Run. It lists the Run's pods, child Runs
+// and Gates through reader: the manager's cache, or the API server itself when a decision must
+// not rest on a cache that may lag behind what the controller just created.
+func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, scene *compile.Scene) (*planner.Facts, error) {
 	f := &planner.Facts{
 		Now: r.Clock.Now(), Run: run, Scene: scene,
 		Pods: map[string][]planner.PodState{}, Children: map[string]planner.ChildState{},
@@ -67,7 +69,7 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	}
 	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
 	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(run.Namespace), inRun); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(run.Namespace), inRun); err != nil {
 		return nil, err
 	}
 	phases := stepPhases(run)
@@ -107,10 +109,10 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 			f.Pods[s.Name] = append(f.Pods[s.Name], podState(pod))
 		}
 	}
-	if err := r.gatherChildren(ctx, run, f); err != nil {
+	if err := r.gatherChildren(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
-	if err := r.gatherGates(ctx, run, f); err != nil {
+	if err := r.gatherGates(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
 	if err := r.gatherConflicts(ctx, run, f); err != nil {
@@ -252,9 +254,9 @@ func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
 }
 
 // gatherChildren reads the Run's child Runs and their outputs.
-func (r *RunReconciler) gatherChildren(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, f *planner.Facts) error {
 	children := &ergonv1alpha1.RunList{}
-	if err := r.List(ctx, children, client.InNamespace(run.Namespace),
+	if err := reader.List(ctx, children, client.InNamespace(run.Namespace),
 		client.MatchingLabels{ergonv1alpha1.LabelParentRun: naming.LabelValue(run.Name)}); err != nil {
 		return err
 	}
@@ -286,9 +288,9 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, run *ergonv1alpha1.R
 }
 
 // gatherGates reads the Run's Gates.
-func (r *RunReconciler) gatherGates(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, f *planner.Facts) error {
 	gates := &ergonv1alpha1.GateList{}
-	if err := r.List(ctx, gates, client.InNamespace(run.Namespace),
+	if err := reader.List(ctx, gates, client.InNamespace(run.Namespace),
 		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
 		return err
 	}
