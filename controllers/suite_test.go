@@ -21,27 +21,22 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/testenv"
 )
 
 // The Run engine is tested against a real kube-apiserver and etcd. There is no kubelet in
@@ -50,8 +45,8 @@ import (
 var (
 	cfg       *rest.Config
 	k8sClient client.Client // reads around any cache
-	testEnv   *envtest.Environment
-	scheme    = runtime.NewScheme()
+	testEnv   *testenv.Environment
+	scheme    = testenv.Scheme()
 	logs      = &recordedLogs{logs: map[string][]byte{}}
 	stopMgr   context.CancelFunc
 )
@@ -65,16 +60,10 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// A first status write can take more than Gomega's default second on a loaded 2-core machine.
 	SetDefaultEventuallyTimeout(10 * time.Second)
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
-
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
 	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
+	testEnv, err = testenv.Start(false)
+	Expect(err).NotTo(HaveOccurred())
+	cfg = testEnv.Config
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
@@ -90,13 +79,11 @@ var _ = AfterSuite(func() {
 // startManager runs a manager with Ergon's controllers until the returned function is called;
 // that function returns once the manager has stopped.
 func startManager(runConfig RunConfig) context.CancelFunc {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   CacheOptions(),
-		// The restart test starts managers again and again in one process.
-		Controller: config.Controller{SkipNameValidation: new(true)},
-	})
+	options := testEnv.ManagerOptions(scheme)
+	options.Cache = CacheOptions()
+	// The restart test starts managers again and again in one process.
+	options.Controller = config.Controller{SkipNameValidation: new(true)}
+	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
@@ -112,18 +99,9 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer GinkgoRecover()
-		defer wg.Done()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	return func() {
-		cancel()
-		wg.Wait()
-	}
+	stop, err := testEnv.StartManager(mgr)
+	Expect(err).NotTo(HaveOccurred())
+	return func() { Expect(stop()).To(Succeed()) }
 }
 
 // recordedLogs serves the container logs the test kubelet wrote.

@@ -69,14 +69,8 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		return nil
 	}
 	register := func() error {
-		for _, setup := range []func(ctrl.Manager) error{
-			webhookv1alpha1.SetupSceneWebhookWithManager, webhookv1alpha1.SetupRunWebhookWithManager,
-			webhookv1alpha1.SetupTriggerWebhookWithManager, webhookv1alpha1.SetupGateWebhookWithManager,
-			webhookv1alpha1.SetupWorkspaceWebhookWithManager,
-		} {
-			if err := setup(mgr); err != nil {
-				return err
-			}
+		if err := webhookv1alpha1.SetupWebhooksWithManager(mgr); err != nil {
+			return err
 		}
 		o.ready.Store(true)
 		return nil

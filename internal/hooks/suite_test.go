@@ -18,21 +18,18 @@ package hooks
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/testenv"
 )
 
 // The endpoint's suite: the server over HTTP on loopback in front of a real kube-apiserver
@@ -40,7 +37,7 @@ import (
 // reads straight from the API server where the manager gives it its cache.
 var (
 	k8sClient client.Client
-	testEnv   *envtest.Environment
+	testEnv   *testenv.Environment
 )
 
 func TestEndpoint(t *testing.T) {
@@ -50,16 +47,10 @@ func TestEndpoint(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	var err error
+	testEnv, err = testenv.Start(false)
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(testEnv.Config, client.Options{Scheme: testenv.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 })
 

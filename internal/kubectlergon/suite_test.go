@@ -19,9 +19,6 @@ package kubectlergon
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,11 +41,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -57,7 +53,7 @@ import (
 // no kubelet: podsim plays it, and serves the logs it writes to both the Run controller and
 // the plugin (the one thing the plugin reads from elsewhere than the API server).
 var (
-	testEnv    *envtest.Environment
+	testEnv    *testenv.Environment
 	k8sClient  client.Client
 	kubeconfig string
 	podLogs    = &simLogs{logs: map[string][]byte{}}
@@ -75,13 +71,10 @@ func TestPlugin(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
-	}
-	cfg, err := testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set?")
+	var err error
+	testEnv, err = testenv.Start(true)
+	Expect(err).NotTo(HaveOccurred())
+	cfg := testEnv.Config
 	k8sClient, err = client.New(cfg, client.Options{Scheme: Scheme})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -107,24 +100,14 @@ var _ = AfterSuite(func() {
 })
 
 func startManager(ctx context.Context, cfg *rest.Config) {
-	opts := &testEnv.WebhookInstallOptions
 	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
-		}),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed},
-		}},
-	})
+	options := testEnv.ManagerOptions(Scheme)
+	options.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: managed}, &corev1.ConfigMap{}: {Label: managed},
+	}}
+	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhookv1alpha1.SetupSceneWebhookWithManager(mgr)).To(Succeed())
-	Expect(webhookv1alpha1.SetupRunWebhookWithManager(mgr)).To(Succeed())
-	Expect(webhookv1alpha1.SetupTriggerWebhookWithManager(mgr)).To(Succeed())
-	Expect(webhookv1alpha1.SetupGateWebhookWithManager(mgr)).To(Succeed())
-	Expect(webhookv1alpha1.SetupWorkspaceWebhookWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr)).To(Succeed())
 	Expect((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: podLogs, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
@@ -134,18 +117,12 @@ func startManager(ctx context.Context, cfg *rest.Config) {
 	Expect((&controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
+	stopMgr, err := testEnv.StartManager(mgr)
+	Expect(err).NotTo(HaveOccurred())
 	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
+		<-ctx.Done()
+		_ = stopMgr()
 	}()
-	addr := net.JoinHostPort(opts.LocalServingHost, fmt.Sprint(opts.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}).Should(Succeed(), "the webhook server serves")
 }
 
 // result is what one run of the plugin did.

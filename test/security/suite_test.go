@@ -21,33 +21,24 @@ package security
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -62,8 +53,8 @@ var (
 	adminCfg   *rest.Config
 	admin      client.Client // cluster-admin, reads around any cache
 	managerCfg *rest.Config  // the manager's own identity
-	testEnv    *envtest.Environment
-	scheme     = runtime.NewScheme()
+	testEnv    *testenv.Environment
+	scheme     = testenv.Scheme()
 	stopMgr    context.CancelFunc
 )
 
@@ -76,17 +67,11 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// A first status write can take more than Gomega's default second on a loaded 2-core machine.
 	SetDefaultEventuallyTimeout(10 * time.Second)
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(ergonv1alpha1.AddToScheme(scheme)).To(Succeed())
 
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("..", "..", "config", "webhook")}},
-	}
 	var err error
-	adminCfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
+	testEnv, err = testenv.Start(true)
+	Expect(err).NotTo(HaveOccurred())
+	adminCfg = testEnv.Config
 	admin, err = client.New(adminCfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -110,23 +95,11 @@ var _ = AfterSuite(func() {
 // startManager runs the webhooks and the Run, Gate and Trigger controllers under the manager's
 // own identity until the returned function is called.
 func startManager() context.CancelFunc {
-	opts := &testEnv.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   controllers.CacheOptions(),
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
-		}),
-	})
+	options := testEnv.ManagerOptions(scheme)
+	options.Cache = controllers.CacheOptions()
+	mgr, err := ctrl.NewManager(managerCfg, options)
 	Expect(err).NotTo(HaveOccurred())
-	for _, setup := range []func(ctrl.Manager) error{
-		webhookv1alpha1.SetupSceneWebhookWithManager, webhookv1alpha1.SetupRunWebhookWithManager,
-		webhookv1alpha1.SetupTriggerWebhookWithManager, webhookv1alpha1.SetupGateWebhookWithManager,
-		webhookv1alpha1.SetupWorkspaceWebhookWithManager,
-	} {
-		Expect(setup(mgr)).To(Succeed())
-	}
+	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr)).To(Succeed())
 	Expect((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: noLogs{},
@@ -138,26 +111,9 @@ func startManager() context.CancelFunc {
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer GinkgoRecover()
-		defer wg.Done()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	addr := net.JoinHostPort(opts.LocalServingHost, fmt.Sprint(opts.LocalServingPort))
-	Eventually(func() error {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	}).Should(Succeed(), "the webhook server serves")
-	return func() {
-		cancel()
-		wg.Wait()
-	}
+	stop, err := testEnv.StartManager(mgr)
+	Expect(err).NotTo(HaveOccurred())
+	return func() { Expect(stop()).To(Succeed()) }
 }
 
 // noLogs is the log reader of a cluster without a kubelet: no step pod ever writes a log here.
