@@ -17,11 +17,7 @@ limitations under the License.
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +31,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/testenv"
 )
 
@@ -47,7 +42,6 @@ var (
 	k8sClient client.Client // reads around any cache
 	testEnv   *testenv.Environment
 	scheme    = testenv.Scheme()
-	logs      = &recordedLogs{logs: map[string][]byte{}}
 	stopMgr   context.CancelFunc
 )
 
@@ -66,6 +60,7 @@ var _ = BeforeSuite(func() {
 	cfg = testEnv.Config
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	testKubelet.Client = k8sClient
 	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 })
 
@@ -102,27 +97,4 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 	stop, err := testEnv.StartManager(mgr)
 	Expect(err).NotTo(HaveOccurred())
 	return func() { Expect(stop()).To(Succeed()) }
-}
-
-// recordedLogs serves the container logs the test kubelet wrote.
-type recordedLogs struct {
-	mu   sync.Mutex
-	logs map[string][]byte
-}
-
-func (l *recordedLogs) write(namespace, pod string, log []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.logs[namespace+"/"+pod] = log
-}
-
-// Read serves the end of a log as the kubelet does for PodLogOptions TailLines and LimitBytes.
-func (l *recordedLogs) Read(_ context.Context, namespace, pod, _ string, tail outputs.Tail) (io.ReadCloser, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	log, ok := l.logs[namespace+"/"+pod]
-	if !ok {
-		return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
-	}
-	return io.NopCloser(bytes.NewReader(tail.Of(log))), nil
 }

@@ -107,7 +107,7 @@ spec:
 `
 
 func echo(step string) outcome {
-	return outcome{Log: "working on " + step + "\n", Output: []byte("out of " + step)}
+	return outcome{Log: "working on " + step + "\n", Output: "out of " + step}
 }
 
 var _ = Describe("kubectl ergon run", func() {
@@ -191,7 +191,7 @@ var _ = Describe("kubectl ergon output and logs", func() {
 	It("prints a 900 KiB output byte for byte, and logs without its frame", func(ctx SpecContext) {
 		big := make([]byte, 900*1024)
 		_, _ = rand.Read(big)
-		ns := newNamespace(ctx, func(string) outcome { return outcome{Log: "made it\n", Output: big} })
+		ns := newNamespace(ctx, func(string) outcome { return outcome{Log: "made it\n", Output: string(big)} })
 		apply(ctx, ns, `{apiVersion: ergon.dev/v1alpha1, kind: Scene, metadata: {name: big},
   spec: {steps: [{name: make, container: {image: x, command: ['true']}}]}}`)
 		r := plugin(ctx, ns, "run", "big", "--follow")
@@ -221,7 +221,7 @@ var _ = Describe("kubectl ergon output and logs", func() {
 			}})
 		Expect(err).NotTo(HaveOccurred())
 		ns := newNamespace(ctx, func(string) outcome {
-			return outcome{Output: []byte("Sprint 43 closed 12 issues."), Transcript: transcript}
+			return outcome{Output: "Sprint 43 closed 12 issues.", Transcript: string(transcript)}
 		})
 		apply(ctx, ns, `{apiVersion: ergon.dev/v1alpha1, kind: Scene, metadata: {name: agentic},
   spec: {models: {default: {baseURL: 'http://llm/v1', model: small-model}},

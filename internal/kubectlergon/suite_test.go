@@ -56,8 +56,8 @@ var (
 	testEnv    *testenv.Environment
 	k8sClient  client.Client
 	kubeconfig string
-	podLogs    = &simLogs{logs: map[string][]byte{}}
-	sim        = &podsim{scripts: map[string]script{}}
+	sim        = testenv.NewKubelet(stepContainer)
+	podLogs    = simLogs{sim.Logs}
 	stop       context.CancelFunc
 )
 
@@ -89,7 +89,8 @@ var _ = BeforeSuite(func() {
 	var ctx context.Context
 	ctx, stop = context.WithCancel(context.Background())
 	startManager(ctx, cfg)
-	go sim.run(ctx)
+	sim.Client = k8sClient
+	go sim.Run(ctx)
 })
 
 var _ = AfterSuite(func() {
@@ -168,7 +169,7 @@ func (s *syncWriter) String() string {
 func newNamespace(ctx context.Context, s script) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	sim.use(ns.Name, s)
+	sim.Use(ns.Name, func(pod *corev1.Pod) testenv.Outcome { return s(pod.Labels[ergonv1alpha1.LabelStep]) })
 	DeferCleanup(func(ctx SpecContext) { Expect(k8sClient.Delete(ctx, ns)).To(Succeed()) })
 	return ns.Name
 }
