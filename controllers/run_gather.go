@@ -303,13 +303,12 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			f.Conflicts[g.Name] = gateMismatch(g, run).Error()
 			continue
 		}
+		// What a decision means (one person's, a quorum's, a timeout's) is the Gate
+		// controller's to say, in the Gate's status; the Run only reads it.
 		state := planner.GateState{}
-		switch {
-		case g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending:
+		if g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending {
 			state = planner.GateState{Decided: true, Option: g.Status.Option, DecidedBy: g.Status.DecidedBy,
 				TimedOut: g.Status.Phase == ergonv1alpha1.GateTimedOut}
-		case singleDecision(g) != nil:
-			state = planner.GateState{Decided: true, Option: g.Spec.Decision.Option, DecidedBy: g.Spec.Decision.User}
 		}
 		f.Gates[g.Name] = state
 	}
