@@ -105,8 +105,8 @@ const (
 type Loop struct {
 	// until is a CEL expression evaluated after each iteration that succeeded; the loop ends
 	// when it is true. It sees output (the iteration's output, a string), outputs (its JSON
-	// value, when it is JSON), loop.iteration, item (in a fan-out), params, steps and run, for
-	// example outputs.verdict == 'pass'.
+	// value, when it is JSON), iteration (from 1), previous (the previous iteration's output),
+	// item (in a fan-out), params, steps and run, for example outputs.verdict == 'pass'.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
