@@ -121,3 +121,11 @@ type IterationStatus struct {
 	// +optional
 	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
+
+// Labels of the pods of fan-out instances and loop iterations, besides those of every step pod.
+const (
+	// LabelInstance is the index of a fan-out instance, from 0.
+	LabelInstance = "ergon.dev/instance"
+	// LabelIteration is the iteration of a loop, from 1.
+	LabelIteration = "ergon.dev/iteration"
+)

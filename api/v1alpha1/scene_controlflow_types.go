@@ -36,7 +36,6 @@ const (
 // expression and matrix says where the list comes from. Later steps see the instances'
 // outputs, in item order, as one JSON array: .steps.STEP.output is its text, .steps.STEP.outputs
 // (CEL: steps.STEP.outputs) the list itself. An empty list skips the step.
-// +kubebuilder:validation:XValidation:rule="[has(self.items), has(self.param), has(self.expression), has(self.matrix)].filter(k, k).size() == 1",message="forEach takes its list from exactly one of items, param, expression or matrix; set one"
 type ForEach struct {
 	// items is a literal list; each item is any JSON value. At most 1,000.
 	// +kubebuilder:validation:Schemaless

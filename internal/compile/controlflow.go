@@ -80,6 +80,11 @@ func (c *compiler) controlFlow(st *Step, path *field.Path, upstream func(string)
 
 func (c *compiler) forEach(path *field.Path, f *ergonv1alpha1.ForEach, scope expr.Scope) *FanOut {
 	out := &FanOut{}
+	if n := countSet(f.Items != nil, f.Param != "", f.Expression != "", len(f.Matrix) > 0); n != 1 {
+		c.errs = append(c.errs, field.Invalid(path, nil, fmt.Sprintf(
+			"forEach takes its list from exactly one of items, param, expression or matrix, and %d are set; set one", n)))
+		return nil
+	}
 	if f.Parallelism != nil {
 		out.Parallelism = int(*f.Parallelism)
 	}
@@ -192,4 +197,14 @@ func ParseItems(value string) ([]any, error) {
 		return nil, fmt.Errorf("has %d items; a step fans out over at most %d: split the list", len(items), ergonv1alpha1.MaxForEachItems)
 	}
 	return items, nil
+}
+
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
 }
