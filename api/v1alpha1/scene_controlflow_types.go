@@ -106,16 +106,16 @@ type Loop struct {
 	// when it is true. It sees output (the iteration's output, a string), outputs (its JSON
 	// value, when it is JSON), iteration (from 1), previous (the previous iteration's output),
 	// item (in a fan-out), params, steps and run, for example outputs.verdict == 'pass'.
-	// +kubebuilder:validation:MinLength=1
+	// Admission requires it.
 	// +kubebuilder:validation:MaxLength=4096
-	// +required
-	Until string `json:"until"`
+	// +optional
+	Until string `json:"until,omitempty"`
 
-	// maxIterations bounds the iterations, at most 500.
+	// maxIterations bounds the iterations, from 1 to 500. Admission requires it.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=500
-	// +required
-	MaxIterations int32 `json:"maxIterations"`
+	// +optional
+	MaxIterations int32 `json:"maxIterations,omitempty"`
 
 	// onExhausted decides how the step ends after maxIterations iterations without until
 	// being true: fail (the default, reason MaxIterationsExceeded) or succeed with the last

@@ -61,7 +61,14 @@ func (c *compiler) controlFlow(st *Step, path *field.Path, upstream func(string)
 	if f := spec.ForEach; f != nil {
 		st.FanOut = c.forEach(path.Child("forEach"), f, scope)
 	}
-	if l := spec.Loop; l != nil {
+	if l := spec.Loop; l != nil && l.MaxIterations < 1 {
+		c.errs = append(c.errs, field.Required(path.Child("loop", "maxIterations"),
+			"a loop needs maxIterations, the most iterations it may run (1 to 500), for example 5"))
+	}
+	if l := spec.Loop; l != nil && l.Until == "" {
+		c.errs = append(c.errs, field.Required(path.Child("loop", "until"),
+			"a loop needs until, a CEL condition over the iteration's output that ends it, for example outputs.verdict == 'pass'"))
+	} else if l != nil {
 		p := path.Child("loop", "until")
 		prg, err := expr.CompileUntil(p.String(), l.Until)
 		if err != nil {
