@@ -43,7 +43,7 @@ type unitResult struct {
 // unit pods, child Runs and the ConfigMaps the plans store. lose, when set, drops a plan's
 // status write (the manager stopped after acting, before writing status).
 type flowWorld struct {
-	t        *testing.T
+	t        testing.TB
 	scene    *compile.Scene
 	run      *ergonv1alpha1.Run
 	now      time.Time
@@ -63,7 +63,7 @@ type flowWorld struct {
 	last     *Plan
 }
 
-func newFlowWorld(t *testing.T, spec ergonv1alpha1.SceneSpec, result func(string, Unit, int32, []string) unitResult) *flowWorld {
+func newFlowWorld(t testing.TB, spec ergonv1alpha1.SceneSpec, result func(string, Unit, int32, []string) unitResult) *flowWorld {
 	t.Helper()
 	scene, errs := compile.Compile(&spec)
 	if len(errs) > 0 {
