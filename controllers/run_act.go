@@ -63,13 +63,18 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			return err
 		}
 	}
+	if err := r.storeOutputs(ctx, run, plan); err != nil {
+		return err
+	}
 	// A fan-out starts many pods at once; create them side by side.
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-			err := r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage))
+			pod := stepPod(run, scene, req, r.Config.EntrypointImage)
+			labelUnit(pod, req.Unit)
+			err := r.create(ctx, pod)
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				// A quota, a LimitRange or Pod Security refuses the pod: say so, rather than
 				// only retrying. The recorder folds repeats of one message into one Event.
@@ -144,6 +149,15 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 				}
 			}
 		}
+		for _, byUnit := range f.UnitPods {
+			for _, states := range byUnit {
+				for _, p := range states {
+					if p.Phase != planner.PodGone {
+						pods = append(pods, p.Name)
+					}
+				}
+			}
+		}
 	} else {
 		list := &corev1.PodList{}
 		if err := r.List(ctx, list, client.InNamespace(run.Namespace),
@@ -158,6 +172,9 @@ func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run,
 		}
 	}
 	ended := map[string]ergonv1alpha1.StepPhase{}
+	for name := range endedUnitPods(run, f) {
+		ended[name] = ergonv1alpha1.StepSucceeded
+	}
 	for _, s := range run.Status.Steps {
 		for _, h := range s.History {
 			ended[h.PodName] = h.Phase
@@ -190,6 +207,15 @@ func podUIDs(f *planner.Facts) map[string]string {
 		for _, p := range states {
 			if p.UID != "" {
 				uids[p.Name] = p.UID
+			}
+		}
+	}
+	for _, byUnit := range f.UnitPods {
+		for _, states := range byUnit {
+			for _, p := range states {
+				if p.UID != "" {
+					uids[p.Name] = p.UID
+				}
 			}
 		}
 	}

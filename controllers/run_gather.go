@@ -81,7 +81,11 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		}
 		state := podState(pod)
 		step := pod.Labels[ergonv1alpha1.LabelStep]
-		f.Pods[step] = append(f.Pods[step], state)
+		if un, ok := unitOf(pod); ok {
+			addUnitPod(f, step, un, state)
+		} else {
+			f.Pods[step] = append(f.Pods[step], state)
+		}
 		seen[pod.Name] = true
 		if state.Phase == planner.PodSucceeded && !phases[step].Finished() {
 			f.Outputs[pod.Name] = r.collect(ctx, run, pod)
@@ -90,7 +94,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	// A pod the status says is running but the cache does not have is either not in the
 	// cache yet or gone; ask the API server which.
 	for _, s := range run.Status.Steps {
-		if !s.PodActive() || s.PodName == "" || seen[s.PodName] {
+		if !s.PodActive() || s.PodName == "" || seen[s.PodName] || s.Loop != nil {
 			continue
 		}
 		pod := &corev1.Pod{}
@@ -108,6 +112,9 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		default:
 			f.Pods[s.Name] = append(f.Pods[s.Name], podState(pod))
 		}
+	}
+	if err := r.gatherUnits(ctx, run, scene, f); err != nil {
+		return nil, err
 	}
 	if err := r.gatherChildren(ctx, reader, run, f); err != nil {
 		return nil, err
@@ -344,6 +351,10 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 func neededLater(scene *compile.Scene, step string, phases map[string]ergonv1alpha1.StepPhase) bool {
 	for _, d := range scene.Graph.Dependents(step) {
 		if p := phases[d]; p == "" || p == ergonv1alpha1.StepPending {
+			return true
+		}
+		// A fan-out or loop renders its units while it runs.
+		if ds := scene.Steps[d]; ds != nil && (ds.Spec.ForEach != nil || ds.Spec.Loop != nil) && !phases[d].Finished() {
 			return true
 		}
 	}

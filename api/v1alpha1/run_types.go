@@ -238,6 +238,14 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxItems=21
 	// +optional
 	History []AttemptStatus `json:"history,omitempty"`
+
+	// instances records a fan-out step's instances, compactly.
+	// +optional
+	Instances *InstancesStatus `json:"instances,omitempty"`
+
+	// loop records a looping step's iterations.
+	// +optional
+	Loop *LoopStatus `json:"loop,omitempty"`
 }
 
 // AttemptStatus is the record of one attempt of a step.

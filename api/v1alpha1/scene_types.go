@@ -224,6 +224,14 @@ type Step struct {
 	// scene runs another Scene as a child Run; its output becomes this step's output.
 	// +optional
 	Scene *SceneCall `json:"scene,omitempty"`
+
+	// forEach fans a container, agent or scene step out over a list, one instance per item.
+	// +optional
+	ForEach *ForEach `json:"forEach,omitempty"`
+
+	// loop runs a container, agent or scene step again until a condition holds.
+	// +optional
+	Loop *Loop `json:"loop,omitempty"`
 }
 
 // RetryPolicy says how often and when a failed step runs again.

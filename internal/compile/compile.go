@@ -53,6 +53,9 @@ type Step struct {
 	Spec  *ergonv1alpha1.Step
 	// When is the step's condition, nil when it has none.
 	When *expr.Program
+	// FanOut is the step's forEach, Until its loop's condition; nil when it has none.
+	FanOut *FanOut
+	Until  *expr.Program
 	// SecretParams are the params from Secrets that the step's pod gets: those whose variable
 	// ERGON_PARAM_NAME a container step's command, args or env values name. Agent steps get
 	// none: the agent runtime has no use for them.
@@ -171,7 +174,8 @@ func (c *compiler) step(i int) *Step {
 				c.checkSecret(p, text, ref.Name)
 			}
 		}
-		if err := t.Check(template.Scope{Params: c.paramNames, Steps: c.stepNames, Upstream: upstream}); err != nil {
+		if err := t.Check(template.Scope{Params: c.paramNames, Steps: c.stepNames, Upstream: upstream,
+			Item: spec.ForEach != nil, Loop: spec.Loop != nil}); err != nil {
 			c.errs = append(c.errs, field.Invalid(p, text, detail(err)))
 		}
 		return t
@@ -185,6 +189,7 @@ func (c *compiler) step(i int) *Step {
 		}
 		return nil
 	}
+	c.controlFlow(st, path, upstream)
 	switch {
 	case spec.Container != nil:
 		cp := path.Child("container")

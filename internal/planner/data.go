@@ -115,8 +115,16 @@ func (p *planner) value(name string, s *ergonv1alpha1.StepStatus) string {
 	return ""
 }
 
-// jsonFields parses an output that is a JSON object into its fields, nil otherwise.
-func jsonFields(value string) map[string]any {
+// jsonFields parses an output that is a JSON object into its fields, or a JSON array (a
+// fan-out's) into its items; nil otherwise.
+func jsonFields(value string) any {
+	if len(value) > 0 && value[0] == '[' {
+		var items []any
+		if json.Unmarshal([]byte(value), &items) != nil {
+			return nil
+		}
+		return items
+	}
 	if len(value) == 0 || value[0] != '{' {
 		return nil
 	}

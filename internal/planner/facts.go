@@ -58,6 +58,10 @@ type Facts struct {
 	PendingTimeout time.Duration
 	// Depth is how deep this Run is nested under parent Runs; MaxDepth bounds it.
 	Depth, MaxDepth int
+	// UnitPods holds the pods of fan-out instances and loop iterations, by step name and
+	// unit; Stored the unit outputs NeededConfigMaps asked for, by ConfigMap name.
+	UnitPods map[string]map[Unit][]PodState
+	Stored   map[string]string
 }
 
 // PodState is what was observed of one step pod.

@@ -48,6 +48,9 @@ type Plan struct {
 	RequeueAfter time.Duration
 	// Events are the transitions worth telling people about.
 	Events []Event
+	// Store are outputs of fan-out instances and loop iterations (and the steps they end)
+	// to keep in ConfigMaps before the status names them.
+	Store []StoreRequest
 }
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
@@ -58,6 +61,8 @@ type PodRequest struct {
 	Rendered *compile.Rendered
 	// Inputs are the outputs of the step's direct dependencies, which the pod sees as files.
 	Inputs []Input
+	// Unit is the fan-out instance or loop iteration the pod runs, nil for a plain step.
+	Unit *Unit
 }
 
 // Input is the output of a dependency, handed to a step pod as a file: from the ConfigMap
@@ -127,9 +132,7 @@ func Decide(f *Facts) *Plan {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s
 		p.order = append(p.order, s.Name)
-		if usesCapacity(f.Scene.Steps[s.Name]) && s.PodActive() {
-			p.active++
-		}
+		p.active += activeUnits(f.Scene.Steps[s.Name], s)
 		if s.Phase == ergonv1alpha1.StepFailed && !f.Scene.Steps[s.Name].Spec.ContinueOnFailure && p.failedStep == "" {
 			p.failedStep = s.Name
 		}
@@ -137,6 +140,10 @@ func Decide(f *Facts) *Plan {
 	p.stopReason = p.stopping(status)
 
 	for _, name := range f.Scene.Graph.TopologicalOrder() {
+		if step := f.Scene.Steps[name]; isControlFlow(step) {
+			p.decideControlFlow(step, p.state(name))
+			continue
+		}
 		p.decide(f.Scene.Steps[name])
 	}
 

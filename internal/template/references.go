@@ -28,6 +28,9 @@ const (
 	KindParams = "params"
 	KindSteps  = "steps"
 	KindRun    = "run"
+	// KindItem is a fan-out instance's item; KindLoop a loop iteration's data.
+	KindItem = "item"
+	KindLoop = "loop"
 )
 
 // Fields of .steps.NAME.
@@ -37,6 +40,10 @@ const (
 	FieldDecision = "decision"
 	FieldPhase    = "phase"
 )
+
+// LoopFields are the keys of .loop: the iteration (from 1), the previous iteration's output
+// and, when it is JSON, its value.
+var LoopFields = []string{"iteration", "previous", "previousOutputs"}
 
 // stepFields are the keys of .steps.NAME; runFields those of .run.
 var (
@@ -76,6 +83,8 @@ type Scope struct {
 	// Upstream reports whether a step is one the field's step depends on, directly or
 	// through other steps: only those have ended when it renders. Nil allows every step.
 	Upstream func(step string) bool
+	// Item and Loop say whether the step fans out (so .item exists) and loops (.loop).
+	Item, Loop bool
 }
 
 // Check reports the first reference of the template that cannot be satisfied in scope: an
@@ -112,6 +121,18 @@ func (s Scope) problem(ref Ref) string {
 		case ref.Field != "" && !slices.Contains(stepFields, ref.Field):
 			return fmt.Sprintf("template references unknown field %q of step %q; use output, outputs, decision or phase",
 				ref.Field, ref.Name)
+		}
+	case KindItem:
+		if !s.Item {
+			return "template references .item, which only a step with forEach has; add forEach to the step or remove .item"
+		}
+	case KindLoop:
+		if !s.Loop {
+			return "template references .loop, which only a step with loop has; add loop to the step or remove .loop"
+		}
+		if ref.Name != "" && !slices.Contains(LoopFields, ref.Name) {
+			return fmt.Sprintf("template references unknown field .loop.%s; use .loop.iteration, .loop.previous or .loop.previousOutputs",
+				ref.Name)
 		}
 	default:
 		return fmt.Sprintf("template references unknown data .%s; use .params, .steps or .run", ref.Kind)

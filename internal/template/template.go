@@ -75,8 +75,9 @@ type Data struct {
 type StepData struct {
 	// Output is the step's whole output.
 	Output string
-	// Outputs are the fields of a JSON output, as encoding/json decodes them into any.
-	Outputs map[string]any
+	// Outputs are the fields of a JSON object output, or the items of a JSON array output
+	// (a fan-out's), as encoding/json decodes them into any.
+	Outputs any
 	// Decision is the option a gate step's Gate decided.
 	Decision string
 	// Phase is the step's phase, for example Succeeded.
@@ -100,8 +101,8 @@ func (d Data) Map() map[string]any {
 	}
 	steps := make(map[string]any, len(d.Steps))
 	for name, s := range d.Steps {
-		outputs, _ := normalize(s.Outputs).(map[string]any)
-		if outputs == nil {
+		outputs := normalize(s.Outputs)
+		if m, ok := outputs.(map[string]any); (ok && m == nil) || outputs == nil {
 			outputs = map[string]any{}
 		}
 		steps[name] = map[string]any{
@@ -255,4 +256,10 @@ func cleanError(field string, err error) string {
 		position += ", column " + m[3]
 	}
 	return position + ": " + msg[len(m[0]):]
+}
+
+// Value turns a decoded JSON value into what templates see, numbers as json.Number, as Map
+// does for outputs: for data added to a map from Data.Map, such as a fan-out's item.
+func Value(v any) any {
+	return normalize(v)
 }

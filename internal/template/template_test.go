@@ -206,8 +206,9 @@ func TestMap(t *testing.T) {
 	t.Run("the caller's outputs are not changed", func(t *testing.T) {
 		d := data()
 		_ = d.Map()
-		if _, ok := d.Steps["draft"].Outputs["count"].(float64); !ok {
-			t.Errorf("outputs count became %T", d.Steps["draft"].Outputs["count"])
+		outputs := d.Steps["draft"].Outputs.(map[string]any)
+		if _, ok := outputs["count"].(float64); !ok {
+			t.Errorf("outputs count became %T", outputs["count"])
 		}
 	})
 }

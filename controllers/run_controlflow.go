@@ -1,0 +1,252 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// The Run controller's side of fan-out and loops: the pods of units are told apart by their
+// instance and iteration labels, their outputs are kept in ConfigMaps of their own, and the
+// outputs the planner needs are read back from those.
+
+// unitOf reads the unit a step pod runs from its labels; false for a plain step's pod.
+func unitOf(pod *corev1.Pod) (planner.Unit, bool) {
+	index, hasIndex := pod.Labels[ergonv1alpha1.LabelInstance]
+	iteration, hasIteration := pod.Labels[ergonv1alpha1.LabelIteration]
+	if !hasIndex && !hasIteration {
+		return planner.Unit{}, false
+	}
+	un := planner.Unit{Index: -1}
+	if hasIndex {
+		i, _ := strconv.Atoi(index)
+		un.Index = int32(i)
+	}
+	if hasIteration {
+		i, _ := strconv.Atoi(iteration)
+		un.Iteration = int32(i)
+	}
+	return un, true
+}
+
+// labelUnit labels the pod of a unit.
+func labelUnit(pod *corev1.Pod, un *planner.Unit) {
+	if un == nil {
+		return
+	}
+	if un.Index >= 0 {
+		pod.Labels[ergonv1alpha1.LabelInstance] = strconv.Itoa(int(un.Index))
+	}
+	if un.Iteration > 0 {
+		pod.Labels[ergonv1alpha1.LabelIteration] = strconv.Itoa(int(un.Iteration))
+	}
+}
+
+// addUnitPod files a unit's pod under its step and unit.
+func addUnitPod(f *planner.Facts, step string, un planner.Unit, state planner.PodState) {
+	if f.UnitPods == nil {
+		f.UnitPods = map[string]map[planner.Unit][]planner.PodState{}
+	}
+	if f.UnitPods[step] == nil {
+		f.UnitPods[step] = map[planner.Unit][]planner.PodState{}
+	}
+	f.UnitPods[step][un] = append(f.UnitPods[step][un], state)
+}
+
+// gatherUnits completes what gather found of units: the pod of a running unit that the cache
+// does not have is looked up live, and reported Gone when it no longer exists; and the unit
+// outputs the planner needs are read from their ConfigMaps.
+func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
+	for _, s := range run.Status.Steps {
+		step := scene.Steps[s.Name]
+		if step == nil || step.Spec.Scene != nil || (step.Spec.ForEach == nil && step.Spec.Loop == nil) || s.Phase.Finished() {
+			continue
+		}
+		for _, want := range runningUnitPods(run.Name, &s) {
+			if podSeen(f.UnitPods[s.Name][want.unit], want.name) {
+				continue
+			}
+			pod := &corev1.Pod{}
+			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: want.name}, pod)
+			switch {
+			case apierrors.IsNotFound(err):
+				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,
+					Reason: planner.ReasonPodDeleted, Message: "the instance's pod was deleted before it finished"})
+			case err != nil:
+				return err
+			case !controlledBy(pod, run.UID):
+				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,
+					Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", want.name, run).Error()})
+			default:
+				state := podState(pod)
+				addUnitPod(f, s.Name, want.unit, state)
+				if state.Phase == planner.PodSucceeded {
+					f.Outputs[pod.Name] = r.collect(ctx, run, pod)
+				}
+			}
+		}
+	}
+	f.Stored = map[string]string{}
+	for _, name := range planner.NeededConfigMaps(run, scene) {
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue // the planner waits, or fails the step, without it
+		case err != nil:
+			return err
+		case !controlledBy(cm, run.UID):
+			f.Conflicts[name] = notOwned("ConfigMap", name, run).Error()
+			continue
+		}
+		if value, ok := configMapValue(cm); ok {
+			f.Stored[name] = value
+		}
+	}
+	return nil
+}
+
+type unitPod struct {
+	unit    planner.Unit
+	name    string
+	attempt int32
+}
+
+// runningUnitPods are the pods the stored status says units of a step run now.
+func runningUnitPods(run string, s *ergonv1alpha1.StepStatus) []unitPod {
+	var pods []unitPod
+	if in := s.Instances; in != nil {
+		for i, st := range in.States {
+			if st != ergonv1alpha1.InstanceRunning {
+				continue
+			}
+			un := planner.Unit{Index: int32(i)}
+			if i < len(in.Iterations) {
+				un.Iteration = in.Iterations[i]
+			}
+			attempt := int32(1)
+			if i < len(in.Attempts) {
+				attempt = in.Attempts[i]
+			}
+			pods = append(pods, unitPod{un, naming.UnitPodName(run, s.Name, un.Index, un.Iteration, attempt), attempt})
+		}
+		return pods
+	}
+	if s.PodName != "" && s.Loop != nil {
+		pods = append(pods, unitPod{planner.Unit{Index: -1, Iteration: s.Loop.Iteration}, s.PodName, s.Attempts})
+	}
+	return pods
+}
+
+func podSeen(states []planner.PodState, name string) bool {
+	for _, p := range states {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// storeOutputs writes the ConfigMaps a plan asks for. One that exists already was written by
+// an earlier pass whose status write was lost; it must be the Run's and hold the same value.
+func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	for _, req := range plan.Store {
+		cm := outputConfigMap(run, req.Step, req.Value, "")
+		cm.Name = req.ConfigMap
+		err := r.Create(ctx, cm)
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		existing := &corev1.ConfigMap{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+			return err
+		}
+		if !controlledBy(existing, run.UID) {
+			return notOwned("ConfigMap", cm.Name, run)
+		}
+		if value, _ := configMapValue(existing); value != req.Value {
+			return fmt.Errorf("ConfigMap %s holds another output than step %s produced; delete it to let the Run go on", cm.Name, req.Step)
+		}
+	}
+	return nil
+}
+
+// endedUnitPods are the pods of units whose end the stored status records, by name: their
+// outputs are safe, so they may go.
+func endedUnitPods(run *ergonv1alpha1.Run, f *planner.Facts) map[string]bool {
+	ended := map[string]bool{}
+	if f == nil {
+		return ended
+	}
+	status := map[string]*ergonv1alpha1.StepStatus{}
+	for i := range run.Status.Steps {
+		status[run.Status.Steps[i].Name] = &run.Status.Steps[i]
+	}
+	for step, byUnit := range f.UnitPods {
+		s := status[step]
+		for un, pods := range byUnit {
+			for _, p := range pods {
+				if p.Phase == planner.PodGone {
+					continue
+				}
+				if s != nil && unitPodEnded(s, un, p) {
+					ended[p.Name] = true
+				}
+			}
+		}
+	}
+	return ended
+}
+
+// unitPodEnded reports whether the status records that a unit's pod has done its work: its
+// step ended, or its unit has moved past it (ended, a later attempt or a later iteration).
+func unitPodEnded(s *ergonv1alpha1.StepStatus, un planner.Unit, p planner.PodState) bool {
+	if s.Phase.Finished() {
+		return true
+	}
+	if in := s.Instances; in != nil {
+		i := int(un.Index)
+		if i < 0 || i >= len(in.States) {
+			return false
+		}
+		if st := in.States[i]; st != ergonv1alpha1.InstanceRunning && st != ergonv1alpha1.InstanceNotStarted {
+			return true
+		}
+		if i < len(in.Iterations) && in.Iterations[i] > un.Iteration {
+			return true
+		}
+		return i < len(in.Attempts) && in.Attempts[i] > p.Attempt
+	}
+	if s.Loop != nil && s.Loop.Iteration > un.Iteration {
+		return true
+	}
+	return s.Loop != nil && s.Loop.Iteration == un.Iteration && s.Attempts > p.Attempt
+}
