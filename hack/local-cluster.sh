@@ -14,7 +14,11 @@
 #   hack/local-cluster.sh build              only build/fetch binaries and images (warms the cache)
 #   hack/local-cluster.sh restart COMPONENT  kill -9 one component (etcd, kube-apiserver,
 #                                            kubelet, containerd, ...) and start it again, as a
-#                                            crash and its supervisor would (the chaos suite)
+#                                            crash and its supervisor would (the chaos suite);
+#                                            a component that is not running is only started
+#   hack/local-cluster.sh kill-container ID  kill -9 every process of a container (its CRI id,
+#                                            a pod's containerID without "containerd://"),
+#                                            as the kernel's OOM killer or a crash would
 #   hack/local-cluster.sh host-state         what the cluster may change on the host (diff it
 #                                            before `up` and after `down`)
 #
@@ -972,13 +976,16 @@ cmd_restart() {
   *" $name "*) [ "$name" != holder ] || die "the holder cannot restart: it owns the mount namespace" ;;
   *) die "unknown component $name; one of: ${COMPONENTS[*]}" ;;
   esac
-  alive "$name" || die "$name is not running"
   build_binaries >/dev/null
   build_images
-  pid=$(pid_of "$name")
-  log "kill -9 $name (pid $pid)"
-  kill -KILL "$pid"
-  for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+  if alive "$name"; then
+    pid=$(pid_of "$name")
+    log "kill -9 $name (pid $pid)"
+    kill -KILL "$pid"
+    for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+  else
+    log "$name is not running: starting it"
+  fi
   case "$name" in
   kube-apiserver) start_apiserver ;;
   kube-controller-manager) start_controller_manager ;;
@@ -986,6 +993,24 @@ cmd_restart() {
   kube-proxy) start_kube_proxy ;;
   *) "start_$name" ;;
   esac
+}
+
+# cmd_kill_container ID: SIGKILL to every process in the container's cgroups (the kubelet names
+# them pod<uid>/<container id> below /$CGROUP_NAME/kubepods), by PID.
+cmd_kill_container() {
+  require_root
+  local id=$1 m dirs=() pids
+  [[ "$id" =~ ^[0-9a-f]{12,64}$ ]] || die "not a container id: $id"
+  for m in $(cgroup_mounts); do
+    [ -d "$m/$CGROUP_NAME/kubepods" ] || continue
+    while IFS= read -r d; do dirs+=("$d"); done < <(find "$m/$CGROUP_NAME/kubepods" -type d -name "$id*")
+  done
+  [ ${#dirs[@]} -gt 0 ] || die "no container $id in /$CGROUP_NAME/kubepods"
+  pids=$(cat "${dirs[@]/%//cgroup.procs}" 2>/dev/null | sort -un)
+  [ -n "$pids" ] || die "container $id has no processes"
+  log "kill -9 container ${id:0:12} (pids $(echo $pids))"
+  # shellcheck disable=SC2086
+  kill -KILL $pids
 }
 
 cmd_status() {
@@ -1027,7 +1052,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -1042,6 +1067,10 @@ main() {
   restart)
     [ $# -eq 1 ] || die "usage: $0 restart COMPONENT"
     cmd_restart "$1"
+    ;;
+  kill-container)
+    [ $# -eq 1 ] || die "usage: $0 kill-container CONTAINER_ID"
+    cmd_kill_container "$1"
     ;;
   kubeconfig) echo "$KUBECONFIG_OUT" ;;
   host-state) host_state ;;
