@@ -103,11 +103,13 @@ func deleteManagerPod(ctx SpecContext) func(Gomega) {
 	pod := managerPod(ctx)
 	Expect(k8sClient.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 	return func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "ergon-manager"}, d)).To(Succeed())
-		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(1))
-		now := managerPod(ctx)
+		pods := &corev1.PodList{}
+		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(managerNamespace), client.MatchingLabels(pod.Labels))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		now := &pods.Items[0]
 		g.Expect(now.UID).NotTo(Equal(pod.UID))
+		g.Expect(now.Status.ContainerStatuses).NotTo(BeEmpty())
+		g.Expect(containerStatus(now, "manager").Ready).To(BeTrue())
 	}
 }
 
@@ -140,9 +142,10 @@ func nodeReadySince(ctx SpecContext, since time.Time) func(Gomega) {
 }
 
 // killStepPods kills the processes of up to n running pods of a step, on the node, and
-// returns their names: each such attempt must fail and be retried.
-func killStepPods(ctx SpecContext, ns, step string, n int) []string {
+// returns their names (each such attempt must fail and be retried) and the first kill's time.
+func killStepPods(ctx SpecContext, ns, step string, n int) ([]string, time.Time) {
 	var killed []string
+	var first time.Time
 	Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{ergonv1alpha1.LabelStep: step})).To(Succeed())
@@ -155,13 +158,17 @@ func killStepPods(ctx SpecContext, ns, step string, n int) []string {
 			if len(c) == 0 || c[0].State.Running == nil || time.Since(c[0].State.Running.StartedAt.Time) > 4*time.Second {
 				continue // the step sleeps 8 s: kill only those sure to be still at work
 			}
+			at := time.Now()
 			if killContainer(p, c[0].Name) == nil {
 				killed = append(killed, p.Name)
+				if first.IsZero() {
+					first = at
+				}
 			}
 		}
 		g.Expect(killed).NotTo(BeEmpty(), "no running %s pod to kill", step)
 	}).WithTimeout(time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
-	return killed
+	return killed, first
 }
 
 // ensureClusterHealthy starts again any component of the local cluster that died and waits

@@ -209,6 +209,7 @@ var _ = Describe("Chaos", Ordered, func() {
 		figures = append(figures, recovery{name: "none (under load)", probe: probe(ctx, ns, "loaded", time.Now())})
 
 		var killed []string
+		var killedAt time.Time // the step pods' disruption starts at its first kill, not its search
 		disruptions := []struct {
 			name string
 			do   func() func(Gomega)
@@ -228,7 +229,7 @@ var _ = Describe("Chaos", Ordered, func() {
 				return nodeReadySince(ctx, at)
 			}},
 			{"step pods kill -9 on the node", func() func(Gomega) {
-				killed = killStepPods(ctx, ns, "join", 4)
+				killed, killedAt = killStepPods(ctx, ns, "join", 4)
 				return func(Gomega) {}
 			}},
 		}
@@ -243,6 +244,9 @@ var _ = Describe("Chaos", Ordered, func() {
 			back := d.do()
 			Eventually(back).WithTimeout(recoveryLimit).WithPolling(250*time.Millisecond).Should(Succeed(), d.name)
 			rec.back = time.Since(at)
+			if !killedAt.IsZero() {
+				at, rec.back = killedAt, 0 // nothing to come back: only the Runs recover
+			}
 			rec.probe = probe(ctx, ns, strconv.Itoa(i), at)
 			figures = append(figures, rec)
 			GinkgoWriter.Printf("chaos: %-30s back after %6s, a new Run succeeded after %6s (%d Runs active, %d pods running)\n",
