@@ -392,6 +392,7 @@ func chaosReport(figures []recovery, total time.Duration, pods, killed, fires in
 	fmt.Fprintf(&b, "all Runs succeeded in %s; %d step pods for %d attempts, one pod per attempt; "+
 		"%d killed attempts, each retried once; watch gaps %d\n", total.Round(time.Second), pods, pods, killed, gaps)
 	fmt.Fprintf(&b, "cron: %d minutes fired, each exactly once, at most %s late; "+
-		"webhook: %d deliveries, each accepted and one Run, after %d requests\n", fires, late.Round(100*time.Millisecond), len(s.accepted), s.tries)
+		"webhook: %d deliveries, each accepted and one Run, after %d requests\n",
+		fires, late.Round(100*time.Millisecond), len(s.accepted), s.tries)
 	return b.String()
 }

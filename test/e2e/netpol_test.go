@@ -37,13 +37,13 @@ import (
 func restrictedPod(ns, name, script string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{
-			AutomountServiceAccountToken:  ptr.To(false),
+			AutomountServiceAccountToken:  new(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(int64(1000)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{Name: "main", Image: toolImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{"sh", "-c", script},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
 		}}
 }
