@@ -14,13 +14,18 @@
 #   hack/local-cluster.sh build              only build/fetch binaries and images (warms the cache)
 #   hack/local-cluster.sh restart COMPONENT  kill -9 one component (etcd, kube-apiserver,
 #                                            kubelet, containerd, ...) and start it again, as a
-#                                            crash and its supervisor would (the chaos suite)
+#                                            crash and its supervisor would (the chaos suite);
+#                                            a component that is not running is only started
+#   hack/local-cluster.sh kill-container ID  kill -9 every process of a container (its CRI id,
+#                                            a pod's containerID without "containerd://"),
+#                                            as the kernel's OOM killer or a crash would
 #   hack/local-cluster.sh host-state         what the cluster may change on the host (diff it
 #                                            before `up` and after `down`)
 #
 # What runs where:
 #   - a network namespace ($ERGON_NETNS, default "ergon") holds etcd, kube-apiserver,
-#     kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy and every pod.
+#     kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy,
+#     kube-network-policies (which enforces NetworkPolicy) and every pod.
 #     A veth pair with a /30 ($ERGON_LINK_NET, default 172.30.255.0/30) joins it to the host:
 #     .1 on the host, .2 (the node IP, where the API server listens) in the namespace. Nothing
 #     routes beyond that pair: no NAT, no forwarding on the host, no upstream DNS; unknown
@@ -32,8 +37,8 @@
 #   - cgroups under /ergon in each cgroup hierarchy: the components in /ergon/system, pods in
 #     /ergon/kubepods. `down` ends exactly the processes in those cgroups, then removes them.
 #
-# Binaries: hack/k8s-binaries.sh (Kubernetes, etcd), containerd and local-path-provisioner from
-# the Go module proxy, hack/tools (imagebuild, pause, coredns, clusterpki); all cached under
+# Binaries: hack/k8s-binaries.sh (Kubernetes, etcd), containerd, local-path-provisioner and
+# kube-network-policies from the Go module proxy, hack/tools (imagebuild, pause, coredns, clusterpki); all cached under
 # $ERGON_CACHE_DIR (default ~/.cache/ergon) keyed by version. Debian packages are installed when
 # missing. State, certificates, logs and the kubeconfig live in $ERGON_CLUSTER_DIR (default
 # $ERGON_CACHE_DIR/cluster); logs are in its logs/ folder.
@@ -52,6 +57,7 @@ export K8S_VERSION=${K8S_VERSION:-v1.37.2}
 export ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 LOCAL_PATH_VERSION=${LOCAL_PATH_VERSION:-v0.0.30}
+NETPOL_VERSION=${NETPOL_VERSION:-v0.8.0}
 COREDNS_VERSION=$(sed -n 's#^\s*github.com/coredns/coredns \(v[^ ]*\).*#\1#p' "$REPO/hack/tools/go.mod")
 
 # Addresses inside the namespace. They never leave it, so they cannot clash with the host's.
@@ -93,7 +99,8 @@ VOLUME_DIR=$STATE/volumes
 RUNTIME_DIRS=(etcd containerd kubelet pod-logs volumes cni run config kube-cache sysctl)
 
 # Components in start order; `down` stops them in reverse.
-COMPONENTS=(holder etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
+COMPONENTS=(holder etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy
+  kube-network-policies)
 
 export GOWORK=off GOFLAGS=-buildvcs=false GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
@@ -200,6 +207,18 @@ build_local_path() {
   log "local-path-provisioner $LOCAL_PATH_VERSION: built in $((SECONDS - start))s"
 }
 
+# kube-network-policies (SIG Network's NetworkPolicy enforcer: it decides packets from an
+# NFQUEUE) is a policy-only addition to the bridge CNI, which ignores NetworkPolicy.
+build_netpol() {
+  local bin=$CACHE_DIR/kube-network-policies-$NETPOL_VERSION/bin
+  [ -x "$bin/kube-network-policies" ] && return 0
+  log "kube-network-policies $NETPOL_VERSION: building (about two minutes)"
+  local m=sigs.k8s.io/kube-network-policies start=$SECONDS
+  go_build_from_proxy "$bin.tmp" "$m@$NETPOL_VERSION" "" "$m/cmd"
+  mv -f "$bin.tmp/cmd" "$bin.tmp/kube-network-policies" && rm -rf "$bin" && mv "$bin.tmp" "$bin"
+  log "kube-network-policies $NETPOL_VERSION: built in $((SECONDS - start))s"
+}
+
 # tools_hash: identifies the hack/tools sources and the Go toolchain.
 tools_hash() {
   (
@@ -227,13 +246,14 @@ build_tools() {
 
 # Cold-build time of everything `build` makes, measured on a 2-core, 24 GiB machine busy with
 # other work too, with empty caches (README, "What the first run costs").
-COLD_BUILD="about 80 minutes"
+COLD_BUILD="about 80 minutes, and up to 55 more for kube-network-policies"
 
 build_binaries() {
   mkdir -p "$CACHE_DIR"
   local start=$SECONDS
   [ -x "$CACHE_DIR/kubernetes-$K8S_VERSION/bin/kubelet" ] && [ -x "$CACHE_DIR/containerd-$CONTAINERD_VERSION/bin/containerd" ] &&
-    [ -x "$CACHE_DIR/local-path-provisioner-$LOCAL_PATH_VERSION/bin/local-path-provisioner" ] ||
+    [ -x "$CACHE_DIR/local-path-provisioner-$LOCAL_PATH_VERSION/bin/local-path-provisioner" ] &&
+    [ -x "$CACHE_DIR/kube-network-policies-$NETPOL_VERSION/bin/kube-network-policies" ] ||
     log "cold build of the local cluster from source: $COLD_BUILD on 2 cores with empty caches (about 50 when envtest's kube-apiserver and etcd are built); cached in $CACHE_DIR afterwards"
   KUBE_BIN=$("$REPO/hack/k8s-binaries.sh" cluster)
   ETCD=$CACHE_DIR/etcd-$ETCD_VERSION/bin/etcd
@@ -242,6 +262,8 @@ build_binaries() {
   CONTAINERD_BIN=$CACHE_DIR/containerd-$CONTAINERD_VERSION/bin
   with_lock "local-path-provisioner-$LOCAL_PATH_VERSION" build_local_path
   LOCAL_PATH_BIN=$CACHE_DIR/local-path-provisioner-$LOCAL_PATH_VERSION/bin/local-path-provisioner
+  with_lock "kube-network-policies-$NETPOL_VERSION" build_netpol
+  NETPOL_BIN=$CACHE_DIR/kube-network-policies-$NETPOL_VERSION/bin/kube-network-policies
   with_lock tools build_tools
   TOOLS_BIN=$CACHE_DIR/tools-$(tools_hash)/bin
   log "binaries ready in $((SECONDS - start))s"
@@ -752,6 +774,56 @@ start_kube_proxy() {
   start kube-proxy "$KUBE_BIN/kube-proxy" --config="$STATE/config/kube-proxy.yaml" --v=1
 }
 
+# NetworkPolicy is enforced by kube-network-policies, in the node's network namespace like
+# kube-proxy: the first packet of each new connection from or to a pod goes to an NFQUEUE,
+# where it decides the packet against the policies and drops what they do not allow. Its own
+# nftables rules cannot load here (kernels without CONFIG_NFT_QUEUE, like this project's CI
+# machines, have no nftables "queue" expression); it listens on the queue all the same, and
+# this script's iptables rules (xt NFQUEUE) fill it: new connections forwarded from or to a
+# pod (pod to pod, pod to a Service's pods; bridged ones too, br_netfilter is on) and new
+# connections from pods to the node itself (the API server and the kubelet listen on the
+# node's address), so that egress policies cover those too. Traffic the node starts (kubelet
+# probes, the API server calling webhooks) is not judged, as upstream. --queue-bypass: while
+# the enforcer is down, packets pass unjudged rather than every pod losing its network.
+# It reads its credentials where a pod finds them (rest.InClusterConfig): a token of its
+# ServiceAccount (hack/cluster/manifests/network-policies.yaml, RBAC to read pods,
+# namespaces, nodes and policies) under /run/secrets in the cluster's mount namespace.
+NETPOL_QUEUE=100
+
+# netpol_rule CHAIN -I|-A MATCH...: adds one NFQUEUE rule once.
+netpol_rule() {
+  local chain=$1 how=$2
+  shift 2
+  local rule=(-m conntrack --ctstate NEW "$@" -m comment --comment "ergon: NetworkPolicy, decided by kube-network-policies"
+    -j NFQUEUE --queue-num "$NETPOL_QUEUE" --queue-bypass)
+  in_netns iptables -C "$chain" "${rule[@]}" 2>/dev/null || in_netns iptables "$how" "$chain" "${rule[@]}"
+}
+
+start_netpol() {
+  kc apply -f "$REPO/hack/cluster/manifests/network-policies.yaml" >&2
+  local sa=$STATE/run/serviceaccount
+  rm -rf "$sa" && mkdir -m 0700 -p "$sa"
+  kc -n kube-system create token kube-network-policies --duration=8760h >"$sa/token"
+  cp "$PKI/ca.crt" "$sa/ca.crt"
+  echo kube-system >"$sa/namespace"
+  nsenter --mount="/proc/$(pid_of holder)/ns/mnt" -- sh -c \
+    "mkdir -p /run/secrets/kubernetes.io && rm -rf /run/secrets/kubernetes.io/serviceaccount &&
+     cp -a '$sa' /run/secrets/kubernetes.io/serviceaccount"
+  (
+    export KUBERNETES_SERVICE_HOST=$NODE_IP KUBERNETES_SERVICE_PORT=6443
+    start kube-network-policies "$NETPOL_BIN" --hostname-override="$NODE_NAME" --nfqueue-id="$NETPOL_QUEUE" \
+      --disable-nri --netfilter-bug-1766-fix=false --metrics-bind-address=127.0.0.1:9080 --v=1
+  )
+  wait_for "kube-network-policies on queue $NETPOL_QUEUE" 60 netpol_ready
+  # Ahead of kube-proxy's FORWARD rules, which accept some new connections (masqueraded ones).
+  netpol_rule FORWARD -I -d "$CLUSTER_CIDR"
+  netpol_rule FORWARD -I -s "$CLUSTER_CIDR"
+  netpol_rule INPUT -A -s "$CLUSTER_CIDR"
+}
+
+# netpol_ready: the enforcer listens on its queue (the namespace's nfnetlink_queue lists it).
+netpol_ready() { in_netns awk -v q="$NETPOL_QUEUE" '$1 == q {found = 1} END {exit !found}' /proc/net/netfilter/nfnetlink_queue; }
+
 # --- readiness -------------------------------------------------------------------------------
 
 kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG_OUT" --cache-dir "$STATE/kube-cache" "$@"; }
@@ -931,6 +1003,7 @@ cmd_up() {
   start_containerd
   start_kubelet
   start_kube_proxy
+  start_netpol
   deploy_addons
   wait_usable
   log "up: binaries and images $((t_built - t_start))s, cluster $((SECONDS - t_built))s"
@@ -972,20 +1045,42 @@ cmd_restart() {
   *" $name "*) [ "$name" != holder ] || die "the holder cannot restart: it owns the mount namespace" ;;
   *) die "unknown component $name; one of: ${COMPONENTS[*]}" ;;
   esac
-  alive "$name" || die "$name is not running"
   build_binaries >/dev/null
   build_images
-  pid=$(pid_of "$name")
-  log "kill -9 $name (pid $pid)"
-  kill -KILL "$pid"
-  for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+  if alive "$name"; then
+    pid=$(pid_of "$name")
+    log "kill -9 $name (pid $pid)"
+    kill -KILL "$pid"
+    for _ in $(seq 100); do running "$pid" || break; sleep 0.1; done
+  else
+    log "$name is not running: starting it"
+  fi
   case "$name" in
   kube-apiserver) start_apiserver ;;
   kube-controller-manager) start_controller_manager ;;
   kube-scheduler) start_scheduler ;;
   kube-proxy) start_kube_proxy ;;
+  kube-network-policies) start_netpol ;;
   *) "start_$name" ;;
   esac
+}
+
+# cmd_kill_container ID: SIGKILL to every process in the container's cgroups (the kubelet names
+# them pod<uid>/<container id> below /$CGROUP_NAME/kubepods), by PID.
+cmd_kill_container() {
+  require_root
+  local id=$1 m dirs=() pids
+  [[ "$id" =~ ^[0-9a-f]{12,64}$ ]] || die "not a container id: $id"
+  for m in $(cgroup_mounts); do
+    [ -d "$m/$CGROUP_NAME/kubepods" ] || continue
+    while IFS= read -r d; do dirs+=("$d"); done < <(find "$m/$CGROUP_NAME/kubepods" -type d -name "$id*")
+  done
+  [ ${#dirs[@]} -gt 0 ] || die "no container $id in /$CGROUP_NAME/kubepods"
+  pids=$(cat "${dirs[@]/%//cgroup.procs}" 2>/dev/null | sort -un)
+  [ -n "$pids" ] || die "container $id has no processes"
+  log "kill -9 container ${id:0:12} (pids $(echo $pids))"
+  # shellcheck disable=SC2086
+  kill -KILL $pids
 }
 
 cmd_status() {
@@ -1027,7 +1122,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -1042,6 +1137,10 @@ main() {
   restart)
     [ $# -eq 1 ] || die "usage: $0 restart COMPONENT"
     cmd_restart "$1"
+    ;;
+  kill-container)
+    [ $# -eq 1 ] || die "usage: $0 kill-container CONTAINER_ID"
+    cmd_kill_container "$1"
     ;;
   kubeconfig) echo "$KUBECONFIG_OUT" ;;
   host-state) host_state ;;
