@@ -102,6 +102,10 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		l.tools.MaxResult = DefaultToolResult
 	}
 	l.t = &Transcript{Model: r.Spec.Model.Model, StartedAt: l.Now().UTC()}
+	if b := r.Spec.Model.ContextBudget; b > 0 {
+		l.t.Policies = map[string]string{"context": ContextPolicy}
+		l.t.ContextBudget = b
+	}
 	out, err := l.run(ctx)
 	l.t.FinishedAt = l.Now().UTC()
 	if err != nil {
@@ -124,6 +128,22 @@ type loop struct {
 	red   *Redactor
 	t     *Transcript
 	tools ToolEnv // the Runner's, with the redactor
+	// conv is the conversation each request sends, trimmed by the context policy.
+	conv []Message
+}
+
+// fitContext applies the context policy before a turn and notes in the transcript what it
+// removed.
+func (l *loop) fitContext(turn int) error {
+	conv, t, err := fitContext(l.conv, l.Spec.Model.ContextBudget)
+	l.conv = conv
+	if err != nil {
+		return err
+	}
+	if t.trimmed() {
+		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleNote, Content: t.String()})
+	}
+	return nil
 }
 
 func (l *loop) run(ctx context.Context) (string, error) {
@@ -147,7 +167,8 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		opts = append(opts, option.WithRequestTimeout(l.Retry.CallTimeout))
 	}
 	client := openai.NewClient(opts...)
-	params := openai.ChatCompletionNewParams{Model: s.Model.Model, Messages: l.opening(c)}
+	l.conv = l.opening(c)
+	params := openai.ChatCompletionNewParams{Model: s.Model.Model}
 	if s.Model.Temperature != nil {
 		params.Temperature = openai.Float(*s.Model.Temperature)
 	}
@@ -169,6 +190,10 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			return "", fail(ReasonMaxTurns, ExitBudget,
 				"the agent used all %d turns of its maxTurns budget without a valid answer", s.MaxTurns)
 		}
+		if err := l.fitContext(turn); err != nil {
+			return "", err
+		}
+		params.Messages = toParams(l.conv)
 		start := l.Now()
 		resp, err := l.complete(ctx, &client, params)
 		if err != nil {
@@ -195,11 +220,12 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			return "", fail(ReasonMaxTokens, ExitBudget,
 				"the agent used %d tokens, more than its maxTokens budget of %d", l.t.Usage.TotalTokens, s.MaxTokens)
 		}
-		params.Messages = append(params.Messages, msg.ToParam())
+		l.conv = append(l.conv, Message{Role: RoleAssistant, Turn: turn, Content: entry.Content, ToolCalls: entry.ToolCalls})
 		if len(msg.ToolCalls) > 0 {
 			for i, res := range l.callTools(ctx, msg.ToolCalls) {
 				tc := msg.ToolCalls[i]
-				params.Messages = append(params.Messages, openai.ToolMessage(res.content, tc.ID))
+				l.conv = append(l.conv, Message{Role: RoleTool, Turn: turn, Content: res.content, ToolCallID: tc.ID,
+					Tool: tc.Function.Name})
 				kept := capString(res.content, TranscriptToolResultSize)
 				e := Entry{Turn: turn, Role: RoleTool, ToolCallID: tc.ID, Tool: tc.Function.Name, Content: kept,
 					Error: res.err, DurationMS: res.took.Milliseconds()}
@@ -224,20 +250,20 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		repairs++
 		feedback := l.red.String(fmt.Sprintf("Your answer does not meet the output contract:\n%v\n\nAnswer again with the whole corrected answer. %s",
 			verr, c.instruction()))
-		params.Messages = append(params.Messages, openai.UserMessage(feedback))
+		l.conv = append(l.conv, Message{Role: RoleUser, Turn: turn, Content: feedback})
 		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleUser, Content: feedback})
 	}
 }
 
 // opening builds the first messages: the system prompt with the rule about context, the
 // context between delimiters no data can forge, then the task with the output contract.
-func (l *loop) opening(c *contract) []openai.ChatCompletionMessageParamUnion {
+func (l *loop) opening(c *contract) []Message {
 	s := l.Spec
 	system := strings.TrimSpace(s.System)
 	if system == "" {
 		system = "You are an agent running one step of an automated workflow."
 	}
-	var msgs []openai.ChatCompletionMessageParamUnion
+	var msgs []Message
 	var contextText string
 	if len(l.Context) > 0 {
 		n := l.Nonce()
@@ -255,14 +281,14 @@ func (l *loop) opening(c *contract) []openai.ChatCompletionMessageParamUnion {
 		contextText = b.String()
 	}
 	system = l.red.String(system)
-	msgs = append(msgs, openai.SystemMessage(system))
+	msgs = append(msgs, Message{Role: RoleSystem, Content: system, Pinned: true})
 	l.t.Entries = append(l.t.Entries, Entry{Role: RoleSystem, Content: system})
 	if contextText != "" {
-		msgs = append(msgs, openai.UserMessage(contextText))
+		msgs = append(msgs, Message{Role: RoleUser, Content: contextText, Pinned: true})
 		l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: contextText})
 	}
 	task := l.red.String(strings.TrimSpace(s.Prompt) + "\n\n" + c.instruction())
-	msgs = append(msgs, openai.UserMessage(task))
+	msgs = append(msgs, Message{Role: RoleUser, Content: task, Pinned: true})
 	l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: task})
 	return msgs
 }
