@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,6 +52,11 @@ type Runner struct {
 	Retry RetryPolicy
 	// Log, when set, receives a line for each retried model call (redacted).
 	Log func(line string)
+	// Progress, when set, receives a checkpoint frame and a progress line after each
+	// completed turn (the step pod's log; see outputs.WriteProgress).
+	Progress io.Writer
+	// Resume, when set, is the checkpoint of an earlier attempt of the step to go on from.
+	Resume *Checkpoint
 	// Now, Sleep and Nonce are injected by tests; nil means the real ones.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -102,9 +108,13 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		l.tools.MaxResult = DefaultToolResult
 	}
 	l.t = &Transcript{Model: r.Spec.Model.Model, StartedAt: l.Now().UTC()}
+	l.t.Policies = map[string]string{}
 	if b := r.Spec.Model.ContextBudget; b > 0 {
-		l.t.Policies = map[string]string{"context": ContextPolicy}
+		l.t.Policies["context"] = ContextPolicy
 		l.t.ContextBudget = b
+	}
+	if r.Progress != nil {
+		l.t.Policies["checkpoint"] = CheckpointPolicy
 	}
 	out, err := l.run(ctx)
 	l.t.FinishedAt = l.Now().UTC()
@@ -116,6 +126,10 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		// The status shows what the attempt cost, whatever ended it.
 		u := l.t.Usage
 		f.Message = l.red.String(fmt.Sprintf("%s (after %d turns, %d tokens)", f.Message, u.Turns, u.TotalTokens))
+		if r.Progress != nil && !resumable(f.Reason) {
+			// A retry starts afresh: resumed, it would only fail again the same way.
+			l.writeProgress(u.Turns, nil, true)
+		}
 		l.t.Outcome, l.t.Message = f.Reason, f.Message
 		return "", l.t, f
 	}
@@ -130,6 +144,10 @@ type loop struct {
 	tools ToolEnv // the Runner's, with the redactor
 	// conv is the conversation each request sends, trimmed by the context policy.
 	conv []Message
+	// specDigest identifies the spec in checkpoints; attempts counts the attempts before
+	// this one that reached the checkpoint it resumed from.
+	specDigest string
+	attempts   int
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it
@@ -167,7 +185,13 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		opts = append(opts, option.WithRequestTimeout(l.Retry.CallTimeout))
 	}
 	client := openai.NewClient(opts...)
-	l.conv = l.opening(c)
+	l.specDigest = specDigest(s)
+	first, repairs := 1, 0
+	if turn, rep, ok := l.resume(); ok {
+		first, repairs = turn+1, rep
+	} else {
+		l.conv = l.opening(c)
+	}
 	params := openai.ChatCompletionNewParams{Model: s.Model.Model}
 	if s.Model.Temperature != nil {
 		params.Temperature = openai.Float(*s.Model.Temperature)
@@ -184,8 +208,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	if len(params.Tools) > 0 {
 		params.ParallelToolCalls = openai.Bool(true)
 	}
-	repairs := 0
-	for turn := 1; ; turn++ {
+	for turn := first; ; turn++ {
 		if turn > s.MaxTurns {
 			return "", fail(ReasonMaxTurns, ExitBudget,
 				"the agent used all %d turns of its maxTurns budget without a valid answer", s.MaxTurns)
@@ -237,6 +260,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			if ctx.Err() != nil {
 				return "", l.ctxFailure(ctx)
 			}
+			l.checkpoint(turn, repairs)
 			continue
 		}
 		out, verr := c.check(msg.Content)
@@ -252,6 +276,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			verr, c.instruction()))
 		l.conv = append(l.conv, Message{Role: RoleUser, Turn: turn, Content: feedback})
 		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleUser, Content: feedback})
+		l.checkpoint(turn, repairs)
 	}
 }
 
