@@ -180,6 +180,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		},
 	}
 	addInputs(pod, req.Inputs)
+	mountCheckpoint(pod, run, req.Step.Name)
 	if t := req.Step.Spec.Timeout; t != nil {
 		pod.Spec.ActiveDeadlineSeconds = new(max(int64(t.Seconds()), 1))
 	}

@@ -77,7 +77,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "start kube-apiserver and etcd; is KUBEBUILDER_ASSETS set (make test does it)?")
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, ProgressInterval: 300 * time.Millisecond})
 })
 
 var _ = AfterSuite(func() {
