@@ -66,9 +66,15 @@ routes:
 // deployFakeLLM runs the fake server in ns behind two Services, llm (the model) and tracker
 // (the data the agent fetches), hardened like every pod of the namespace.
 func deployFakeLLM(ctx SpecContext, ns string) {
+	deployFakeLLMScript(ctx, ns, fakeLLMScript(ns))
+}
+
+// deployFakeLLMScript deploys the fake model with a script, as the Services llm (port 80) and
+// tracker (port 8080).
+func deployFakeLLMScript(ctx SpecContext, ns, script string) {
 	labels := map[string]string{"app": "fakellm"}
 	Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
-		Data: map[string]string{"script.yaml": fakeLLMScript(ns)}})).To(Succeed())
+		Data: map[string]string{"script.yaml": script}})).To(Succeed())
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{

@@ -177,6 +177,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 		return
 	}
+	if r.URL.Path == "/_fakellm/requests" && r.Method == http.MethodGet {
+		// How many chat completion requests the server received, for tests that run it
+		// as a Service and cannot call Requests.
+		s.mu.Lock()
+		n := len(s.requests)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]int{"count": n})
+		return
+	}
 	route, ok := s.script.Routes[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
