@@ -54,7 +54,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 	scene.Spec.AllowHosts = []string{"docs.tools.svc", "tracker.tools.svc"}
 	scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
 		BaseURL: "http://llm.models.svc/v1", Model: "small", Temperature: new("0.2"), Seed: new(int64(7)),
-		ContextBudget: &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
+		ContextBudget:   &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 	}}
 	draft := ergonv1alpha1.Step{Name: "draft", DependsOn: []string{"fetch"}, Agent: agent,

@@ -53,6 +53,9 @@ type progressSeen struct {
 	run   types.UID
 	at    time.Time
 	final bool
+	// checkpoint is the digest of the last checkpoint kept, so that an unchanged one costs
+	// no read of its ConfigMap.
+	checkpoint string
 }
 
 // observeAgents reads what the running agent steps say in their logs: their progress, which
@@ -90,8 +93,16 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 			if last.final || (running && f.Now.Sub(last.at) < interval) {
 				continue
 			}
-			r.progress.Store(p.UID, progressSeen{run: run.UID, at: f.Now, final: final})
-			prog, err := r.readProgress(ctx, run, stepName, p.Name)
+			prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
+			kept := last.checkpoint
+			switch {
+			case err != nil || prog == nil:
+			case prog.Reset:
+				kept = ""
+			case prog.Checkpoint != nil:
+				kept = prog.Checkpoint.SHA256
+			}
+			r.progress.Store(p.UID, progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept})
 			if err != nil {
 				log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
 			}
@@ -128,7 +139,7 @@ func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progr
 
 // readProgress reads the last progress line of an agent pod's log and, when it names a
 // checkpoint the step's ConfigMap does not hold yet, the checkpoint, and keeps it.
-func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step, pod string) (*outputs.Progress, error) {
+func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step, pod, kept string) (*outputs.Progress, error) {
 	rc, err := r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.ProgressTail)
 	if err != nil {
 		return nil, err
@@ -141,7 +152,7 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 	switch {
 	case prog.Reset:
 		return prog, r.keepCheckpoint(ctx, run, step, nil, "")
-	case prog.Checkpoint == nil:
+	case prog.Checkpoint == nil || prog.Checkpoint.SHA256 == kept:
 		return prog, nil
 	}
 	cm := &corev1.ConfigMap{}
