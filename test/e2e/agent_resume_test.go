@@ -88,6 +88,7 @@ var _ = Describe("An agent step that lasts", func() {
 			By("showing the turns and tokens so far in the step's status")
 			Eventually(func(g Gomega) {
 				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
+				g.Expect(run.Status.Steps).To(HaveLen(1)) // stepOf fails the spec on no status
 				s := stepOf(run, "read")
 				g.Expect(s.Phase).To(Equal(ergonv1alpha1.StepRunning))
 				g.Expect(s.Usage).NotTo(BeNil())
