@@ -206,7 +206,7 @@ func FuzzContextPolicy(f *testing.F) {
 			conv = append(conv, Message{Role: RoleUser, Content: strings.Repeat("c", rng.IntN(2000)), Pinned: true})
 		}
 		conv = append(conv, Message{Role: RoleUser, Content: "task", Pinned: true})
-		for turn := 1; turn <= int(turns%300); turn++ {
+		for turn := 1; turn <= int(turns%120); turn++ {
 			a := Message{Role: RoleAssistant, Turn: turn, Content: strings.Repeat("a", rng.IntN(200))}
 			for c := range rng.IntN(4) {
 				a.ToolCalls = append(a.ToolCalls, ToolCallRecord{ID: fmt.Sprintf("c%d_%d", turn, c), Name: "t",
@@ -214,7 +214,7 @@ func FuzzContextPolicy(f *testing.F) {
 			}
 			conv = append(conv, a)
 			for _, c := range a.ToolCalls {
-				conv = append(conv, Message{Role: RoleTool, Turn: turn, ToolCallID: c.ID, Content: strings.Repeat("r", rng.IntN(20000))})
+				conv = append(conv, Message{Role: RoleTool, Turn: turn, ToolCallID: c.ID, Content: strings.Repeat("r", rng.IntN(8000))})
 			}
 			if len(a.ToolCalls) == 0 && rng.IntN(2) == 0 {
 				conv = append(conv, Message{Role: RoleUser, Turn: turn, Content: "repair " + strings.Repeat("f", rng.IntN(300))})
