@@ -63,7 +63,8 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	}
 	m := scene.Spec.Models[name] // admission checked that it exists
 	s := &agentspec.Spec{
-		Model:  agentspec.ModelConfig{BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed},
+		Model: agentspec.ModelConfig{BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed,
+			ContextBudget: m.ContextBudget.CharsBudget()},
 		System: req.Rendered.AgentSystem, Prompt: req.Rendered.AgentPrompt,
 		MaxTurns: defaultMaxTurns,
 		HTTP:     agentspec.HTTPConfig{AllowHosts: allowHosts(scene.Spec.AllowHosts, a.AllowHosts)},
@@ -179,6 +180,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		},
 	}
 	addInputs(pod, req.Inputs)
+	mountCheckpoint(pod, run, req.Step.Name)
 	if t := req.Step.Spec.Timeout; t != nil {
 		pod.Spec.ActiveDeadlineSeconds = new(max(int64(t.Seconds()), 1))
 	}

@@ -54,6 +54,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 	scene.Spec.AllowHosts = []string{"docs.tools.svc", "tracker.tools.svc"}
 	scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
 		BaseURL: "http://llm.models.svc/v1", Model: "small", Temperature: new("0.2"), Seed: new(int64(7)),
+		ContextBudget:   &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 	}}
 	draft := ergonv1alpha1.Step{Name: "draft", DependsOn: []string{"fetch"}, Agent: agent,
@@ -135,6 +136,7 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.Model.BaseURL).To(Equal("http://llm.models.svc/v1"))
 		Expect(*spec.Model.Temperature).To(Equal(0.2))
 		Expect(*spec.Model.Seed).To(Equal(int64(7)))
+		Expect(spec.Model.ContextBudget).To(Equal(int64(32000)), "a token budget goes to the runtime as four characters a token")
 		Expect(spec.System).To(Equal("You write for 42."))
 		Expect(spec.Prompt).To(Equal("Summarise sprint 42."))
 		Expect(spec.Tools).To(Equal([]string{"http_fetch"}))

@@ -58,6 +58,9 @@ type RunConfig struct {
 	// that set no pendingTimeout, and how long a Run waits for its Scene to exist; zero
 	// means no bound.
 	PendingTimeout time.Duration
+	// ProgressInterval is how often a running agent step's log is read for its progress
+	// and checkpoint (see run_checkpoint.go); zero means 10 s.
+	ProgressInterval time.Duration
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -78,6 +81,8 @@ type RunReconciler struct {
 	// read from the cache at that version is stale: acting on it would create again the
 	// children the write recorded. Its update is on the way and reconciles the Run again.
 	written sync.Map // namespace/name -> resourceVersion
+	// progress is what was last read of each running agent pod's log (run_checkpoint.go).
+	progress sync.Map // pod UID -> progressSeen
 }
 
 type compiledScene struct {
@@ -148,6 +153,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		if facts, plan, err = r.plan(ctx, r.APIReader, run, scene); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if wait := r.observeAgents(ctx, run, scene, facts, &plan.Status); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
+		plan.RequeueAfter = wait
 	}
 	if err := r.act(ctx, run, scene, facts, plan); err != nil {
 		return ctrl.Result{}, err

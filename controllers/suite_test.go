@@ -61,7 +61,7 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	testKubelet.Client = k8sClient
-	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, ProgressInterval: 300 * time.Millisecond})
 })
 
 var _ = AfterSuite(func() {

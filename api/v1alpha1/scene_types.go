@@ -157,6 +157,44 @@ type ModelSpec struct {
 	// seed asks the API for reproducible sampling where it supports it.
 	// +optional
 	Seed *int64 `json:"seed,omitempty"`
+
+	// contextBudget bounds what each request to the model sends. Before each turn the agent
+	// runtime keeps the system prompt, the context and the task whole, and trims the oldest
+	// tool results, then the oldest whole exchanges, until the conversation fits (see
+	// docs/step-contract.md). Unset sends the whole conversation.
+	// +optional
+	ContextBudget *ContextBudget `json:"contextBudget,omitempty"`
+}
+
+// ContextBudget is a budget in characters or in tokens; a token budget counts four
+// characters a token, an estimate that errs on the side of sending less.
+// +kubebuilder:validation:XValidation:rule="has(self.chars) != has(self.tokens)",message="set exactly one of contextBudget.chars or contextBudget.tokens"
+type ContextBudget struct {
+	// chars is the budget in characters, at least 1000.
+	// +kubebuilder:validation:Minimum=1000
+	// +kubebuilder:validation:Maximum=100000000
+	// +optional
+	Chars *int64 `json:"chars,omitempty"`
+
+	// tokens is the budget in tokens, at least 250; set it somewhat below the model's context
+	// window, to leave room for the tools' definitions and the answer.
+	// +kubebuilder:validation:Minimum=250
+	// +kubebuilder:validation:Maximum=25000000
+	// +optional
+	Tokens *int64 `json:"tokens,omitempty"`
+}
+
+// CharsBudget is the budget in characters.
+func (b *ContextBudget) CharsBudget() int64 {
+	switch {
+	case b == nil:
+		return 0
+	case b.Chars != nil:
+		return *b.Chars
+	case b.Tokens != nil:
+		return *b.Tokens * 4
+	}
+	return 0
 }
 
 // Step is one node of a Scene's graph.

@@ -60,8 +60,15 @@ func run() int {
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
 	}
+	resume, err := readCheckpoint(os.Getenv(agentspec.EnvCheckpoint))
+	if err != nil {
+		// A checkpoint that cannot be read costs the turns it held, not the step.
+		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
+	}
 	r := &agent.Runner{
 		Spec: spec, APIKey: apiKey, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		// The log is the channel the controller reads progress and checkpoints from.
+		Progress: os.Stdout, Resume: resume,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
@@ -99,6 +106,22 @@ func readSpec(path string) (*agent.Spec, error) {
 		return nil, fmt.Errorf("the agent spec %s is not valid: %w", path, err)
 	}
 	return &s, nil
+}
+
+// readCheckpoint reads the checkpoint the controller mounted; none when the file is missing
+// or empty.
+func readCheckpoint(path string) (*agent.Checkpoint, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return agent.ReadCheckpoint(b)
 }
 
 // readContext reads the dependencies' outputs, one file per step, in name order.

@@ -78,6 +78,8 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 			agentspec.EnvAPIKey + "=sk-key-under-test",
 			"ERGON_PARAM_token=s3cr3t-param",
 			"ERGON_TERMINATION_LOG=" + filepath.Join(dir, "termination-log"),
+			// The first attempt: the controller's checkpoint volume holds nothing yet.
+			agentspec.EnvCheckpoint + "=" + filepath.Join(dir, "checkpoint", "checkpoint"),
 		}
 		var log bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &log, &log
@@ -118,6 +120,14 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 		r, _, log := run(t, "fail please")
 		if r.ExitCode != 4 || r.Reason != "OutputInvalid" || !strings.Contains(r.Message, "not valid JSON") {
 			t.Fatalf("exit %d, reason %q, message %q\n%s", r.ExitCode, r.Reason, r.Message, log)
+		}
+		// The repair turn left a checkpoint; the failure, which a retry would repeat, resets it.
+		p, err := outputs.LastProgress(strings.NewReader(log))
+		if err != nil || p == nil || !p.Reset || p.Turn != 2 {
+			t.Errorf("the last progress line = %+v, %v; want a reset after turn 2\n%s", p, err, log)
+		}
+		if !strings.Contains(log, "ERGON OUTPUT BEGIN") {
+			t.Errorf("no checkpoint frame in the log:\n%s", log)
 		}
 	})
 }

@@ -19,6 +19,9 @@ package agent
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ergon-dev/ergon/test/fakellm"
@@ -48,4 +51,50 @@ func BenchmarkTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/turn")
+}
+
+// BenchmarkTurnWithContextPolicy is BenchmarkTurn over a long loop with the context policy
+// trimming: 60 turns, each reading a 30,000-byte file, under a budget of 100,000 characters,
+// so that nearly every turn stubs or drops something. ns/turn is the whole cost of a turn:
+// the policy, building and encoding the request, the fake model, the tool call.
+func BenchmarkTurnWithContextPolicy(b *testing.B) {
+	const turns = 60
+	llm := fakellm.New(fakellm.Script{Rules: []fakellm.Rule{
+		{Match: fakellm.Match{LastRole: "user"}, Reply: fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			{Name: "read_file", Arguments: `{"path":"big"}`}}}},
+		{Match: fakellm.Match{LastRole: "tool"}, Reply: fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			{Name: "read_file", Arguments: `{"path":"big"}`}}}},
+	}})
+	srv := httptest.NewServer(llm)
+	defer srv.Close()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), []byte(strings.Repeat("0123456789", 3000)), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	spec := &Spec{Model: ModelConfig{BaseURL: srv.URL + "/v1", Model: "fake", ContextBudget: 100000}, Prompt: "Read on.",
+		Tools: []string{"read_file"}, MaxTurns: turns, Workspace: dir}
+	r := &Runner{Spec: spec, APIKey: "k", Tools: ToolEnv{Workspace: dir}, Retry: DefaultRetry}
+	b.ReportAllocs()
+	for b.Loop() {
+		// The loop ends with MaxTurnsExceeded after its 60 turns: that is the point.
+		if _, tr, _ := r.Run(context.Background()); tr.Usage.Turns != turns {
+			b.Fatalf("%d turns", tr.Usage.Turns)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(turns*b.N), "ns/turn")
+}
+
+// BenchmarkContextPolicy is the policy's own cost before one turn of a 60-turn conversation
+// with large tool results that is over its budget.
+func BenchmarkContextPolicy(b *testing.B) {
+	base := conversation(60, 2, 30000)
+	conv := make([]Message, len(base))
+	b.ReportAllocs()
+	for b.Loop() {
+		conv = append(conv[:0], base...)
+		if _, _, err := fitContext(conv, 100000); err != nil {
+			b.Fatal(err)
+		}
+		_ = toParams(conv)
+	}
 }

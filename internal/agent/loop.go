@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,6 +52,11 @@ type Runner struct {
 	Retry RetryPolicy
 	// Log, when set, receives a line for each retried model call (redacted).
 	Log func(line string)
+	// Progress, when set, receives a checkpoint frame and a progress line after each
+	// completed turn (the step pod's log; see outputs.WriteProgress).
+	Progress io.Writer
+	// Resume, when set, is the checkpoint of an earlier attempt of the step to go on from.
+	Resume *Checkpoint
 	// Now, Sleep and Nonce are injected by tests; nil means the real ones.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -102,6 +108,14 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		l.tools.MaxResult = DefaultToolResult
 	}
 	l.t = &Transcript{Model: r.Spec.Model.Model, StartedAt: l.Now().UTC()}
+	l.t.Policies = map[string]string{}
+	if b := r.Spec.Model.ContextBudget; b > 0 {
+		l.t.Policies["context"] = ContextPolicy
+		l.t.ContextBudget = b
+	}
+	if r.Progress != nil {
+		l.t.Policies["checkpoint"] = CheckpointPolicy
+	}
 	out, err := l.run(ctx)
 	l.t.FinishedAt = l.Now().UTC()
 	if err != nil {
@@ -112,6 +126,10 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 		// The status shows what the attempt cost, whatever ended it.
 		u := l.t.Usage
 		f.Message = l.red.String(fmt.Sprintf("%s (after %d turns, %d tokens)", f.Message, u.Turns, u.TotalTokens))
+		if r.Progress != nil && !resumable(f.Reason) {
+			// A retry starts afresh: resumed, it would only fail again the same way.
+			l.writeProgress(u.Turns, nil, true)
+		}
 		l.t.Outcome, l.t.Message = f.Reason, f.Message
 		return "", l.t, f
 	}
@@ -124,6 +142,26 @@ type loop struct {
 	red   *Redactor
 	t     *Transcript
 	tools ToolEnv // the Runner's, with the redactor
+	// conv is the conversation each request sends, trimmed by the context policy.
+	conv []Message
+	// specDigest identifies the spec in checkpoints; attempts counts the attempts before
+	// this one that reached the checkpoint it resumed from.
+	specDigest string
+	attempts   int
+}
+
+// fitContext applies the context policy before a turn and notes in the transcript what it
+// removed.
+func (l *loop) fitContext(turn int) error {
+	conv, t, err := fitContext(l.conv, l.Spec.Model.ContextBudget)
+	l.conv = conv
+	if err != nil {
+		return err
+	}
+	if t.trimmed() {
+		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleNote, Content: t.String()})
+	}
+	return nil
 }
 
 func (l *loop) run(ctx context.Context) (string, error) {
@@ -147,7 +185,14 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		opts = append(opts, option.WithRequestTimeout(l.Retry.CallTimeout))
 	}
 	client := openai.NewClient(opts...)
-	params := openai.ChatCompletionNewParams{Model: s.Model.Model, Messages: l.opening(c)}
+	l.specDigest = specDigest(s)
+	first, repairs := 1, 0
+	if turn, rep, ok := l.resume(); ok {
+		first, repairs = turn+1, rep
+	} else {
+		l.conv = l.opening(c)
+	}
+	params := openai.ChatCompletionNewParams{Model: s.Model.Model}
 	if s.Model.Temperature != nil {
 		params.Temperature = openai.Float(*s.Model.Temperature)
 	}
@@ -163,12 +208,15 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	if len(params.Tools) > 0 {
 		params.ParallelToolCalls = openai.Bool(true)
 	}
-	repairs := 0
-	for turn := 1; ; turn++ {
+	for turn := first; ; turn++ {
 		if turn > s.MaxTurns {
 			return "", fail(ReasonMaxTurns, ExitBudget,
 				"the agent used all %d turns of its maxTurns budget without a valid answer", s.MaxTurns)
 		}
+		if err := l.fitContext(turn); err != nil {
+			return "", err
+		}
+		params.Messages = toParams(l.conv)
 		start := l.Now()
 		resp, err := l.complete(ctx, &client, params)
 		if err != nil {
@@ -195,11 +243,12 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			return "", fail(ReasonMaxTokens, ExitBudget,
 				"the agent used %d tokens, more than its maxTokens budget of %d", l.t.Usage.TotalTokens, s.MaxTokens)
 		}
-		params.Messages = append(params.Messages, msg.ToParam())
+		l.conv = append(l.conv, Message{Role: RoleAssistant, Turn: turn, Content: entry.Content, ToolCalls: entry.ToolCalls})
 		if len(msg.ToolCalls) > 0 {
 			for i, res := range l.callTools(ctx, msg.ToolCalls) {
 				tc := msg.ToolCalls[i]
-				params.Messages = append(params.Messages, openai.ToolMessage(res.content, tc.ID))
+				l.conv = append(l.conv, Message{Role: RoleTool, Turn: turn, Content: res.content, ToolCallID: tc.ID,
+					Tool: tc.Function.Name})
 				kept := capString(res.content, TranscriptToolResultSize)
 				e := Entry{Turn: turn, Role: RoleTool, ToolCallID: tc.ID, Tool: tc.Function.Name, Content: kept,
 					Error: res.err, DurationMS: res.took.Milliseconds()}
@@ -211,6 +260,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			if ctx.Err() != nil {
 				return "", l.ctxFailure(ctx)
 			}
+			l.checkpoint(turn, repairs)
 			continue
 		}
 		out, verr := c.check(msg.Content)
@@ -224,20 +274,21 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		repairs++
 		feedback := l.red.String(fmt.Sprintf("Your answer does not meet the output contract:\n%v\n\nAnswer again with the whole corrected answer. %s",
 			verr, c.instruction()))
-		params.Messages = append(params.Messages, openai.UserMessage(feedback))
+		l.conv = append(l.conv, Message{Role: RoleUser, Turn: turn, Content: feedback})
 		l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleUser, Content: feedback})
+		l.checkpoint(turn, repairs)
 	}
 }
 
 // opening builds the first messages: the system prompt with the rule about context, the
 // context between delimiters no data can forge, then the task with the output contract.
-func (l *loop) opening(c *contract) []openai.ChatCompletionMessageParamUnion {
+func (l *loop) opening(c *contract) []Message {
 	s := l.Spec
 	system := strings.TrimSpace(s.System)
 	if system == "" {
 		system = "You are an agent running one step of an automated workflow."
 	}
-	var msgs []openai.ChatCompletionMessageParamUnion
+	var msgs []Message
 	var contextText string
 	if len(l.Context) > 0 {
 		n := l.Nonce()
@@ -255,14 +306,14 @@ func (l *loop) opening(c *contract) []openai.ChatCompletionMessageParamUnion {
 		contextText = b.String()
 	}
 	system = l.red.String(system)
-	msgs = append(msgs, openai.SystemMessage(system))
+	msgs = append(msgs, Message{Role: RoleSystem, Content: system, Pinned: true})
 	l.t.Entries = append(l.t.Entries, Entry{Role: RoleSystem, Content: system})
 	if contextText != "" {
-		msgs = append(msgs, openai.UserMessage(contextText))
+		msgs = append(msgs, Message{Role: RoleUser, Content: contextText, Pinned: true})
 		l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: contextText})
 	}
 	task := l.red.String(strings.TrimSpace(s.Prompt) + "\n\n" + c.instruction())
-	msgs = append(msgs, openai.UserMessage(task))
+	msgs = append(msgs, Message{Role: RoleUser, Content: task, Pinned: true})
 	l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: task})
 	return msgs
 }

@@ -22,9 +22,14 @@ import "time"
 // usage and timings. It is the step's second output. Secret values are redacted from it and
 // tool results are capped at TranscriptToolResultSize.
 type Transcript struct {
-	Model      string    `json:"model"`
-	StartedAt  time.Time `json:"startedAt"`
-	FinishedAt time.Time `json:"finishedAt"`
+	Model string `json:"model"`
+	// Policies names the versioned behaviours of the runtime that shaped the conversation,
+	// by kind (context, checkpoint): results are comparable only under the same ones.
+	Policies map[string]string `json:"policies,omitempty"`
+	// ContextBudget is the context policy's budget in characters (0: none).
+	ContextBudget int64     `json:"contextBudget,omitempty"`
+	StartedAt     time.Time `json:"startedAt"`
+	FinishedAt    time.Time `json:"finishedAt"`
 	// Outcome is Succeeded or the reason the attempt failed; Message says more.
 	Outcome string  `json:"outcome"`
 	Message string  `json:"message,omitempty"`
@@ -44,7 +49,8 @@ type Usage struct {
 type Entry struct {
 	// Turn is the model call the entry belongs to (0 for the opening messages).
 	Turn int `json:"turn"`
-	// Role is system, user, assistant or tool.
+	// Role is system, user, assistant or tool; note for what the runtime itself did, such as
+	// the context policy trimming the conversation.
 	Role    string `json:"role"`
 	Content string `json:"content,omitempty"`
 	// ToolCalls are the calls an assistant message asks for.
@@ -75,6 +81,7 @@ const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
 	RoleTool      = "tool"
+	RoleNote      = "note"
 )
 
 // TranscriptToolResultSize caps each tool result kept in the transcript.

@@ -34,6 +34,10 @@ const (
 	// the transcript, and why it failed.
 	EnvTranscript = "ERGON_TRANSCRIPT"
 	EnvFailure    = "ERGON_FAILURE"
+	// EnvCheckpoint names the file of the last checkpoint of an earlier attempt of the step,
+	// which the controller mounts from the step's checkpoint ConfigMap; a missing or empty
+	// file means the attempt starts from turn 0.
+	EnvCheckpoint = "ERGON_CHECKPOINT"
 	// DefaultWorkspace is where a Workspace's volume is mounted in a step pod.
 	DefaultWorkspace = "/workspace"
 )
@@ -74,6 +78,9 @@ type ModelConfig struct {
 	Model       string   `json:"model"`
 	Temperature *float64 `json:"temperature,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
+	// ContextBudget bounds what each request sends, in characters (a token budget is
+	// rendered as four characters a token); 0 means no bound.
+	ContextBudget int64 `json:"contextBudget,omitempty"`
 }
 
 // HTTPConfig configures http_fetch.

@@ -166,6 +166,8 @@ func TestNamesDoNotCollideAcrossRuns(t *testing.T) {
 		{"run x step snapshot's output and run x-snapshot step output's output",
 			OutputConfigMapName("x", "snapshot-output"), OutputConfigMapName("x-snapshot", "output")},
 		{"a step pod and a gate of one run and step", StepPodName("r", "s", 1), GateName("r-s", "1")},
+		{"a step's checkpoint and its output", CheckpointConfigMapName("r", "s"), OutputConfigMapName("r", "s")},
+		{"run a-b step c and run a step b-c: checkpoints", CheckpointConfigMapName("a-b", "c"), CheckpointConfigMapName("a", "b-c")},
 		{"two long runs that differ only past the cut", StepPodName(long+"a", "s", 1), StepPodName(long+"b", "s", 1)},
 		{"child params that would join alike", ChildRunName("r", "s", map[string]string{"a": "b-c"}),
 			ChildRunName("r", "s", map[string]string{"a-b": "c"})},

@@ -69,7 +69,8 @@ func deployFakeLLM(ctx SpecContext, ns string) {
 	deployFakeLLMScript(ctx, ns, fakeLLMScript(ns))
 }
 
-// deployFakeLLMScript is deployFakeLLM playing another script.
+// deployFakeLLMScript deploys the fake model with a script, as the Services llm (port 80) and
+// tracker (port 8080).
 func deployFakeLLMScript(ctx SpecContext, ns, script string) {
 	labels := map[string]string{"app": "fakellm"}
 	Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},

@@ -41,6 +41,10 @@ type Script struct {
 	Rules []Rule `json:"rules"`
 	// Routes are fixed answers to other paths, by path (GET or POST).
 	Routes map[string]Route `json:"routes,omitempty"`
+	// MaxContextChars, when set, is the model's context window in characters: a request whose
+	// messages (contents and tool call arguments) are longer is refused with a 400
+	// context_length_exceeded, as real APIs do.
+	MaxContextChars int `json:"maxContextChars,omitempty"`
 }
 
 // Rule answers a request whose conversation matches.
@@ -173,6 +177,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 		return
 	}
+	if r.URL.Path == "/_fakellm/requests" && r.Method == http.MethodGet {
+		// How many chat completion requests the server received, for tests that run it
+		// as a Service and cannot call Requests.
+		s.mu.Lock()
+		n := len(s.requests)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]int{"count": n})
+		return
+	}
 	route, ok := s.script.Routes[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
@@ -194,6 +207,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Authorization = r.Header.Get("Authorization")
+	if n := req.chars(); s.script.MaxContextChars > 0 && n > s.script.MaxContextChars {
+		s.mu.Lock()
+		s.requests = append(s.requests, req)
+		s.mu.Unlock()
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakellm: this model's maximum context length is %d characters; "+
+			"the messages have %d", s.script.MaxContextChars, n), "context_length_exceeded")
+		return
+	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.calls++
@@ -233,6 +254,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, completion(id, &req, reply))
+}
+
+// chars is the length of a request's messages: their contents and tool call arguments.
+func (r *Request) chars() int {
+	n := 0
+	for _, m := range r.Messages {
+		n += len(m.Content)
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Function.Arguments)
+		}
+	}
+	return n
 }
 
 func (m Match) matches(req *Request) bool {

@@ -1,0 +1,220 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=update
+
+// The checkpoint of an agent step: a ConfigMap owned by the Run, mounted into each attempt.
+const (
+	checkpointKey = "checkpoint"
+	checkpointDir = "/ergon/checkpoint"
+	// annotationCheckpoint holds the SHA-256 of the checkpoint a ConfigMap holds.
+	annotationCheckpoint = "agent.ergon.dev/checkpoint-sha256"
+	// defaultProgressInterval is how often a running agent step's log is read.
+	defaultProgressInterval = 10 * time.Second
+)
+
+// progressSeen is what the controller last read of an agent pod's log.
+type progressSeen struct {
+	run   types.UID
+	at    time.Time
+	final bool
+	// checkpoint is the digest of the last checkpoint kept, so that an unchanged one costs
+	// no read of its ConfigMap.
+	checkpoint string
+}
+
+// observeAgents reads what the running agent steps say in their logs: their progress, which
+// becomes the step's usage so far, and their last checkpoint, which it keeps in the step's
+// checkpoint ConfigMap for the next attempt. A running pod's log is read at most once per
+// progress interval; a pod that ended or is being deleted (still readable during its grace
+// period) is read once more, so a killed pod costs at most the turn it was in. It returns
+// when to look again; zero when no agent step runs. A log that cannot be read is no error: the
+// step goes on, and only its progress is older.
+func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
+	status *ergonv1alpha1.RunStatus) time.Duration {
+	interval := r.Config.ProgressInterval
+	if interval <= 0 {
+		interval = defaultProgressInterval
+	}
+	var requeue time.Duration
+	present := map[string]bool{}
+	for stepName, pods := range f.Pods {
+		step := scene.Steps[stepName]
+		if step == nil || step.Spec.Agent == nil {
+			continue
+		}
+		for _, p := range pods {
+			present[p.UID] = true
+			running := p.Phase == planner.PodRunning
+			final := p.Phase == planner.PodFailed || (p.Phase == planner.PodGone && !p.TerminatingUntil.IsZero())
+			if !running && !final {
+				continue
+			}
+			if running {
+				requeue = interval
+			}
+			seen, _ := r.progress.Load(p.UID)
+			last, _ := seen.(progressSeen)
+			if last.final || (running && f.Now.Sub(last.at) < interval) {
+				continue
+			}
+			prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
+			kept := last.checkpoint
+			switch {
+			case err != nil || prog == nil:
+			case prog.Reset:
+				kept = ""
+			case prog.Checkpoint != nil:
+				kept = prog.Checkpoint.SHA256
+			}
+			r.progress.Store(p.UID, progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept})
+			if err != nil {
+				log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
+			}
+			if prog != nil {
+				showProgress(status, stepName, prog)
+			}
+		}
+	}
+	// Forget the pods of this Run that are gone.
+	r.progress.Range(func(k, v any) bool {
+		if v.(progressSeen).run == run.UID && !present[k.(string)] {
+			r.progress.Delete(k)
+		}
+		return true
+	})
+	return requeue
+}
+
+// showProgress puts an agent step's progress into its status while it runs: the turns and
+// tokens so far, over its attempts.
+func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progress) {
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		if s.Name != step || s.Phase.Finished() {
+			continue
+		}
+		if s.Usage != nil && int(s.Usage.Turns) > p.Turn {
+			return // an older line than the one shown
+		}
+		s.Usage = &ergonv1alpha1.AgentUsage{Turns: int32(p.Turn), PromptTokens: p.PromptTokens,
+			CompletionTokens: p.CompletionTokens, TotalTokens: p.TotalTokens}
+	}
+}
+
+// readProgress reads the last progress line of an agent pod's log and, when it names a
+// checkpoint the step's ConfigMap does not hold yet, the checkpoint, and keeps it.
+func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step, pod, kept string) (*outputs.Progress, error) {
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.ProgressTail)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := outputs.LastProgress(rc)
+	_ = rc.Close()
+	if prog == nil || err != nil {
+		return prog, err
+	}
+	switch {
+	case prog.Reset:
+		return prog, r.keepCheckpoint(ctx, run, step, nil, "")
+	case prog.Checkpoint == nil || prog.Checkpoint.SHA256 == kept:
+		return prog, nil
+	}
+	cm := &corev1.ConfigMap{}
+	name := naming.CheckpointConfigMapName(run.Name, step)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	if err == nil && cm.Annotations[annotationCheckpoint] == prog.Checkpoint.SHA256 {
+		return prog, nil
+	}
+	rc, err = r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.CheckpointTail(*prog.Checkpoint))
+	if err != nil {
+		return prog, err
+	}
+	found, err := outputs.FindFrames(rc, *prog.Checkpoint)
+	_ = rc.Close()
+	if err != nil {
+		return prog, err
+	}
+	return prog, r.keepCheckpoint(ctx, run, step, found[prog.Checkpoint.SHA256], prog.Checkpoint.SHA256)
+}
+
+// keepCheckpoint writes a step's checkpoint ConfigMap; an empty checkpoint means the next
+// attempt starts afresh. A ConfigMap under the name that the Run does not control is left
+// alone: the next attempt then starts afresh too.
+func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte, digest string) error {
+	name := naming.CheckpointConfigMapName(run.Name, step)
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		if checkpoint == nil {
+			return nil
+		}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+			Labels: childLabels(run, step), Annotations: map[string]string{annotationCheckpoint: digest},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+			Data: map[string]string{checkpointKey: string(checkpoint)}}
+		return r.Create(ctx, cm)
+	case err != nil:
+		return err
+	case !controlledBy(cm, run.UID):
+		return fmt.Errorf("keeping the checkpoint: %w", notOwned("ConfigMap", name, run))
+	case cm.Annotations[annotationCheckpoint] == digest:
+		return nil
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[annotationCheckpoint] = digest
+	cm.Data = map[string]string{checkpointKey: string(checkpoint)}
+	return r.Update(ctx, cm)
+}
+
+// mountCheckpoint gives an agent pod its step's checkpoint, if there is one by the time the
+// pod starts: an optional ConfigMap volume, named by $ERGON_CHECKPOINT.
+func mountCheckpoint(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-checkpoint", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: naming.CheckpointConfigMapName(run.Name, step)},
+			Optional:             new(true),
+			Items:                []corev1.KeyToPath{{Key: checkpointKey, Path: checkpointKey}},
+		}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-checkpoint", MountPath: checkpointDir, ReadOnly: true})
+	c.Env = append(c.Env, corev1.EnvVar{Name: agentspec.EnvCheckpoint, Value: checkpointDir + "/" + checkpointKey})
+}
