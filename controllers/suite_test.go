@@ -111,6 +111,10 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
 
+	Expect((&WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
+		SetupWithManager(mgr)).To(Succeed())
+
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -123,6 +123,11 @@ func (r *WorkspaceReconciler) act(ctx context.Context, ws *ergonv1alpha1.Workspa
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
 	}
+	if p.DeletePolicy && f.Policy != nil {
+		if err := r.Delete(ctx, f.Policy, client.Preconditions{UID: &f.Policy.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NetworkPolicy %s: %w", f.Policy.Name, err)
+		}
+	}
 	if p.DeleteClaim && f.Claim != nil {
 		logger.Info("Deleting the Workspace's volume claim (reclaimPolicy Delete)", "claim", f.Claim.Name)
 		if err := r.Delete(ctx, f.Claim, client.Preconditions{UID: &f.Claim.UID}); client.IgnoreNotFound(err) != nil {

@@ -66,8 +66,10 @@ type Plan struct {
 	DeleteClaim bool
 	// CreatePod creates the pod Pod builds; DeletePod deletes the existing one.
 	CreatePod, DeletePod bool
-	// Policy is the NetworkPolicy to create (when none exists) or to update.
-	Policy *networkingv1.NetworkPolicy
+	// Policy is the NetworkPolicy to create (when none exists) or to update; DeletePolicy
+	// deletes the existing one.
+	Policy       *networkingv1.NetworkPolicy
+	DeletePolicy bool
 
 	Status       ergonv1alpha1.WorkspaceStatus
 	Events       []Event
@@ -94,9 +96,17 @@ func Decide(f Facts) Plan {
 	if !slices.Contains(ws.Finalizers, ergonv1alpha1.FinalizerWorkspaceVolume) {
 		p.AddFinalizer = true
 	}
-	if reason, message := conflict(f); reason != "" {
+	if reason, message, going := conflict(f); reason != "" {
 		p.Status.PodName = ""
+		if going {
+			// Most likely the objects of a Workspace of the same user deleted just now.
+			p.setPhase(ws, now, ergonv1alpha1.WorkspacePending, metav1.ConditionFalse, ergonv1alpha1.ReasonPodPending,
+				"waiting for the objects of another Workspace of the same user to go: "+message)
+			p.RequeueAfter = conflictRecheck / 10
+			return p
+		}
 		p.setPhase(ws, now, ergonv1alpha1.WorkspaceFailed, metav1.ConditionFalse, reason, message)
+		p.RequeueAfter = conflictRecheck
 		return p
 	}
 	if f.Claim == nil {
@@ -122,25 +132,33 @@ func Decide(f Facts) Plan {
 	return p
 }
 
+// conflictRecheck is how often a Workspace that cannot use the objects of its name looks
+// again: their owner may go without anything the controller watches changing.
+const conflictRecheck = time.Minute
+
 // conflict says why the Workspace cannot use the objects of its name, if it cannot: another
-// Workspace of the same user in the namespace has them, or someone else made them.
-func conflict(f Facts) (reason, message string) {
+// Workspace of the same user in the namespace has them, or someone else made them. going
+// says the objects in the way are being deleted.
+func conflict(f Facts) (reason, message string, going bool) {
 	ws := f.Workspace
 	switch {
 	case f.Pod != nil && !controlledBy(f.Pod, ws):
 		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("pod %s exists and is not this Workspace's; "+
-			"is there another Workspace of the same user in namespace %s?", f.Pod.Name, ws.Namespace)
+			"is there another Workspace of the same user in namespace %s?", f.Pod.Name, ws.Namespace), !f.Pod.DeletionTimestamp.IsZero()
 	case f.Policy != nil && !controlledBy(f.Policy, ws):
 		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("NetworkPolicy %s exists and is not this Workspace's; "+
-			"is there another Workspace of the same user in namespace %s?", f.Policy.Name, ws.Namespace)
+			"is there another Workspace of the same user in namespace %s?", f.Policy.Name, ws.Namespace), !f.Policy.DeletionTimestamp.IsZero()
 	case f.Claim != nil && f.Claim.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
 		return ergonv1alpha1.ReasonClaimConflict, fmt.Sprintf("PersistentVolumeClaim %s exists and Ergon did not create it; "+
-			"delete or rename it to let the Workspace create its own", f.Claim.Name)
+			"delete or rename it to let the Workspace create its own", f.Claim.Name), false
+	case f.Claim != nil && !f.Claim.DeletionTimestamp.IsZero():
+		return ergonv1alpha1.ReasonVolumeLost, fmt.Sprintf("PersistentVolumeClaim %s is being deleted; "+
+			"a new one is made once it is gone", f.Claim.Name), true
 	case f.Claim != nil && f.Claim.Status.Phase == corev1.ClaimLost:
 		return ergonv1alpha1.ReasonVolumeLost, fmt.Sprintf("PersistentVolumeClaim %s lost its volume %s",
-			f.Claim.Name, f.Claim.Spec.VolumeName)
+			f.Claim.Name, f.Claim.Spec.VolumeName), false
 	}
-	return "", ""
+	return "", "", false
 }
 
 func controlledBy(obj metav1.Object, ws *ergonv1alpha1.Workspace) bool {
@@ -153,12 +171,16 @@ func controlledBy(obj metav1.Object, ws *ergonv1alpha1.Workspace) bool {
 // now, so a clock ahead cannot keep it up) and its creation.
 func lastActivity(f Facts) time.Time {
 	ws := f.Workspace
-	if f.ActiveSteps > 0 {
-		return f.Now.Truncate(time.Second)
-	}
 	last := ws.CreationTimestamp.Time
 	if t := ws.Status.LastActivityTime; t != nil && t.After(last) {
 		last = t.Time
+	}
+	if f.ActiveSteps > 0 {
+		// To the minute, so steps that come and go do not rewrite the status each time.
+		if now := f.Now.Truncate(time.Minute); now.After(last) {
+			return now
+		}
+		return last
 	}
 	if f.LastStepFinish.After(last) {
 		last = f.LastStepFinish
@@ -176,9 +198,11 @@ func lastActivity(f Facts) time.Time {
 func (p *Plan) decidePod(f Facts, wanted bool) {
 	ws, pod := f.Workspace, f.Pod
 	now := metav1.NewTime(f.Now)
+	// An Idle Workspace is Ready: it is as its spec asks, and starts again on use. (kstatus
+	// counts a Ready=False object as in progress, which would hold up a GitOps sync forever.)
 	idle := func(message string) {
 		p.Status.PodName = ""
-		p.setPhase(ws, now, ergonv1alpha1.WorkspaceIdle, metav1.ConditionFalse, ergonv1alpha1.ReasonIdle, message)
+		p.setPhase(ws, now, ergonv1alpha1.WorkspaceIdle, metav1.ConditionTrue, ergonv1alpha1.ReasonIdle, message)
 	}
 	if pod == nil {
 		if !wanted {
@@ -265,24 +289,27 @@ func podConditions(pod *corev1.Pod) []metav1.Condition {
 	return out
 }
 
-// decideDelete applies the reclaimPolicy of a Workspace being deleted: Delete deletes the pod
-// and the claim (which goes once no pod uses it); Retain keeps the claim for the next
-// Workspace of the same user. Then the finalizer goes.
+// decideDelete applies the reclaimPolicy of a Workspace being deleted: the pod and policy go; Delete
+// deletes the claim (which goes once no pod uses it), Retain keeps it for the next Workspace
+// of the same user. Then the finalizer goes.
 func decideDelete(f Facts, p *Plan) {
 	ws := f.Workspace
 	if !slices.Contains(ws.Finalizers, ergonv1alpha1.FinalizerWorkspaceVolume) {
 		return
 	}
 	p.RemoveFinalizer = true
+	// The pod goes now rather than when the garbage collector comes to it, so a new Workspace
+	// of the same user can start on the volume soon.
+	if f.Pod != nil && controlledBy(f.Pod, ws) && f.Pod.DeletionTimestamp.IsZero() {
+		p.DeletePod = true
+	}
+	p.DeletePolicy = f.Policy != nil && controlledBy(f.Policy, ws)
 	if ws.Spec.ReclaimPolicy != ergonv1alpha1.ReclaimDelete {
 		if f.Claim != nil {
 			p.Events = append(p.Events, Event{Reason: "VolumeRetained", Message: fmt.Sprintf(
 				"Workspace %s deleted: keeping PersistentVolumeClaim %s (reclaimPolicy Retain) for the next Workspace of the same user", ws.Name, f.Claim.Name)})
 		}
 		return
-	}
-	if f.Pod != nil && controlledBy(f.Pod, ws) && f.Pod.DeletionTimestamp.IsZero() {
-		p.DeletePod = true
 	}
 	if f.Claim != nil && f.Claim.Labels[ergonv1alpha1.LabelManagedBy] == ergonv1alpha1.ManagedByErgon && f.Claim.DeletionTimestamp.IsZero() {
 		p.DeleteClaim = true

@@ -101,6 +101,7 @@ func TestDecide(t *testing.T) {
 		reason                                     string
 		createClaim, createPod, deletePod, policy  bool
 		deleteClaim, addFinalizer, removeFinalizer bool
+		deletePolicy                               bool
 		events                                     []string
 		requeue                                    time.Duration
 	}
@@ -198,34 +199,41 @@ func TestDecide(t *testing.T) {
 			want{phase: ergonv1alpha1.WorkspacePending, reason: ergonv1alpha1.ReasonPodPending, deletePod: true, events: []string{"PodStopped"}, requeue: 59 * time.Minute}},
 		{"a pod of its name that another Workspace controls is not touched",
 			settled(ws, t0.Add(time.Minute), foreign),
-			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonNameConflict, events: []string{ergonv1alpha1.ReasonNameConflict}}},
+			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonNameConflict, events: []string{ergonv1alpha1.ReasonNameConflict}, requeue: time.Minute}},
+		{"a pod of its name that a deleted Workspace left is waited for",
+			func() Facts {
+				f := settled(ws, t0.Add(time.Minute), foreign.DeepCopy())
+				f.Pod.DeletionTimestamp = &metav1.Time{Time: t0}
+				return f
+			}(),
+			want{phase: ergonv1alpha1.WorkspacePending, reason: ergonv1alpha1.ReasonPodPending, requeue: 6 * time.Second}},
 		{"a claim of its name that Ergon did not make is not mounted",
 			func() Facts { f := settled(ws, t0, nil); f.Claim = notOurs; return f }(),
-			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonClaimConflict, events: []string{ergonv1alpha1.ReasonClaimConflict}}},
+			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonClaimConflict, events: []string{ergonv1alpha1.ReasonClaimConflict}, requeue: time.Minute}},
 		{"a claim that lost its volume fails the Workspace",
 			func() Facts { f := settled(ws, t0, podOf(ws, running)); f.Claim = lost; return f }(),
-			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonVolumeLost, events: []string{ergonv1alpha1.ReasonVolumeLost}}},
+			want{phase: ergonv1alpha1.WorkspaceFailed, reason: ergonv1alpha1.ReasonVolumeLost, events: []string{ergonv1alpha1.ReasonVolumeLost}, requeue: time.Minute}},
 		{"a NetworkPolicy changed by hand is put back",
 			func() Facts { f := settled(ws, t0.Add(time.Minute), podOf(ws, running)); f.Policy = looser; return f }(),
 			want{phase: ergonv1alpha1.WorkspaceRunning, reason: ergonv1alpha1.ReasonPodRunning, policy: true, events: []string{"Running"}, requeue: 59 * time.Minute}},
 		{"deleted with Retain, the claim stays and the finalizer goes",
 			settled(newWorkspace(deleting(ergonv1alpha1.ReclaimRetain)), t0.Add(time.Minute), podOf(ws, running)),
-			want{removeFinalizer: true, events: []string{"VolumeRetained"}}},
+			want{removeFinalizer: true, deletePod: true, deletePolicy: true, events: []string{"VolumeRetained"}}},
 		{"deleted with Delete, the pod and the claim go with it",
 			settled(newWorkspace(deleting(ergonv1alpha1.ReclaimDelete)), t0.Add(time.Minute), podOf(ws, running)),
-			want{removeFinalizer: true, deletePod: true, deleteClaim: true, events: []string{"VolumeDeleted"}}},
+			want{removeFinalizer: true, deletePod: true, deletePolicy: true, deleteClaim: true, events: []string{"VolumeDeleted"}}},
 		{"deleted with Delete, a claim Ergon did not make stays",
 			func() Facts {
 				f := settled(newWorkspace(deleting(ergonv1alpha1.ReclaimDelete)), t0.Add(time.Minute), nil)
 				f.Claim = notOurs
 				return f
 			}(),
-			want{removeFinalizer: true}},
+			want{removeFinalizer: true, deletePolicy: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Decide(tc.facts)
 			got := want{phase: p.Status.Phase, createClaim: p.CreateClaim, createPod: p.CreatePod, deletePod: p.DeletePod,
-				policy: p.Policy != nil, deleteClaim: p.DeleteClaim, addFinalizer: p.AddFinalizer, removeFinalizer: p.RemoveFinalizer,
+				policy: p.Policy != nil, deleteClaim: p.DeleteClaim, addFinalizer: p.AddFinalizer, removeFinalizer: p.RemoveFinalizer, deletePolicy: p.DeletePolicy,
 				requeue: p.RequeueAfter}
 			if c := meta.FindStatusCondition(p.Status.Conditions, ergonv1alpha1.ConditionReady); c != nil {
 				got.reason = c.Reason
