@@ -1,3 +1,5 @@
+//go:build e2e
+
 /*
 Copyright 2026 The Ergon Authors.
 
@@ -57,7 +59,7 @@ func runningWorkspace(ctx context.Context, ns, name string, old string) *corev1.
 		g.Expect(ws.Status.Phase).To(Equal(ergonv1alpha1.WorkspaceRunning), "Workspace %s: %v", name, ws.Status.Conditions)
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: ws.Status.PodName}, pod)).To(Succeed())
 		g.Expect(string(pod.UID)).NotTo(Equal(old))
-	}).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed())
+	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 	return pod
 }
 
@@ -127,7 +129,7 @@ var _ = Describe("Workspaces on a real cluster", func() {
 		Eventually(func(g Gomega) ergonv1alpha1.WorkspacePhase {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws)).To(Succeed())
 			return ws.Status.Phase
-		}).WithTimeout(100*time.Second).WithPolling(2*time.Second).Should(Equal(ergonv1alpha1.WorkspaceIdle))
+		}).WithTimeout(100 * time.Second).WithPolling(2 * time.Second).Should(Equal(ergonv1alpha1.WorkspaceIdle))
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
 		}).WithTimeout(30 * time.Second).Should(BeTrue())
