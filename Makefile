@@ -114,10 +114,11 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 		diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
 .PHONY: bench
-bench: envtest-assets ## Measure the Run engine and the webhook Trigger endpoint against a real API server.
+bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint and the Workspace controller against a real API server.
 	go test -run XXX -bench . -benchmem ./internal/...
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/hooks
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/workspaces
 
 .PHONY: envtest-assets
 envtest-assets: $(LOCALBIN) ## Build kube-apiserver and etcd for envtest (cached outside the clone).

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,10 +28,10 @@ import (
 )
 
 // CacheOptions says what the manager caches of the kinds it creates but does not define:
-// pods and ConfigMaps. The API server selects them by Ergon's managed-by label, so the cache
+// pods, ConfigMaps, and Workspaces' volume claims and NetworkPolicies. The API server selects them by Ergon's managed-by label, so the cache
 // does not hold every pod in the cluster. A label is no proof, though: anyone who may create a
 // pod can set it. So of the objects the label selects, only those a Run controls are kept
-// whole; any other is cut down to its name and identity as it enters the cache, and costs the
+// whole (and the pods a Workspace controls); any other is cut down to its name and identity as it enters the cache, and costs the
 // manager a few hundred bytes however large it was. Such an object is never used either (the
 // Run controller checks the controlling owner of what it uses) and never counts against the
 // step pod budget (counted from the Runs' own status; see activeSlots).
@@ -39,13 +40,16 @@ func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Label: managed, Transform: keepRunControlled},
 		&corev1.ConfigMap{}: {Label: managed, Transform: keepRunControlled},
+		// Small objects, one of each per Workspace.
+		&corev1.PersistentVolumeClaim{}: {Label: managed},
+		&networkingv1.NetworkPolicy{}:   {Label: managed},
 	}}
 }
 
 // keepRunControlled is the cache transform of CacheOptions.
 func keepRunControlled(obj any) (any, error) {
 	o, ok := obj.(client.Object)
-	if !ok || runControlled(o) {
+	if !ok || runControlled(o) || workspaceControlled(o) {
 		return obj, nil
 	}
 	meta := metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(),
@@ -64,4 +68,10 @@ func keepRunControlled(obj any) (any, error) {
 func runControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.Kind == "Run" && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+}
+
+// workspaceControlled reports whether obj's controlling owner is a Workspace.
+func workspaceControlled(obj client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == "Workspace" && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }

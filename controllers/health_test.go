@@ -172,10 +172,11 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Trigger", ns, "hook", current)
 	})
 
-	It("of Workspaces, which no controller writes a status for yet: current as soon as they exist", func(ctx SpecContext) {
+	It("of Workspaces: starting, running, idle and failed, as the Workspace controller specs show", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		Expect(k8sClient.Create(ctx, newWorkspace(ns, "desk"))).To(Succeed())
-		expectHealth(ctx, "Workspace", ns, "desk", current)
+		DeferCleanup(func(ctx SpecContext) { _ = k8sClient.Delete(ctx, newWorkspace(ns, "desk")) })
+		expectHealth(ctx, "Workspace", ns, "desk", progressing)
 	})
 })
 

@@ -94,6 +94,10 @@ func startManager(runConfig RunConfig) context.CancelFunc {
 		Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
+	Expect((&WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
+		SetupWithManager(mgr)).To(Succeed())
+
 	stop, err := testEnv.StartManager(mgr)
 	Expect(err).NotTo(HaveOccurred())
 	return func() { Expect(stop()).To(Succeed()) }

@@ -18,6 +18,8 @@ limitations under the License.
 //
 //	entrypoint copy DEST          copy this binary to DEST (the init container does this)
 //	entrypoint run -- CMD ARG...  run CMD, then report $ERGON_OUTPUT and the exit code
+//	entrypoint idle               wait for a stop signal (the workspace pod's command)
+//	entrypoint files ls|cat PATH  list or print a file under /workspace, read-only
 //
 // The report goes into the container's termination message (internal/outputs), so the pod
 // needs no credentials. The exit code is CMD's, so the pod fails when the command does.
@@ -35,6 +37,7 @@ import (
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/workspace/files"
 )
 
 const defaultTerminationLog = "/dev/termination-log"
@@ -43,10 +46,16 @@ const defaultTerminationLog = "/dev/termination-log"
 var reasonPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "idle" {
+		idle()
+		return
+	}
 	if len(os.Args) < 3 {
 		usage()
 	}
 	switch os.Args[1] {
+	case "files":
+		os.Exit(files.Command(workspaceRoot, os.Args[2:], os.Stdout, os.Stderr))
 	case "copy":
 		if err := copySelf(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "entrypoint:", err)
@@ -67,7 +76,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST | entrypoint run -- CMD [ARG...]")
+	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST | entrypoint run -- CMD [ARG...] | entrypoint idle | entrypoint files ls|cat PATH")
 	os.Exit(2)
 }
 

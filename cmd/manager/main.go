@@ -198,7 +198,7 @@ func run(o *options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// setupControllers registers the Run, Gate, Scene and Trigger controllers.
+// setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers.
 func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig) error {
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
@@ -217,6 +217,9 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig contr
 			Clock: clock.RealClock{}}},
 		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}}},
+		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
+			EntrypointImage: runConfig.EntrypointImage}},
 	} {
 		if err := c.r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("creating the %s controller: %w", c.name, err)

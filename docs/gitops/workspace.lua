@@ -1,13 +1,12 @@
 -- Argo CD health check for ergon.dev/Workspace (resource.customizations.health.ergon.dev_Workspace).
--- Ergon has no Workspace controller yet, so a Workspace has no status: it is Healthy as soon as
--- it exists, as kstatus sees it Current. Once a controller writes status.observedGeneration,
--- the phase decides.
-hs = {status = "Healthy", message = "Ergon writes no status for Workspaces yet"}
+-- The Workspace controller writes status.phase: Running is Healthy, Idle (pod stopped after its
+-- idleTimeout, volume kept; it starts again on use) Suspended, Failed Degraded, anything else
+-- (Pending: the pod starting or being replaced) Progressing. The Ready condition's message says why.
+hs = {status = "Progressing", message = "Waiting for Ergon to start the Workspace"}
 if obj.status == nil or obj.status.observedGeneration == nil then
   return hs
 end
 if obj.status.observedGeneration ~= obj.metadata.generation then
-  hs.status = "Progressing"
   hs.message = "Waiting for Ergon to apply the latest generation"
   return hs
 end

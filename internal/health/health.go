@@ -124,3 +124,24 @@ func Trigger(status *ergonv1alpha1.TriggerStatus) Health {
 func Scene(status *ergonv1alpha1.SceneStatus) Health {
 	return Of(meta.FindStatusCondition(status.Conditions, ergonv1alpha1.ConditionReady), ergonv1alpha1.ReasonCompileFailed)
 }
+
+// Workspace is a Workspace's health: Running and Idle are what its spec asks (an Idle
+// Workspace starts again on use), Failed needs a change, anything else is on its way.
+func Workspace(status *ergonv1alpha1.WorkspaceStatus) Health {
+	ready := meta.FindStatusCondition(status.Conditions, ergonv1alpha1.ConditionReady)
+	switch status.Phase {
+	case ergonv1alpha1.WorkspaceRunning, ergonv1alpha1.WorkspaceIdle:
+		return Health{State: Current}
+	case ergonv1alpha1.WorkspaceFailed:
+		h := Health{State: Stalled, Reason: ergonv1alpha1.ReasonPodFailed, Message: "the Workspace cannot run"}
+		if ready != nil {
+			h.Reason, h.Message = ready.Reason, ready.Message
+		}
+		return h
+	}
+	h := Health{State: Reconciling, Reason: ergonv1alpha1.ReasonPodPending, Message: "the workspace pod is starting"}
+	if ready != nil {
+		h.Reason, h.Message = ready.Reason, ready.Message
+	}
+	return h
+}

@@ -73,7 +73,10 @@ status:
   conditions:
   - {type: Ready, status: "False", reason: InvalidSchedule}
   - {type: Stalled, status: "True", reason: InvalidSchedule}`, "Degraded"},
-		{"a Workspace with no status is healthy: no controller writes one yet", "workspace", `metadata: {generation: 1}`, "Healthy"},
+		{"a Workspace the controller has not seen yet is progressing", "workspace", `metadata: {generation: 1}`, "Progressing"},
+		{"a Workspace whose pod starts is progressing", "workspace", `
+metadata: {generation: 1}
+status: {observedGeneration: 1, phase: Pending}`, "Progressing"},
 		{"a running Workspace is healthy", "workspace", `
 metadata: {generation: 1}
 status: {observedGeneration: 1, phase: Running}`, "Healthy"},

@@ -1,0 +1,249 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package workspace holds the pure logic of Workspaces: the objects a Workspace becomes (its
+// pod, volume claim and NetworkPolicy), the hardening every pod that works on a Workspace's
+// volume shares, and the plan of the Workspace controller. Nothing here talks to the API.
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
+)
+
+// The pieces of a workspace pod.
+const (
+	// Container is the name of the workspace pod's container.
+	Container = "workspace"
+	// MountPath is where the Workspace's volume is mounted, the only persistent writable path.
+	MountPath = "/workspace"
+	// VolumeName is the name of the volume of the Workspace's claim in a pod.
+	VolumeName = "workspace"
+	// UID is the user and group every pod that works on a Workspace's volume runs as, and the
+	// fsGroup that owns the volume's files.
+	UID = 1000
+	// TmpSize bounds /tmp, an emptyDir on the node's disk.
+	TmpSize = "1Gi"
+
+	binVolume  = "ergon-bin"
+	tmpVolume  = "tmp"
+	initName   = "ergon-init"
+	binDir     = "/ergon/bin"
+	entrypoint = binDir + "/entrypoint"
+	// entrypointInImage is where Ergon's image keeps the entrypoint binary.
+	entrypointInImage = "/ergon-entrypoint"
+
+	// AnnotationPodSpecHash on a workspace pod is the hash of the pod spec it was built
+	// from; a pod whose hash differs from the current spec's is replaced.
+	AnnotationPodSpecHash = ergonv1alpha1.AnnotationPrefix + "pod-spec-hash"
+)
+
+// EntrypointCommand is the command the workspace container runs: Ergon's entrypoint, copied
+// in by the init container, waiting for a stop signal, so any image works, shell or not.
+// Files are read with the same binary (see Files).
+var EntrypointCommand = []string{entrypoint, "idle"}
+
+// Labels are the labels of a Workspace's pod and NetworkPolicy. LabelWorkspace on the pod is
+// what the NetworkPolicy selects, so the step pods bound to the Workspace, which carry the
+// same label, get the same policy.
+func Labels(ws *ergonv1alpha1.Workspace) map[string]string {
+	return map[string]string{
+		ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
+		ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
+	}
+}
+
+// ownerRef makes the Workspace the controlling owner of its pod and NetworkPolicy.
+func ownerRef(ws *ergonv1alpha1.Workspace) metav1.OwnerReference {
+	return *metav1.NewControllerRef(ws, ergonv1alpha1.GroupVersion.WithKind("Workspace"))
+}
+
+// PodSecurityContext is the pod security context of every pod that works on a Workspace's
+// volume: uid and gid 1000, fsGroup 1000 so the volume's files are the user's, the runtime's
+// default seccomp profile (Pod Security "restricted").
+func PodSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To[int64](UID),
+		RunAsGroup:          ptr.To[int64](UID),
+		FSGroup:             ptr.To[int64](UID),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// ContainerSecurityContext is the container security context of the same pods: read-only
+// root, no privilege escalation, every capability dropped.
+func ContainerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// Volumes are the Workspace's volume (its claim) and a size-limited /tmp.
+func Volumes(ws *ergonv1alpha1.Workspace) []corev1.Volume {
+	return []corev1.Volume{
+		{Name: VolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: naming.WorkspaceName(ws.Spec.User),
+		}}},
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			SizeLimit: ptr.To(resource.MustParse(TmpSize)),
+		}}},
+	}
+}
+
+// VolumeMounts mount Volumes: the Workspace's volume at /workspace, /tmp.
+func VolumeMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{{Name: VolumeName, MountPath: MountPath}, {Name: tmpVolume, MountPath: "/tmp"}}
+}
+
+// Harden makes a pod spec one that may work on a Workspace's volume: no Kubernetes
+// credentials, no service links, no host namespaces, the Workspace's runtime class, the
+// restricted security contexts on every container, and the Workspace's volume and /tmp.
+// The Workspace pod is built with it; step pods bound to a Workspace can be too.
+func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	spec.EnableServiceLinks = ptr.To(false)
+	spec.HostNetwork, spec.HostPID, spec.HostIPC, spec.HostUsers = false, false, false, nil
+	spec.RuntimeClassName = ws.Spec.RuntimeClassName
+	spec.SecurityContext = PodSecurityContext()
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			cs[i].SecurityContext = ContainerSecurityContext()
+			for j := range cs[i].Ports {
+				cs[i].Ports[j].HostPort, cs[i].Ports[j].HostIP = 0, ""
+			}
+		}
+	}
+	spec.Volumes = append(spec.Volumes, Volumes(ws)...)
+}
+
+// Pod builds the workspace pod: the Workspace's image running Ergon's entrypoint (copied in
+// from entrypointImage by an init container), hardened by Harden, with the spec's resources
+// and env and HOME on the volume.
+func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
+	env := append([]corev1.EnvVar{{Name: "HOME", Value: MountPath}}, ws.Spec.Env...)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace, Labels: Labels(ws),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(ws)},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](10),
+			Volumes: []corev1.Volume{{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				SizeLimit: ptr.To(resource.MustParse("64Mi")),
+			}}}},
+			InitContainers: []corev1.Container{{
+				Name: initName, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{entrypointInImage, "copy", entrypoint},
+				VolumeMounts: []corev1.VolumeMount{{Name: binVolume, MountPath: binDir}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name: Container, Image: ws.Spec.Image, Command: EntrypointCommand,
+				Env: env, WorkingDir: MountPath, Resources: *ws.Spec.Resources.DeepCopy(),
+				VolumeMounts: append(VolumeMounts(), corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true}),
+			}},
+		},
+	}
+	Harden(&pod.Spec, ws)
+	pod.Annotations = map[string]string{AnnotationPodSpecHash: specHash(&pod.Spec)}
+	return pod
+}
+
+// specHash is a short hash of a pod spec as built, before the API server defaults it.
+func specHash(spec *corev1.PodSpec) string {
+	// Marshalling a pod spec cannot fail.
+	b, _ := json.Marshal(spec)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Claim builds the Workspace's PersistentVolumeClaim. It has no owner: what happens to it when
+// the Workspace goes is the reclaimPolicy's decision, which the controller carries out.
+func Claim(ws *ergonv1alpha1.Workspace) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace,
+			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ws.Spec.Storage.StorageClassName,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: ws.Spec.Storage.Size,
+			}},
+		},
+	}
+}
+
+// NetworkPolicy builds the Workspace's NetworkPolicy over the pods labelled for it (its pod
+// and the step pods bound to it): every ingress denied; egress as spec.network.egress says:
+// Deny allows nothing (DNS included, so name lookups fail too), Allow everything, CIDRs only
+// the listed blocks.
+func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace, Labels: Labels(ws),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(ws)},
+		},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
+				ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
+			}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{},
+			Egress:      []networkingv1.NetworkPolicyEgressRule{},
+		},
+	}
+	switch Egress(ws) {
+	case ergonv1alpha1.EgressAllow:
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
+	case ergonv1alpha1.EgressCIDRs:
+		rule := networkingv1.NetworkPolicyEgressRule{}
+		for _, cidr := range ws.Spec.Network.CIDRs {
+			rule.To = append(rule.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
+		}
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{rule}
+	}
+	return np
+}
+
+// Egress is the Workspace's egress policy, Deny when unset.
+func Egress(ws *ergonv1alpha1.Workspace) ergonv1alpha1.EgressPolicy {
+	if ws.Spec.Network == nil || ws.Spec.Network.Egress == "" {
+		return ergonv1alpha1.EgressDeny
+	}
+	return ws.Spec.Network.Egress
+}

@@ -1,0 +1,135 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package workspace
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/ptr"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
+)
+
+func TestThePodMeetsPodSecurityRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := Pod(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.RuntimeClassName = ptr.To("gvisor") }), entrypointImage)
+	res := policy.AggregateCheckResults(evaluator.EvaluatePod(
+		api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
+	if !res.Allowed {
+		t.Fatalf("the workspace pod breaks the restricted profile: %s: %s", res.ForbiddenReason(), res.ForbiddenDetail())
+	}
+
+	spec := pod.Spec
+	if pod.Name != naming.WorkspaceName("alice") || spec.Volumes[1].PersistentVolumeClaim.ClaimName != pod.Name {
+		t.Errorf("pod %s mounts claim %v; both should be named for the user's hash", pod.Name, spec.Volumes[1].PersistentVolumeClaim)
+	}
+	if *spec.AutomountServiceAccountToken || *spec.EnableServiceLinks || spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Error("the pod has credentials, service links or host namespaces")
+	}
+	if *spec.RuntimeClassName != "gvisor" {
+		t.Errorf("runtimeClassName %v, want gvisor", spec.RuntimeClassName)
+	}
+	sc := spec.SecurityContext
+	if *sc.RunAsUser != 1000 || *sc.RunAsGroup != 1000 || *sc.FSGroup != 1000 {
+		t.Errorf("pod runs as %d:%d with fsGroup %d, want 1000:1000 and 1000", *sc.RunAsUser, *sc.RunAsGroup, *sc.FSGroup)
+	}
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if !*c.SecurityContext.ReadOnlyRootFilesystem {
+			t.Errorf("container %s has a writable root", c.Name)
+		}
+	}
+	c := spec.Containers[0]
+	var writable []string
+	for _, m := range c.VolumeMounts {
+		if !m.ReadOnly {
+			writable = append(writable, m.MountPath)
+		}
+	}
+	if !slices.Equal(writable, []string{"/workspace", "/tmp"}) {
+		t.Errorf("writable paths %v, want /workspace and /tmp", writable)
+	}
+	if tmp := spec.Volumes[2]; tmp.EmptyDir == nil || tmp.EmptyDir.SizeLimit == nil || tmp.EmptyDir.SizeLimit.String() != TmpSize {
+		t.Errorf("/tmp is %+v, want an emptyDir of %s", tmp.VolumeSource, TmpSize)
+	}
+	if c.Image != "python:3.13" || !c.Resources.Limits.Cpu().Equal(*newWorkspace().Spec.Resources.Limits.Cpu()) {
+		t.Errorf("container runs %s with %v, want the spec's image and resources", c.Image, c.Resources)
+	}
+	if spec.InitContainers[0].Image != entrypointImage || !slices.Equal(c.Command, EntrypointCommand) {
+		t.Errorf("the container does not run Ergon's entrypoint copied in from %s", entrypointImage)
+	}
+}
+
+func TestThePodIsReplacedWhenItsSpecChanges(t *testing.T) {
+	hash := func(ws *ergonv1alpha1.Workspace) string {
+		return Pod(ws, entrypointImage).Annotations[AnnotationPodSpecHash]
+	}
+	base := hash(newWorkspace())
+	if base != hash(newWorkspace()) {
+		t.Fatal("the same spec hashes differently")
+	}
+	for name, change := range map[string]func(*ergonv1alpha1.Workspace){
+		"image": func(w *ergonv1alpha1.Workspace) { w.Spec.Image = "python:3.14" },
+		"env":   func(w *ergonv1alpha1.Workspace) { w.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "b"}} },
+		"runtimeClassName": func(w *ergonv1alpha1.Workspace) {
+			w.Spec.RuntimeClassName = ptr.To("kata")
+		},
+	} {
+		if hash(newWorkspace(change)) == base {
+			t.Errorf("a change of %s keeps the old pod", name)
+		}
+	}
+	if hash(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.IdleTimeout = nil })) != base {
+		t.Error("a change of idleTimeout, which the pod does not hold, replaces it")
+	}
+}
+
+func TestTheNetworkPolicyDeniesIngressAndAllowsEgressAsTheSpecSays(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		network *ergonv1alpha1.WorkspaceNetwork
+		egress  []networkingv1.NetworkPolicyEgressRule
+	}{
+		{"unset is Deny: nothing, DNS included", nil, []networkingv1.NetworkPolicyEgressRule{}},
+		{"Deny", &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressDeny}, []networkingv1.NetworkPolicyEgressRule{}},
+		{"Allow", &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressAllow}, []networkingv1.NetworkPolicyEgressRule{{}}},
+		{"CIDRs", &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressCIDRs, CIDRs: []string{"10.1.0.0/16", "192.0.2.7/32"}},
+			[]networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.0/16"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.7/32"}}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := NetworkPolicy(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.Network = tc.network }))
+			if len(np.Spec.Ingress) != 0 || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+				t.Errorf("ingress %v with policy types %v: want every ingress denied", np.Spec.Ingress, np.Spec.PolicyTypes)
+			}
+			if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || fmtValue(np.Spec.Egress) != fmtValue(tc.egress) {
+				t.Errorf("egress %+v, want %+v", np.Spec.Egress, tc.egress)
+			}
+			if got := np.Spec.PodSelector.MatchLabels; len(got) != 1 || got[ergonv1alpha1.LabelWorkspace] != "desk" {
+				t.Errorf("selects %v, want the pods labelled for Workspace desk, its steps' included", got)
+			}
+		})
+	}
+}
