@@ -58,6 +58,9 @@ type Facts struct {
 	PendingTimeout time.Duration
 	// Depth is how deep this Run is nested under parent Runs; MaxDepth bounds it.
 	Depth, MaxDepth int
+	// Workspace is what is known of the Workspace the Scene is bound to; nil when it is
+	// bound to none.
+	Workspace *WorkspaceFacts
 }
 
 // PodState is what was observed of one step pod.

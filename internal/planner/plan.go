@@ -48,6 +48,10 @@ type Plan struct {
 	RequeueAfter time.Duration
 	// Events are the transitions worth telling people about.
 	Events []Event
+	// TakeLeases ask for the Workspace's write lease for attempts that wait for it;
+	// ReleaseLease gives back the lease an attempt of this Run no longer needs.
+	TakeLeases   []LeaseRequest
+	ReleaseLease string
 }
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
@@ -139,6 +143,7 @@ func Decide(f *Facts) *Plan {
 	for _, name := range f.Scene.Graph.TopologicalOrder() {
 		p.decide(f.Scene.Steps[name])
 	}
+	p.releaseWorkspace()
 
 	status.Steps = status.Steps[:0]
 	for _, name := range p.order {
