@@ -89,11 +89,11 @@ func TestTake(t *testing.T) {
 			wantAhead: 1, wantHold: "h", wantQueue: []string{"a"}},
 		{name: "dead claims ahead in line are dropped, live ones keep their order",
 			state: State{Queue: []Claim{claim("dead", old), claim("b", old), claim("gone", old), claim("a", old)}},
-			me: "a", live: liveOnly("a", "b"),
+			me:    "a", live: liveOnly("a", "b"),
 			wantAhead: 1, wantQueue: []string{"b", "a"}},
 		{name: "a claim listed twice counts once",
 			state: State{Holder: ptr(claim("h", old)), Queue: []Claim{claim("b", old), claim("b", old), claim("h", old)}},
-			me: "a", live: allLive,
+			me:    "a", live: allLive,
 			wantAhead: 2, wantHold: "h", wantQueue: []string{"b", "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
