@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,6 +40,8 @@ func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:       {Label: managed, Transform: keepRunControlled},
 		&corev1.ConfigMap{}: {Label: managed, Transform: keepRunControlled},
+		// Workspaces' write leases; not the nodes' or anyone else's.
+		&coordinationv1.Lease{}: {Label: managed},
 	}}
 }
 

@@ -63,13 +63,24 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			return err
 		}
 	}
+	if err := r.actOnLease(ctx, run, f, plan); err != nil {
+		return err
+	}
+	node, err := r.workspaceNodeFor(ctx, f, plan)
+	if err != nil {
+		return err
+	}
 	// A fan-out starts many pods at once; create them side by side.
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-			err := r.create(ctx, stepPod(run, scene, req, r.Config.EntrypointImage))
+			pod := stepPod(run, scene, req, r.Config.EntrypointImage)
+			if w := f.Workspace; w != nil && w.Object != nil {
+				bindToWorkspace(pod, req.Step, w.Object, node, r.Config.EntrypointImage)
+			}
+			err := r.create(ctx, pod)
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				// A quota, a LimitRange or Pod Security refuses the pod: say so, rather than
 				// only retrying. The recorder folds repeats of one message into one Event.

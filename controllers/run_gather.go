@@ -119,6 +119,9 @@ func (r *RunReconciler) gather(ctx context.Context, run *ergonv1alpha1.Run, scen
 	if err := r.gatherValues(ctx, run, scene, phases, f); err != nil {
 		return nil, err
 	}
+	if err := r.gatherWorkspace(ctx, run, scene, f); err != nil {
+		return nil, err
+	}
 	if r.Config.MaxActivePods > 0 {
 		active, err := r.activeSlots(ctx, run)
 		if err != nil {

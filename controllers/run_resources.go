@@ -134,16 +134,7 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 			EnableServiceLinks:           new(false),
 			SecurityContext:              restrictedPod(),
 			Volumes:                      []corev1.Volume{emptyDir("ergon-bin", "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
-			InitContainers: []corev1.Container{{
-				Name: initContainer, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{EntrypointInImage, "copy", entrypointPath},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "ergon-bin", MountPath: binDir}},
-				SecurityContext: restrictedContainer(),
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
+			InitContainers:               []corev1.Container{copyInit(entrypointImage)},
 			Containers: []corev1.Container{{
 				Name: stepContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
 				Command: []string{entrypointPath}, Args: args,
@@ -163,6 +154,21 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 		pod.Spec.ActiveDeadlineSeconds = new(max(int64(spec.Timeout.Seconds()), 1))
 	}
 	return pod
+}
+
+// copyInit is the init container that copies Ergon's entrypoint, and any SRC=DEST files of
+// Ergon's image, into a step pod's /ergon/bin.
+func copyInit(ergonImage string, files ...string) corev1.Container {
+	return corev1.Container{
+		Name: initContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         append([]string{EntrypointInImage, "copy", entrypointPath}, files...),
+		VolumeMounts:    []corev1.VolumeMount{{Name: "ergon-bin", MountPath: binDir}},
+		SecurityContext: restrictedContainer(),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+	}
 }
 
 // addInputs hands the outputs of the step's dependencies to the pod as files under
