@@ -66,9 +66,14 @@ routes:
 // deployFakeLLM runs the fake server in ns behind two Services, llm (the model) and tracker
 // (the data the agent fetches), hardened like every pod of the namespace.
 func deployFakeLLM(ctx SpecContext, ns string) {
+	deployFakeLLMScript(ctx, ns, fakeLLMScript(ns))
+}
+
+// deployFakeLLMScript is deployFakeLLM with a script of the spec's own.
+func deployFakeLLMScript(ctx SpecContext, ns, script string) {
 	labels := map[string]string{"app": "fakellm"}
 	Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
-		Data: map[string]string{"script.yaml": fakeLLMScript(ns)}})).To(Succeed())
+		Data: map[string]string{"script.yaml": script}})).To(Succeed())
 	deploy := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
