@@ -70,6 +70,8 @@ func runNow(ctx context.Context, g Gomega, ns, name string) *ergonv1alpha1.Run {
 }
 
 // stepNow is a step's status, for an Eventually: a Run that has none yet is not a failure.
+//
+//nolint:unparam // a spec of another step passes its name
 func stepNow(g Gomega, run *ergonv1alpha1.Run, name string) ergonv1alpha1.StepStatus {
 	i := slices.IndexFunc(run.Status.Steps, func(s ergonv1alpha1.StepStatus) bool { return s.Name == name })
 	g.Expect(i).NotTo(Equal(-1), "no status of step %s yet", name)

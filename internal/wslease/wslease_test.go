@@ -67,13 +67,13 @@ func TestTake(t *testing.T) {
 		{name: "a free lease with nobody in line is taken", me: "a", live: allLive,
 			wantTook: true, wantHold: "a"},
 		{name: "a held lease puts the asker at the end of the line",
-			state: State{Holder: ptr(claim("h", old)), Queue: []Claim{claim("b", old)}}, me: "a", live: allLive,
+			state: State{Holder: new(claim("h", old)), Queue: []Claim{claim("b", old)}}, me: "a", live: allLive,
 			wantAhead: 2, wantHold: "h", wantQueue: []string{"b", "a"}},
 		{name: "asking again keeps one's place",
-			state: State{Holder: ptr(claim("h", old)), Queue: []Claim{claim("a", old), claim("b", old)}}, me: "a", live: allLive,
+			state: State{Holder: new(claim("h", old)), Queue: []Claim{claim("a", old), claim("b", old)}}, me: "a", live: allLive,
 			wantAhead: 1, wantHold: "h", wantQueue: []string{"a", "b"}},
 		{name: "the holder asking again still holds it",
-			state: State{Holder: ptr(claim("a", old))}, me: "a", live: liveOnly(),
+			state: State{Holder: new(claim("a", old))}, me: "a", live: liveOnly(),
 			wantTook: true, wantHold: "a"},
 		{name: "a free lease goes to the first in line, not to a later asker",
 			state: State{Queue: []Claim{claim("b", old), claim("a", old)}}, me: "a", live: allLive,
@@ -82,17 +82,17 @@ func TestTake(t *testing.T) {
 			state: State{Queue: []Claim{claim("a", old), claim("b", old)}}, me: "a", live: allLive,
 			wantTook: true, wantHold: "a", wantQueue: []string{"b"}},
 		{name: "a holder whose Run no longer holds it is dropped",
-			state: State{Holder: ptr(claim("h", old))}, me: "a", live: liveOnly("a"),
+			state: State{Holder: new(claim("h", old))}, me: "a", live: liveOnly("a"),
 			wantTook: true, wantHold: "a"},
 		{name: "a holder that took the lease within the grace period is kept, whatever the cache says",
-			state: State{Holder: ptr(claim("h", t0.Add(-time.Second)))}, me: "a", live: liveOnly(),
+			state: State{Holder: new(claim("h", t0.Add(-time.Second)))}, me: "a", live: liveOnly(),
 			wantAhead: 1, wantHold: "h", wantQueue: []string{"a"}},
 		{name: "dead claims ahead in line are dropped, live ones keep their order",
 			state: State{Queue: []Claim{claim("dead", old), claim("b", old), claim("gone", old), claim("a", old)}},
 			me:    "a", live: liveOnly("a", "b"),
 			wantAhead: 1, wantQueue: []string{"b", "a"}},
 		{name: "a claim listed twice counts once",
-			state: State{Holder: ptr(claim("h", old)), Queue: []Claim{claim("b", old), claim("b", old), claim("h", old)}},
+			state: State{Holder: new(claim("h", old)), Queue: []Claim{claim("b", old), claim("b", old), claim("h", old)}},
 			me:    "a", live: allLive,
 			wantAhead: 2, wantHold: "h", wantQueue: []string{"b", "a"}},
 	} {
@@ -150,7 +150,7 @@ func TestStepsStartInTheOrderTheyAsked(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
-	s := State{Holder: ptr(claim("h", t0)), Queue: []Claim{claim("a", t0), claim("b", t0)}}
+	s := State{Holder: new(claim("h", t0)), Queue: []Claim{claim("a", t0), claim("b", t0)}}
 	if next, changed := Release(s, "h"); !changed || next.Holder != nil || !slices.Equal(pods(next.Queue), []string{"a", "b"}) {
 		t.Errorf("releasing the holder: %+v, %v", next, changed)
 	}
@@ -199,5 +199,3 @@ func TestHolds(t *testing.T) {
 		})
 	}
 }
-
-func ptr(c Claim) *Claim { return &c }

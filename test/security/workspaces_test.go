@@ -40,6 +40,7 @@ func workspaceOf(ns, name, user string) *ergonv1alpha1.Workspace {
 		}}
 }
 
+//nolint:unparam // specs of other Workspaces pass them
 func boundTo(ns, name, workspace string, steps ...ergonv1alpha1.Step) *ergonv1alpha1.Scene {
 	scene := newScene(ns, name, steps...)
 	scene.Spec.Workspace = &corev1.LocalObjectReference{Name: workspace}
