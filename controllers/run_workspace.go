@@ -106,7 +106,7 @@ func setLeaseState(lease *coordinationv1.Lease, s wslease.State) {
 	lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = nil, nil, nil
 	if h := s.Holder; h != nil {
 		since := metav1.NewMicroTime(h.Since)
-		lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = ptr.To(h.Pod), &since, &since
+		lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = new(h.Pod), &since, &since
 	}
 }
 
@@ -257,7 +257,8 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.WorkspaceName(ws.Spec.User), ReadOnly: !writes},
 	}})
 	c := &spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: workspaceVolume, MountPath: agentspec.DefaultWorkspace, ReadOnly: !writes})
+	c.VolumeMounts = append(c.VolumeMounts,
+		corev1.VolumeMount{Name: workspaceVolume, MountPath: agentspec.DefaultWorkspace, ReadOnly: !writes})
 	if c.WorkingDir == "" {
 		c.WorkingDir = agentspec.DefaultWorkspace
 	}
@@ -272,9 +273,9 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 		return
 	}
 	c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
-	c.Command, c.Args = []string{entrypointPath}, []string{"run", "--", agentPath}
+	c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
 	c.Resources = *ws.Spec.Resources.DeepCopy()
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-bin", MountPath: binDir, ReadOnly: true})
-	spec.Volumes = append(spec.Volumes, emptyDir("ergon-bin", "128Mi"))
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true})
+	spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
 	spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
 }

@@ -45,14 +45,7 @@ func TestTake(t *testing.T) {
 	old := t0.Add(-time.Minute)
 	allLive := func(Claim) bool { return true }
 	liveOnly := func(names ...string) func(Claim) bool {
-		return func(c Claim) bool {
-			for _, n := range names {
-				if c.Pod == n {
-					return true
-				}
-			}
-			return false
-		}
+		return func(c Claim) bool { return slices.Contains(names, c.Pod) }
 	}
 	for _, tc := range []struct {
 		name      string

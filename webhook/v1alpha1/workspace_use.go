@@ -117,7 +117,8 @@ func (a *workspaceAccess) may(ctx context.Context, who *authorizationv1.SubjectA
 // it, naming the field and the Workspace. A Workspace that does not exist yet is refused only
 // when strict (a Run, which would start in it); for a Scene it is a warning, as its Runs are
 // checked when they are created.
-func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []WorkspaceUse, strict bool) (field.ErrorList, admission.Warnings, error) {
+func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []WorkspaceUse,
+	strict bool) (field.ErrorList, admission.Warnings, error) {
 	if len(uses) == 0 {
 		return nil, nil, nil
 	}
@@ -169,7 +170,8 @@ func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []Wo
 
 // checkUnknownScene refuses to start a Scene that does not exist yet, in a namespace that has
 // Workspaces, for someone who may not use every one of them: the Scene may bind one later.
-func (a *workspaceAccess) checkUnknownScene(ctx context.Context, namespace string, path *field.Path, scene string) (field.ErrorList, error) {
+func (a *workspaceAccess) checkUnknownScene(ctx context.Context, namespace string, path *field.Path,
+	scene string) (field.ErrorList, error) {
 	who, err := a.secrets.requester(ctx)
 	if err != nil || who == nil {
 		return nil, err
