@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,8 @@ func CacheOptions() cache.Options {
 		// Small objects, one of each per Workspace.
 		&corev1.PersistentVolumeClaim{}: {Label: managed},
 		&networkingv1.NetworkPolicy{}:   {Label: managed},
+		// Workspaces' write leases; not the nodes' or anyone else's.
+		&coordinationv1.Lease{}: {Label: managed},
 	}}
 }
 

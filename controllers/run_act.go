@@ -66,6 +66,13 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
 	}
+	if err := r.actOnLease(ctx, run, f, plan); err != nil {
+		return err
+	}
+	node, err := r.workspaceNodeFor(ctx, f, plan)
+	if err != nil {
+		return err
+	}
 	// A fan-out starts many pods at once; create them side by side.
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
@@ -74,6 +81,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 			pod := stepPod(run, scene, req, r.Config.EntrypointImage)
 			labelUnit(pod, req.Unit)
+			if w := f.Workspace; w != nil && w.Object != nil {
+				bindToWorkspace(pod, req.Step, w.Object, node, r.Config.EntrypointImage)
+			}
 			err := r.create(ctx, pod)
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				// A quota, a LimitRange or Pod Security refuses the pod: say so, rather than

@@ -163,7 +163,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 			},
 			Containers: []corev1.Container{{
 				Name: stepContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{EntrypointInImage}, Args: []string{"run", "--", AgentInImage},
+				Command: []string{EntrypointInImage}, Args: []string{entrypointRun, "--", AgentInImage},
 				Env: env,
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -258,6 +259,7 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		Owns(&ergonv1alpha1.Run{}).
 		Owns(&ergonv1alpha1.Gate{}).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(runsOfLease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
 		Complete(r)

@@ -128,6 +128,9 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherValues(ctx, run, scene, phases, f); err != nil {
 		return nil, err
 	}
+	if err := r.gatherWorkspace(ctx, run, scene, f); err != nil {
+		return nil, err
+	}
 	if r.Config.MaxActivePods > 0 {
 		active, err := r.activeSlots(ctx, run)
 		if err != nil {

@@ -41,6 +41,10 @@ const (
 	// annotationInputPrefix holds small inputs on the pod, for the downward API to project.
 	annotationInputPrefix = "inputs.ergon.dev/"
 	entrypointPath        = binDir + "/entrypoint"
+	// binVolume holds what the init container copies in; entrypointRun is the entrypoint's
+	// subcommand that runs a step's program.
+	binVolume     = "ergon-bin"
+	entrypointRun = "run"
 	// EntrypointInImage is where Ergon's image keeps the entrypoint binary.
 	EntrypointInImage = "/ergon-entrypoint"
 	// stepUID is the user step containers run as unless their image says otherwise.
@@ -121,7 +125,7 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	env = append(env, req.Rendered.ParamEnv...)
 	env = append(env, req.Rendered.Env...)
 
-	args := append([]string{"run", "--"}, req.Rendered.Command...)
+	args := append([]string{entrypointRun, "--"}, req.Rendered.Command...)
 	args = append(args, req.Rendered.Args...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -133,23 +137,14 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 			AutomountServiceAccountToken: new(false),
 			EnableServiceLinks:           new(false),
 			SecurityContext:              restrictedPod(),
-			Volumes:                      []corev1.Volume{emptyDir("ergon-bin", "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
-			InitContainers: []corev1.Container{{
-				Name: initContainer, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{EntrypointInImage, "copy", entrypointPath},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "ergon-bin", MountPath: binDir}},
-				SecurityContext: restrictedContainer(),
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
+			Volumes:                      []corev1.Volume{emptyDir(binVolume, "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
+			InitContainers:               []corev1.Container{copyInit(entrypointImage)},
 			Containers: []corev1.Container{{
 				Name: stepContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
 				Command: []string{entrypointPath}, Args: args,
 				Env: env, EnvFrom: c.EnvFrom, WorkingDir: c.WorkingDir, Resources: c.Resources,
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "ergon-bin", MountPath: binDir, ReadOnly: true},
+					{Name: binVolume, MountPath: binDir, ReadOnly: true},
 					{Name: "ergon-output", MountPath: outputDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
@@ -163,6 +158,21 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 		pod.Spec.ActiveDeadlineSeconds = new(max(int64(spec.Timeout.Seconds()), 1))
 	}
 	return pod
+}
+
+// copyInit is the init container that copies Ergon's entrypoint, and any SRC=DEST files of
+// Ergon's image, into a step pod's /ergon/bin.
+func copyInit(ergonImage string, files ...string) corev1.Container {
+	return corev1.Container{
+		Name: initContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         append([]string{EntrypointInImage, "copy", entrypointPath}, files...),
+		VolumeMounts:    []corev1.VolumeMount{{Name: binVolume, MountPath: binDir}},
+		SecurityContext: restrictedContainer(),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+	}
 }
 
 // addInputs hands the outputs of the step's dependencies to the pod as files under

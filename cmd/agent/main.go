@@ -35,6 +35,7 @@ import (
 
 	"github.com/ergon-dev/ergon/internal/agent"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/nodump"
 )
 
 func main() {
@@ -42,6 +43,12 @@ func main() {
 }
 
 func run() int {
+	// First of all, before any tool runs: the commands the shell tool starts run as this
+	// process's user and must not read the API key from its /proc/PID/environ.
+	if err := nodump.Set(); err != nil {
+		fmt.Fprintln(os.Stderr, "agent: hiding the environment:", err)
+		return agent.ExitSpec
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	spec, err := readSpec(os.Getenv(agentspec.EnvSpec))
@@ -55,6 +62,7 @@ func run() int {
 	apiKey := ""
 	if spec.APIKeyEnv != "" {
 		apiKey = os.Getenv(spec.APIKeyEnv)
+		_ = os.Unsetenv(spec.APIKeyEnv) // nothing this process starts inherits it
 	}
 	items, err := readContext(spec.ContextDir)
 	if err != nil {

@@ -16,7 +16,9 @@ limitations under the License.
 
 // Command entrypoint runs a step's command inside its pod and hands its output back.
 //
-//	entrypoint copy DEST          copy this binary to DEST (the init container does this)
+//	entrypoint copy DEST [SRC=DEST2]...
+//	                              copy this binary to DEST, and each SRC to its DEST2 (the init
+//	                              container does this; a Workspace step also gets the agent)
 //	entrypoint run -- CMD ARG...  run CMD, then report $ERGON_OUTPUT and the exit code
 //	entrypoint idle               wait for a stop signal (the workspace pod's command)
 //	entrypoint files ls|cat PATH  list or print a file under /workspace, read-only
@@ -34,8 +36,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
+	"github.com/ergon-dev/ergon/internal/nodump"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/workspace/files"
 )
@@ -57,7 +61,7 @@ func main() {
 	case "files":
 		os.Exit(files.Command(workspaceRoot, os.Args[2:], os.Stdout, os.Stderr))
 	case "copy":
-		if err := copySelf(os.Args[2]); err != nil {
+		if err := copyAll(os.Args[2], os.Args[3:]); err != nil {
 			fmt.Fprintln(os.Stderr, "entrypoint:", err)
 			os.Exit(1)
 		}
@@ -76,16 +80,34 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST | entrypoint run -- CMD [ARG...] | entrypoint idle | entrypoint files ls|cat PATH")
+	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST [SRC=DEST]... | entrypoint run -- CMD [ARG...] | entrypoint idle | entrypoint files ls|cat PATH")
 	os.Exit(2)
 }
 
-func copySelf(dest string) error {
+// copyAll copies this binary to dest and each SRC=DEST pair of files.
+func copyAll(dest string, pairs []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	in, err := os.Open(self)
+	if err := copyFile(self, dest); err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		src, dst, ok := strings.Cut(p, "=")
+		if !ok || src == "" || dst == "" {
+			return fmt.Errorf("%q is not SRC=DEST", p)
+		}
+		if err := copyFile(src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile copies an executable.
+func copyFile(src, dest string) error {
+	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
@@ -101,8 +123,14 @@ func copySelf(dest string) error {
 	return err
 }
 
-// run runs the command with this process's stdio, passes signals on, and reports.
+// run runs the command with this process's stdio, passes signals on, and reports. It first
+// marks itself not dumpable: as PID 1 it holds the pod's environment, which for an agent step
+// has the model's API key, and the commands an agent runs must not read it from /proc/1.
 func run(args []string) int {
+	if err := nodump.Set(); err != nil {
+		fmt.Fprintln(os.Stderr, "entrypoint: hiding the environment:", err)
+		return 1
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	code := 0

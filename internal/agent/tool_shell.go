@@ -22,15 +22,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
 func init() {
 	registerTool(&Tool{
 		Name: "shell", NeedsWorkspace: true,
-		Description: "Run a command with sh -c in the workspace directory and return its exit code and output (capped). " +
-			"The command sees no secrets.",
+		Description: "Run a command with bash -o pipefail -c (sh -c where the image has no bash) in the workspace " +
+			"directory and return its exit code and output (capped). The command sees no secrets.",
 		Parameters: jsonSchema(`{"type": "object", "additionalProperties": false, "required": ["command"],
 			"properties": {"command": {"type": "string"}}}`),
 		Call: shell,
@@ -65,7 +68,8 @@ func shell(ctx context.Context, env *ToolEnv, raw json.RawMessage) (string, erro
 	if env.Workspace == "" {
 		return "", errors.New("this step is bound to no Workspace")
 	}
-	cmd := exec.CommandContext(ctx, "sh", "-c", a.Command)
+	sh := shellOf(env.Env)
+	cmd := exec.CommandContext(ctx, sh, append(shellArgs(sh), a.Command)...)
 	cmd.Dir = env.Workspace
 	cmd.WaitDelay = 2 * time.Second // a child that keeps the pipes open does not hold the call
 	// Only what the tool's environment says: the API key and secret params stay out.
@@ -86,4 +90,46 @@ func shell(ctx context.Context, env *ToolEnv, raw json.RawMessage) (string, erro
 		s += fmt.Sprintf("\n[truncated: %d more bytes of output]", out.dropped)
 	}
 	return s, nil
+}
+
+// shellOf is the shell a command runs under: bash when the directories of the tool
+// environment's PATH hold it, so that a failure anywhere in a pipeline fails the command; sh
+// otherwise (a busybox or distroless-with-shell image). The path is absolute, so the manager's
+// own PATH does not decide what runs in the step's image.
+func shellOf(env []string) string {
+	path := "/usr/local/bin:/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	var sh string
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if executable(filepath.Join(dir, "bash")) {
+			return filepath.Join(dir, "bash")
+		}
+		if sh == "" && executable(filepath.Join(dir, "sh")) {
+			sh = filepath.Join(dir, "sh")
+		}
+	}
+	if sh == "" {
+		return "sh" // none found: let exec say so
+	}
+	return sh
+}
+
+// shellArgs are the flags a shell gets before the command.
+func shellArgs(shell string) []string {
+	if filepath.Base(shell) == "bash" {
+		return []string{"-o", "pipefail", "-c"}
+	}
+	return []string{"-c"}
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }

@@ -62,6 +62,9 @@ type Facts struct {
 	// unit; Stored the unit outputs NeededConfigMaps asked for, by ConfigMap name.
 	UnitPods map[string]map[Unit][]PodState
 	Stored   map[string]string
+	// Workspace is what is known of the Workspace the Scene is bound to; nil when it is
+	// bound to none.
+	Workspace *WorkspaceFacts
 }
 
 // PodState is what was observed of one step pod.

@@ -65,7 +65,7 @@ func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 	case done:
 		phase, reason, message = ergonv1alpha1.RunSucceeded, ergonv1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps finished", total)
 	case running == 0 && waiting > 0:
-		phase, reason, message = ergonv1alpha1.RunWaiting, ergonv1alpha1.ReasonWaiting, "waiting on a Gate"
+		phase, reason, message = ergonv1alpha1.RunWaiting, ergonv1alpha1.ReasonWaiting, p.waitingOn()
 	default:
 		if why := p.holdingUp(); why != "" {
 			message += "; " + why
@@ -97,4 +97,14 @@ func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 		}
 	}
 	meta.SetStatusCondition(&status.Conditions, cond)
+}
+
+// waitingOn says what a Run whose steps all wait is waiting on: a Gate, or a Workspace.
+func (p *planner) waitingOn() string {
+	for _, name := range p.order {
+		if s := p.steps[name]; s.Phase == ergonv1alpha1.StepWaiting && s.Gate == "" {
+			return fmt.Sprintf("step %s waits (%s): %s", name, s.Reason, s.Message)
+		}
+	}
+	return "waiting on a Gate"
 }

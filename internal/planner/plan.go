@@ -51,6 +51,10 @@ type Plan struct {
 	// Store are outputs of fan-out instances and loop iterations (and the steps they end)
 	// to keep in ConfigMaps before the status names them.
 	Store []StoreRequest
+	// TakeLeases ask for the Workspace's write lease for attempts that wait for it;
+	// ReleaseLease gives back the lease an attempt of this Run no longer needs.
+	TakeLeases   []LeaseRequest
+	ReleaseLease string
 }
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
@@ -146,6 +150,7 @@ func Decide(f *Facts) *Plan {
 		}
 		p.decide(f.Scene.Steps[name])
 	}
+	p.releaseWorkspace()
 
 	status.Steps = status.Steps[:0]
 	for _, name := range p.order {

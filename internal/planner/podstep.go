@@ -48,6 +48,11 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 		p.follow(step, s, latest)
 		return
 	}
+	if s.Phase == ergonv1alpha1.StepWaiting {
+		// Waiting for its Workspace: the attempt after the last one, when it may.
+		p.startAttempt(step, s, s.Attempts+1)
+		return
+	}
 	if s.Phase == ergonv1alpha1.StepRetrying && s.NextAttemptAt != nil {
 		if p.f.Now.Before(s.NextAttemptAt.Time) {
 			p.wakeAt(s.NextAttemptAt.Time)
@@ -79,12 +84,15 @@ func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, 
 	if !p.hasCapacity() || p.blocked(step) {
 		return
 	}
+	name := naming.StepPodName(p.f.Run.Name, step.Name, attempt)
+	if !p.workspaceAllows(step, s, name) {
+		return
+	}
 	r, ok := p.render(step)
 	if !ok {
 		return
 	}
 	p.take()
-	name := naming.StepPodName(p.f.Run.Name, step.Name, attempt)
 	// The pod is asked for, not running: the step is Pending until the kubelet starts it.
 	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepPending, ReasonPodStarting, "the attempt's pod was created"
 	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil

@@ -45,6 +45,8 @@ type RunValidator struct {
 	Manager manager
 	// secrets asks whether the requester may read the Secrets the Run's Scene uses.
 	secrets *secretAccess
+	// workspaces asks whether the requester may run steps in the Workspaces it uses.
+	workspaces *workspaceAccess
 }
 
 // SetupRunWebhookWithManager registers the Run webhook.
@@ -53,7 +55,8 @@ func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	v := &RunValidator{Reader: newReader(mgr), Manager: m, secrets: newSecretAccess(mgr, m)}
+	secrets := newSecretAccess(mgr, m)
+	v := &RunValidator{Reader: newReader(mgr), Manager: m, secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 
@@ -102,6 +105,11 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
+		wsErrs, err := v.workspaces.checkUnknownScene(ctx, run.Namespace, sceneRef, run.Spec.SceneRef.Name)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, wsErrs...)
 		if len(errs) > 0 {
 			return nil, invalid(errs)
 		}
@@ -116,6 +124,11 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	wsErrs, err := sceneWorkspacesAt(ctx, v.Reader, v.workspaces, scene, sceneRef)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, wsErrs...)
 	if errs = append(errs, secretErrs...); len(errs) > 0 {
 		return nil, invalid(errs)
 	}

@@ -43,6 +43,8 @@ type SceneValidator struct {
 	Reader client.Reader
 	// secrets asks whether the requester may read the Secrets the Scene uses.
 	secrets *secretAccess
+	// workspaces asks whether the requester may run steps in the Workspaces it uses.
+	workspaces *workspaceAccess
 }
 
 // SetupSceneWebhookWithManager registers the Scene webhook.
@@ -51,8 +53,9 @@ func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	secrets := newSecretAccess(mgr, m)
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
-		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: newSecretAccess(mgr, m)}).Complete()
+		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}).Complete()
 }
 
 // ValidateCreate checks a new Scene.
@@ -86,6 +89,11 @@ func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scen
 			return nil, apierrors.NewInternalError(err)
 		}
 		errs = append(errs, secretErrs...)
+		wsErrs, wsWarnings, err := v.workspaces.check(ctx, scene.Namespace, SceneWorkspaceUses(&scene.Spec, scenes.Items), false)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs, warnings = append(errs, wsErrs...), append(warnings, wsWarnings...)
 	}
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Scene").GroupKind(), scene.Name, errs)

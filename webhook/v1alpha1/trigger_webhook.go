@@ -52,6 +52,9 @@ type TriggerValidator struct {
 	Live client.Reader
 	// secrets asks whether the requester may read the Secrets the Trigger makes Ergon use.
 	secrets *secretAccess
+	// workspaces asks whether the Trigger's creator may run steps in the Workspaces its
+	// Scene uses: the Runs it starts are theirs.
+	workspaces *workspaceAccess
 }
 
 // SetupTriggerWebhookWithManager registers the Trigger webhook.
@@ -60,7 +63,8 @@ func SetupTriggerWebhookWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	v := &TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader(), secrets: newSecretAccess(mgr, m)}
+	secrets := newSecretAccess(mgr, m)
+	v := &TriggerValidator{Reader: newReader(mgr), Live: mgr.GetAPIReader(), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Trigger{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 
@@ -134,6 +138,11 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 				return nil, apierrors.NewInternalError(err)
 			}
 			errs = append(errs, unknown...)
+			unknownWS, err := v.workspaces.checkUnknownScene(ctx, t.Namespace, sceneRef, t.Spec.SceneRef.Name)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, unknownWS...)
 		}
 	case err != nil:
 		return nil, apierrors.NewInternalError(err)
@@ -145,6 +154,11 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 				return nil, apierrors.NewInternalError(err)
 			}
 			errs = append(errs, sceneErrs...)
+			wsErrs, err := sceneWorkspacesAt(ctx, v.Reader, v.workspaces, scene, sceneRef)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, wsErrs...)
 		}
 	}
 	if specChanged {

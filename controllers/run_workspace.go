@@ -1,0 +1,281 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/wslease"
+)
+
+// +kubebuilder:rbac:groups=ergon.dev,resources=workspaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update
+
+// The pieces of a step pod bound to a Workspace.
+const (
+	workspaceVolume = "workspace"
+	// workspaceUID is the user and group of a Workspace's pod and of the steps bound to it,
+	// so that files written by either belong to the other.
+	workspaceUID = 1000
+	agentPath    = binDir + "/agent"
+	// annotationLease holds a Workspace lease's state: who holds it and who waits, in order.
+	annotationLease = ergonv1alpha1.AnnotationPrefix + "lease"
+)
+
+// gatherWorkspace reads the Workspace a Run's Scene is bound to and who holds its write lease.
+func (r *RunReconciler) gatherWorkspace(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
+	ref := scene.Spec.Workspace
+	if ref == nil {
+		return nil
+	}
+	w := &planner.WorkspaceFacts{Name: ref.Name}
+	f.Workspace = w
+	ws := &ergonv1alpha1.Workspace{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.Name}, ws)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	w.Object = ws
+	lease := &coordinationv1.Lease{}
+	err = r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.WorkspaceName(ws.Spec.User)}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	if h := leaseState(lease).Holder; h != nil {
+		w.Holder, w.HolderRun, w.HolderIsThisRun = h.Pod, h.Run, h.RunUID == string(run.UID)
+	}
+	return nil
+}
+
+// leaseState reads the state Ergon keeps on a Workspace's lease; a lease it cannot read is free.
+func leaseState(lease *coordinationv1.Lease) wslease.State {
+	var s struct {
+		Holder *wslease.Claim  `json:"holder,omitempty"`
+		Queue  []wslease.Claim `json:"queue,omitempty"`
+	}
+	_ = json.Unmarshal([]byte(lease.Annotations[annotationLease]), &s)
+	return wslease.State{Holder: s.Holder, Queue: s.Queue}
+}
+
+// setLeaseState writes the state onto the lease, and the holder where kubectl shows it.
+func setLeaseState(lease *coordinationv1.Lease, s wslease.State) {
+	b, _ := json.Marshal(struct {
+		Holder *wslease.Claim  `json:"holder,omitempty"`
+		Queue  []wslease.Claim `json:"queue,omitempty"`
+	}{s.Holder, s.Queue}) // plain data: cannot fail
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[annotationLease] = string(b)
+	lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = nil, nil, nil
+	if h := s.Holder; h != nil {
+		since := metav1.NewMicroTime(h.Since)
+		lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = new(h.Pod), &since, &since
+	}
+}
+
+// actOnLease takes the Workspace's lease for the attempts that ask for it, or puts them in
+// line, and gives back the one this Run no longer needs. A write that loses a race with
+// another Run's is dropped: the waiting step asks again when the lease changes.
+func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+	w := f.Workspace
+	if w == nil || w.Object == nil || (len(plan.TakeLeases) == 0 && plan.ReleaseLease == "") {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: run.Namespace, Name: naming.WorkspaceName(w.Object.Spec.User)}
+	lease := &coordinationv1.Lease{}
+	err := r.Get(ctx, key, lease)
+	create := apierrors.IsNotFound(err)
+	switch {
+	case create && len(plan.TakeLeases) == 0:
+		return nil
+	case create:
+		lease = workspaceLease(key, w.Object)
+	case err != nil:
+		return err
+	}
+	state := leaseState(lease)
+	changed := false
+	if plan.ReleaseLease != "" {
+		var released bool
+		state, released = wslease.Release(state, plan.ReleaseLease)
+		changed = changed || released
+	}
+	now := r.Clock.Now()
+	for _, req := range plan.TakeLeases {
+		before := fmt.Sprint(state)
+		var took bool
+		state, took, _ = wslease.Take(state, wslease.Claim{Pod: req.Pod, Run: run.Name, RunUID: string(run.UID)}, now,
+			func(c wslease.Claim) bool { return r.claimLive(ctx, run.Namespace, c) })
+		changed = changed || fmt.Sprint(state) != before
+		if took {
+			log.FromContext(ctx).V(1).Info("Took the Workspace's lease", "step", req.Step, "workspace", w.Name)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	setLeaseState(lease, state)
+	if create {
+		err = r.Create(ctx, lease)
+	} else {
+		err = r.Update(ctx, lease)
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		log.FromContext(ctx).V(1).Info("The Workspace's lease changed meanwhile; asking again later", "workspace", w.Name)
+		return nil
+	}
+	return err
+}
+
+// claimLive reports whether the Run of a claim still holds or waits for it.
+func (r *RunReconciler) claimLive(ctx context.Context, namespace string, c wslease.Claim) bool {
+	other := &ergonv1alpha1.Run{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Run}, other); err != nil {
+		return !apierrors.IsNotFound(err) // unknown: keep it
+	}
+	return string(other.UID) == c.RunUID && wslease.Holds(other, c.Pod)
+}
+
+// workspaceLease is a new, free write lease of a Workspace, owned by it.
+func workspaceLease(key client.ObjectKey, ws *ergonv1alpha1.Workspace) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Name: key.Name, Namespace: key.Namespace,
+		Labels: map[string]string{
+			ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
+			ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
+		},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Workspace", Name: ws.Name, UID: ws.UID,
+		}},
+	}}
+}
+
+// runsOfLease maps a Workspace lease to the Runs that hold it or wait for it.
+func runsOfLease(_ context.Context, obj client.Object) []reconcile.Request {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return nil
+	}
+	s := leaseState(lease)
+	var requests []reconcile.Request
+	seen := map[string]bool{}
+	add := func(c wslease.Claim) {
+		if !seen[c.Run] {
+			seen[c.Run] = true
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: lease.Namespace, Name: c.Run}})
+		}
+	}
+	if s.Holder != nil {
+		add(*s.Holder)
+	}
+	for _, c := range s.Queue {
+		add(c)
+	}
+	return requests
+}
+
+// workspaceNodeFor is the node of the Workspace's pod when the plan starts pods bound to it.
+func (r *RunReconciler) workspaceNodeFor(ctx context.Context, f *planner.Facts, plan *planner.Plan) (string, error) {
+	if f.Workspace == nil || f.Workspace.Object == nil || len(plan.Pods) == 0 {
+		return "", nil
+	}
+	return r.workspaceNode(ctx, f.Workspace.Object)
+}
+
+// workspaceNode is the node a Workspace's pod runs on, where steps bound to it must run too
+// when its volume can be attached to one node only; "" when its pod does not run.
+func (r *RunReconciler) workspaceNode(ctx context.Context, ws *ergonv1alpha1.Workspace) (string, error) {
+	if ws.Status.PodName == "" {
+		return "", nil
+	}
+	pod := &corev1.Pod{}
+	// The cache keeps only the pods Runs control whole; the Workspace's is not one.
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ws.Namespace, Name: ws.Status.PodName}, pod)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil || pod.Status.Phase != corev1.PodRunning || !pod.DeletionTimestamp.IsZero() {
+		return "", err
+	}
+	return pod.Spec.NodeName, nil
+}
+
+// bindToWorkspace turns a step pod into one that works inside a Workspace: it mounts the
+// Workspace's volume at /workspace (read-only for a step that does not write), runs as the
+// Workspace's user with its runtime class, beside its pod, and carries the label that the
+// Workspace's NetworkPolicy selects and its controller counts as activity. An agent step runs
+// in the Workspace's own image, with the entrypoint and the agent runtime copied in, so its
+// tools find the user's programs.
+func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Workspace, node, ergonImage string) {
+	writes := planner.WritesWorkspace(step)
+	pod.Labels[ergonv1alpha1.LabelWorkspace] = naming.LabelValue(ws.Name)
+	spec := &pod.Spec
+	spec.SecurityContext.RunAsUser = ptr.To[int64](workspaceUID)
+	spec.SecurityContext.RunAsGroup = ptr.To[int64](workspaceUID)
+	spec.SecurityContext.FSGroup = ptr.To[int64](workspaceUID)
+	// A large volume is not walked at every step: only when its top is not the group's yet.
+	spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
+	spec.RuntimeClassName = ws.Spec.RuntimeClassName
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.WorkspaceName(ws.Spec.User), ReadOnly: !writes},
+	}})
+	c := &spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts,
+		corev1.VolumeMount{Name: workspaceVolume, MountPath: agentspec.DefaultWorkspace, ReadOnly: !writes})
+	if c.WorkingDir == "" {
+		c.WorkingDir = agentspec.DefaultWorkspace
+	}
+	if node != "" {
+		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}},
+		}}
+	}
+	if step.Spec.Agent == nil {
+		return
+	}
+	c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
+	c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
+	c.Resources = *ws.Spec.Resources.DeepCopy()
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true})
+	spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
+	spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
+}

@@ -1,0 +1,42 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package nodump
+
+import "syscall"
+
+// prctl options (linux/prctl.h).
+const (
+	prGetDumpable = 3
+	prSetDumpable = 4
+)
+
+// Set marks the calling process not dumpable.
+func Set() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Dumpable reports whether the calling process is dumpable.
+func Dumpable() (bool, error) {
+	v, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetDumpable, 0, 0)
+	if errno != 0 {
+		return false, errno
+	}
+	return v != 0, nil
+}

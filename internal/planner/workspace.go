@@ -1,0 +1,190 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+)
+
+// WorkspaceFacts is what is known of the Workspace a Run's Scene is bound to.
+type WorkspaceFacts struct {
+	// Name is the Workspace's, from the Scene's spec.workspace.
+	Name string
+	// Object is the Workspace; nil when it does not exist.
+	Object *ergonv1alpha1.Workspace
+	// Holder names the attempt (its pod) that holds the Workspace's write lease; "" when
+	// nobody does. HolderRun is the Run of that attempt.
+	Holder, HolderRun string
+	// HolderIsThisRun is true when the holder is an attempt of this Run.
+	HolderIsThisRun bool
+}
+
+// LeaseRequest asks the controller to take a Workspace's write lease for an attempt, or to
+// put it in line for it.
+type LeaseRequest struct {
+	// Pod names the attempt: the pod it will run as.
+	Pod  string
+	Step string
+}
+
+// Reasons of a step that waits for its Workspace.
+const (
+	// ReasonWorkspaceBusy: another step writes to the Workspace; this one starts after it
+	// and after the steps that asked before it.
+	ReasonWorkspaceBusy = "WorkspaceBusy"
+	// ReasonWorkspaceNotFound: the Scene names a Workspace that does not exist.
+	ReasonWorkspaceNotFound = "WorkspaceNotFound"
+	// ReasonWorkspaceNotReady: the Workspace is being deleted or has failed.
+	ReasonWorkspaceNotReady = "WorkspaceNotReady"
+)
+
+// workspaceRecheck is how often a step that waits for its Workspace looks again, besides
+// being woken when the Workspace's lease changes: a holder that died wakes nobody.
+const workspaceRecheck = 10 * time.Second
+
+// WritesWorkspace reports whether a step of a Scene bound to a Workspace may change its files,
+// and so needs the Workspace's write lease: a container step, which runs any program, or an
+// agent step that may use write_file or shell. The others mount the volume read-only.
+func WritesWorkspace(step *compile.Step) bool {
+	switch {
+	case step.Spec.Container != nil:
+		return true
+	case step.Spec.Agent != nil:
+		return slices.ContainsFunc(step.Spec.Agent.Tools, func(t ergonv1alpha1.AgentTool) bool {
+			return t == ergonv1alpha1.ToolWriteFile || t == ergonv1alpha1.ToolShell
+		})
+	}
+	return false
+}
+
+// unusable says why no step can use the Workspace now; "" when one can. A Workspace that is
+// Pending or Idle is usable: a step pod bound to it is what wakes it.
+func (w *WorkspaceFacts) unusable() (reason, message string) {
+	o := w.Object
+	switch {
+	case o == nil:
+		return ReasonWorkspaceNotFound, fmt.Sprintf("Workspace %s does not exist; the step starts when it does", w.Name)
+	case !o.DeletionTimestamp.IsZero():
+		return ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s is being deleted", w.Name)
+	case o.Status.Phase == ergonv1alpha1.WorkspaceFailed:
+		return ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has failed; the step starts when it is repaired", w.Name)
+	}
+	return "", ""
+}
+
+// workspaceAllows decides whether the attempt pod of a step may start, as far as its
+// Workspace goes: the Workspace must be usable, and a step that writes must hold its lease.
+// Otherwise the step waits, and the controller is asked to put it in line for the lease.
+func (p *planner) workspaceAllows(step *compile.Step, s *ergonv1alpha1.StepStatus, pod string) bool {
+	w := p.f.Workspace
+	if w == nil {
+		return true
+	}
+	if reason, message := w.unusable(); reason != "" {
+		p.waitForWorkspace(step, s, reason, message)
+		return false
+	}
+	if !WritesWorkspace(step) || w.Holder == pod {
+		return true
+	}
+	holder := "another step"
+	if w.HolderRun != "" {
+		holder = "a step of Run " + w.HolderRun
+	}
+	if w.Holder == "" {
+		holder = "nobody yet"
+	}
+	p.wait(step, s, ReasonWorkspaceBusy, fmt.Sprintf(
+		"Workspace %s takes one writing step at a time and %s holds it; this step starts in turn, after the steps that asked before it",
+		w.Name, holder))
+	p.plan.TakeLeases = append(p.plan.TakeLeases, LeaseRequest{Pod: pod, Step: step.Name})
+	return false
+}
+
+// waitForWorkspace keeps a step waiting for a Workspace it cannot use, until the step's
+// pendingTimeout, counted from when the step was ready to start, fails it.
+func (p *planner) waitForWorkspace(step *compile.Step, s *ergonv1alpha1.StepStatus, reason, message string) {
+	if timeout := p.pendingTimeout(step); timeout > 0 {
+		deadline := p.readySince(step, s).Add(timeout)
+		if !p.f.Now.Before(deadline) {
+			p.fail(s, step, reason, fmt.Sprintf("%s, and the step waited past its pendingTimeout of %s", message, timeout))
+			return
+		}
+		p.wakeAt(deadline)
+		message = fmt.Sprintf("%s, or fails at %s", message, deadline.UTC().Format(time.RFC3339))
+	}
+	p.wait(step, s, reason, message)
+}
+
+// wait records that a step waits for its Workspace, telling it once per reason.
+func (p *planner) wait(step *compile.Step, s *ergonv1alpha1.StepStatus, reason, message string) {
+	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != reason {
+		p.event(reason != ReasonWorkspaceBusy, reason, "Step %s waits: %s", step.Name, message)
+	}
+	s.Phase, s.Reason, s.Message, s.NextAttemptAt = ergonv1alpha1.StepWaiting, reason, message, nil
+	p.wakeAt(p.f.Now.Add(workspaceRecheck))
+}
+
+// readySince is when a step became ready for the attempt it waits to start: when its last
+// attempt or its last dependency finished, or when the Run started.
+func (p *planner) readySince(step *compile.Step, s *ergonv1alpha1.StepStatus) time.Time {
+	since := p.f.Now
+	if st := p.f.Run.Status.StartedAt; st != nil {
+		since = st.Time
+	}
+	later := func(t time.Time) {
+		if t.After(since) {
+			since = t
+		}
+	}
+	for _, d := range p.f.Scene.Graph.Dependencies(step.Name) {
+		if ds := p.state(d); ds != nil && ds.FinishedAt != nil {
+			later(ds.FinishedAt.Time)
+		}
+	}
+	for _, h := range s.History {
+		if h.FinishedAt != nil {
+			later(h.FinishedAt.Time)
+		}
+	}
+	return since
+}
+
+// releaseWorkspace gives the Workspace's lease back when an attempt of this Run holds it
+// and no step of the Run still needs it: the attempt ended, or the Run stopped.
+func (p *planner) releaseWorkspace() {
+	w := p.f.Workspace
+	if w == nil || w.Holder == "" || !w.HolderIsThisRun {
+		return
+	}
+	for _, s := range p.steps {
+		if (s.PodName == w.Holder && s.PodActive()) ||
+			(s.Phase == ergonv1alpha1.StepWaiting && naming.StepPodName(p.f.Run.Name, s.Name, s.Attempts+1) == w.Holder) {
+			return
+		}
+	}
+	if slices.ContainsFunc(p.plan.Pods, func(r PodRequest) bool { return r.Name == w.Holder }) {
+		return
+	}
+	p.plan.ReleaseLease = w.Holder
+}
