@@ -25,7 +25,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,36 +69,21 @@ const workspaceLLMScript = `rules:
   reply: {content: "UNEXPECTED tool result"}
 `
 
-// e2eWorkspace creates a Workspace and makes sure its volume claim exists: the Workspace
-// controller creates it where it runs; where it does not, the spec makes it, by the same name.
-func e2eWorkspace(ctx SpecContext, ns, name, user string) {
-	Expect(k8sClient.Create(ctx, &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: ergonv1alpha1.WorkspaceSpec{
-			User: user, Image: workspaceImage,
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}},
-			Storage: ergonv1alpha1.WorkspaceStorage{Size: resource.MustParse("64Mi"), StorageClassName: new("local-path")},
-			// The agent steps reach their model in the cluster.
-			Network: &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressAllow},
-		}})).To(Succeed())
-	key := client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName(user)}
-	claim := &corev1.PersistentVolumeClaim{}
-	err := k8sClient.Get(ctx, key, claim)
-	for deadline := time.Now().Add(10 * time.Second); apierrors.IsNotFound(err) && time.Now().Before(deadline); {
-		time.Sleep(time.Second)
-		err = k8sClient.Get(ctx, key, claim)
-	}
-	if !apierrors.IsNotFound(err) {
-		Expect(err).NotTo(HaveOccurred())
-		return
-	}
-	claim = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: new("local-path"),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
-		}}
-	Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, claim))).To(Succeed())
+// agentWorkspace creates a Workspace whose steps may reach their model in the cluster, and
+// waits for the Workspace controller to make its volume claim.
+func agentWorkspace(ctx SpecContext, ns, name, user string) {
+	ws := e2eWorkspace(ns, name, user)
+	ws.Spec.Image = workspaceImage
+	ws.Spec.Resources.Limits = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+	ws.Spec.Storage.Size = resource.MustParse("64Mi")
+	// The agent steps reach their model in the cluster.
+	ws.Spec.Network = &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressAllow}
+	Expect(k8sClient.Create(ctx, ws)).To(Succeed())
+	Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName(user)},
+			&corev1.PersistentVolumeClaim{})
+	}).WithTimeout(30*time.Second).Should(Succeed(), "the Workspace controller makes the volume claim")
 }
 
 func agentOn(name, prompt string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
@@ -121,7 +105,7 @@ var _ = Describe("Steps inside a Workspace on a real cluster", func() {
 			const apiKey = "e2e-workspace-key-never-shown"
 			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
 				StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
-			e2eWorkspace(ctx, ns, "dev", "e2e-dev@example.org")
+			agentWorkspace(ctx, ns, "dev", "e2e-dev@example.org")
 			models := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake",
 				APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"}}}
 			for name, step := range map[string]ergonv1alpha1.Step{
@@ -158,7 +142,7 @@ var _ = Describe("Steps inside a Workspace on a real cluster", func() {
 
 	It("never runs two writing steps at once, and refuses a Run by someone who is not the Workspace's user", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		e2eWorkspace(ctx, ns, "dev", "e2e-owner@example.org")
+		agentWorkspace(ctx, ns, "dev", "e2e-owner@example.org")
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "append", Namespace: ns},
 			Spec: ergonv1alpha1.SceneSpec{Workspace: &corev1.LocalObjectReference{Name: "dev"}, Steps: []ergonv1alpha1.Step{
 				busyboxStep("append", `echo "start $ERGON_RUN" >> log; sleep 3; echo "end $ERGON_RUN" >> log; cat log > "$ERGON_OUTPUT"`),
