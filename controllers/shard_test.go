@@ -135,7 +135,7 @@ var _ = Describe("Sharding", Serial, func() {
 		// Two namespaces of each shard (names are random; their hashes decide).
 		byShard := map[int][]string{}
 		for len(byShard[0]) < 2 || len(byShard[1]) < 2 {
-			Expect(len(byShard[0]) + len(byShard[1])).To(BeNumerically("<", 40), "namespaces of both shards")
+			Expect(len(byShard[0])+len(byShard[1])).To(BeNumerically("<", 40), "namespaces of both shards")
 			ns := newNamespace(ctx, echoLastArg)
 			byShard[shard.Of(ns, 2)] = append(byShard[shard.Of(ns, 2)], ns)
 		}
