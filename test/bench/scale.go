@@ -58,13 +58,8 @@ func scaleSuite(ctx context.Context, env *envtest.Environment, c client.WithWatc
 	must(err)
 	fmt.Printf("Manager process (--run-workers=%s), idle: heap in use %s, RSS %s\n", o.workers, mib(idle.heap), mib(idle.rss))
 
-	fmt.Printf("\nCurve: N Runs of 10 steps (1 -> 8 -> 1) created at once, pods finish at once\n")
-	fmt.Printf("  %6s %7s %10s %9s %12s %12s %10s %9s %9s\n", "Runs", "steps", "wall", "steps/s",
-		"peak heap", "peak RSS", "CPU s", "p50", "p99")
-	for i, s := range strings.Split(o.curve, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		must(err)
-		curvePoint(ctx, c, k, m, fmt.Sprintf("scale-curve-%d", i), n)
+	if o.curve != "" {
+		curve(ctx, c, k, m, o.curve)
 	}
 	if o.active > 0 {
 		activeHeld(ctx, c, k, m, o.active, o.activeSteps)
@@ -74,6 +69,18 @@ func scaleSuite(ctx context.Context, env *envtest.Environment, c client.WithWatc
 	}
 	if o.triggers > 0 {
 		everyMinute(ctx, c, m, o.triggers, o.triggerMinutes)
+	}
+}
+
+// curve prints the time and memory curve for the Run counts listed in counts.
+func curve(ctx context.Context, c client.Client, k *kubelet, m *managerProcess, counts string) {
+	fmt.Printf("\nCurve: N Runs of 10 steps (1 -> 8 -> 1) created at once, pods finish at once\n")
+	fmt.Printf("  %6s %7s %10s %9s %12s %12s %10s %9s %9s\n", "Runs", "steps", "wall", "steps/s",
+		"peak heap", "peak RSS", "CPU s", "p50", "p99")
+	for i, s := range strings.Split(counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		must(err)
+		curvePoint(ctx, c, k, m, fmt.Sprintf("scale-curve-%d", i), n)
 	}
 }
 
