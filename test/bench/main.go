@@ -87,6 +87,8 @@ func main() {
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
+	// A loaded machine may take a while to start kube-apiserver.
+	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = 3*time.Minute, time.Minute
 	if *scale {
 		// The manager process serves no admission webhooks (nothing would answer them).
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{}
