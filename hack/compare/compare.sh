@@ -46,8 +46,13 @@ hack/local-cluster.sh imagebuild --binary "$ARGO_BIN/argoexec" --entrypoint /bin
   --tag "$ARGO_EXEC_IMG" --out "$WORK/argoexec.tar" >&2
 
 log "building and installing Ergon as $IMG"
-make -s image IMG="$IMG" LOCALBIN="$LOCALBIN" >&2
-hack/local-cluster.sh load-image bin/manager.tar "$WORK/workflow-controller.tar" "$WORK/argoexec.tar" >&2
+# The binaries and image of make image, without its code generation and vet.
+for cmd in manager entrypoint agent; do
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$WORK/$cmd" "./cmd/$cmd"
+done
+hack/local-cluster.sh imagebuild --binary "$WORK/manager" --entrypoint /manager \
+  --add "$WORK/entrypoint:/ergon-entrypoint" --add "$WORK/agent:/ergon-agent" --tag "$IMG" --out "$WORK/manager.tar" >&2
+hack/local-cluster.sh load-image "$WORK/manager.tar" "$WORK/workflow-controller.tar" "$WORK/argoexec.tar" >&2
 kubectl apply --server-side --force-conflicts -f charts/ergon/crds/ >/dev/null
 "$HELM" upgrade --install ergon charts/ergon --namespace ergon-system --create-namespace \
   --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --wait --timeout 5m >&2
