@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -70,10 +71,8 @@ func allPhase(list []string, n int, ok string, bad ...string) (bool, error) {
 	done := 0
 	for _, np := range list {
 		_, p, _ := strings.Cut(np, "=")
-		for _, b := range bad {
-			if p == b {
-				return false, fmt.Errorf("%s", np)
-			}
+		if slices.Contains(bad, p) {
+			return false, fmt.Errorf("%s", np)
 		}
 		if p == ok {
 			done++

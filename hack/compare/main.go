@@ -98,7 +98,7 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 		"bare":  bare{cs: cs, image: image},
 	}
 	var order []engine
-	for _, name := range strings.Split(engineList, ",") {
+	for name := range strings.SplitSeq(engineList, ",") {
 		e, ok := all[strings.TrimSpace(name)]
 		if !ok {
 			return fmt.Errorf("unknown engine %q (ergon, argo, bare)", name)
@@ -220,7 +220,8 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 // table is the Markdown table of the medians (min-max when repeated) and the ratios.
 func table(ws []workload, order []engine, results []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| workload | engine | runs | wall (median, min-max) | deps done -> pod created p50 / p99 | API requests / step (writes) | controller CPU s | controller peak RSS |\n")
+	fmt.Fprintf(&b, "| workload | engine | runs | wall (median, min-max) | deps done -> pod created p50 / p99 "+
+		"| API requests / step (writes) | controller CPU s | controller peak RSS |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
 	medianWall := map[string]time.Duration{}
 	for _, w := range ws {

@@ -45,7 +45,7 @@ func argoManifests(args []string) error {
 		return err
 	}
 	var out []string
-	for _, doc := range strings.Split(string(in), "\n---\n") {
+	for doc := range strings.SplitSeq(string(in), "\n---\n") {
 		var obj map[string]any
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			return err

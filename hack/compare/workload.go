@@ -72,7 +72,7 @@ func diamonds(n int) workload {
 // parseWorkloads reads "fan-out-100,chain-20,diamond-x50,outputs-10".
 func parseWorkloads(list string) ([]workload, error) {
 	var out []workload
-	for _, name := range strings.Split(list, ",") {
+	for name := range strings.SplitSeq(list, ",") {
 		var n int
 		switch name = strings.TrimSpace(name); {
 		case scan(name, "fan-out-%d", &n):
