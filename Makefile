@@ -114,11 +114,20 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 		diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
 .PHONY: bench
-bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint and the Workspace controller against a real API server.
+bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, the Workspace controller and one manager at scale against a real API server.
 	go test -run XXX -bench . -benchmem ./internal/...
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/hooks
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/workspaces
+	$(MAKE) bench-scale
+
+.PHONY: bench-scale
+bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale
+
+.PHONY: compare
+compare: kustomize helm ## Ergon, Argo Workflows and bare pods side by side on the local cluster (hack/compare; a benchmark, not part of make test).
+	KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" LOCALBIN="$(LOCALBIN)" hack/compare/compare.sh
 
 .PHONY: envtest-assets
 envtest-assets: $(LOCALBIN) ## Build kube-apiserver and etcd for envtest (cached outside the clone).

@@ -72,12 +72,16 @@ var _ = AfterSuite(func() {
 })
 
 // startManager runs a manager with Ergon's controllers until the returned function is called;
-// that function returns once the manager has stopped.
-func startManager(runConfig RunConfig) context.CancelFunc {
+// that function returns once the manager has stopped. tune changes its options (sharding,
+// leader election: shard_test.go).
+func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.CancelFunc {
 	options := testEnv.ManagerOptions(scheme)
 	options.Cache = CacheOptions()
 	// The restart test starts managers again and again in one process.
 	options.Controller = config.Controller{SkipNameValidation: new(true)}
+	for _, t := range tune {
+		t(&options)
+	}
 	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&RunReconciler{

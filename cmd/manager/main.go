@@ -73,10 +73,12 @@ type options struct {
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	run                                                  controllers.RunConfig
 	webhooks                                             webhookOptions
+	scale                                                scaleOptions
 }
 
 func (o *options) bindFlags() {
 	o.webhooks.bindFlags()
+	o.scale.bindFlags()
 	flag.StringVar(&o.hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
 	flag.Float64Var(&o.hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
@@ -148,7 +150,7 @@ func run(o *options) error {
 	}
 
 	restConfig := ctrl.GetConfigOrDie()
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	mgrOptions := ctrl.Options{
 		Scheme: scheme,
 		// Ergon watches only the pods and ConfigMaps it made, not every one in the cluster.
 		Cache:                  controllers.CacheOptions(),
@@ -156,8 +158,12 @@ func run(o *options) error {
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElection,
-		LeaderElectionID:       "manager.ergon.dev",
-	})
+	}
+	if err := o.scale.apply(&mgrOptions); err != nil {
+		return err
+	}
+	setupLog.Info("Sharding", "shard", o.scale.shard.String(), "lease", mgrOptions.LeaderElectionID)
+	mgr, err := ctrl.NewManager(restConfig, mgrOptions)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

@@ -114,7 +114,7 @@ func (e *Environment) ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
 }
 
 // StartManager runs mgr in the background. The returned function stops it and returns once it
-// has stopped, with the error it stopped with (nil after a clean stop). With webhooks
+// has stopped, with the error it stopped with before it was asked to (nil if none). With webhooks
 // installed, StartManager returns once the webhook server answers TLS, or fails after a minute.
 func (e *Environment) StartManager(mgr ctrl.Manager) (stop func() error, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,7 +125,11 @@ func (e *Environment) StartManager(mgr ctrl.Manager) (stop func() error, err err
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		runErr = mgr.Start(ctx)
+		// A manager may report trouble while it stops (a leader stopped without releasing
+		// its Lease reports the lost election): only an error before the stop counts.
+		if err := mgr.Start(ctx); ctx.Err() == nil {
+			runErr = err
+		}
 	}()
 	stop = func() error {
 		cancel()

@@ -58,6 +58,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -71,12 +72,27 @@ func main() {
 	active := flag.Int("active", 500, "Runs kept active while step latency is measured")
 	rate := flag.Int("rate", 50, "steps a second the kubelet finishes while Runs are active")
 	noFsync := flag.Bool("etcd-no-fsync", false, "run etcd without fsync, to measure the engine rather than the disk")
+	scale := flag.Bool("scale", false, "run the scale suite (scale.go) against the manager binary instead")
+	var so scaleOptions
+	flag.StringVar(&so.curve, "scale-curve", "100,300,1000", "scale: Run counts of the time and memory curve")
+	flag.IntVar(&so.active, "scale-active", 1000, "scale: Runs held active at once")
+	flag.IntVar(&so.activeSteps, "scale-active-steps", 10, "scale: parallel steps of each active Run")
+	flag.IntVar(&so.gates, "scale-gates", 10000, "scale: Gates pending at once")
+	flag.IntVar(&so.triggers, "scale-triggers", 1000, "scale: Triggers firing every minute")
+	flag.IntVar(&so.triggerMinutes, "scale-trigger-minutes", 2, "scale: minutes the Triggers are watched")
+	flag.StringVar(&so.workers, "scale-workers", "4", "scale: the manager's --run-workers")
 	flag.Parse()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(ergonv1alpha1.AddToScheme(scheme))
 
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
+	// A loaded machine may take a while to start kube-apiserver.
+	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = 3*time.Minute, time.Minute
+	if *scale {
+		// The manager process serves no admission webhooks (nothing would answer them).
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{}
+	}
 	if *noFsync {
 		env.ControlPlane.Etcd = &envtest.Etcd{}
 		env.ControlPlane.Etcd.Configure().Append("unsafe-no-fsync", "true")
@@ -84,6 +100,16 @@ func main() {
 	cfg, err := env.Start()
 	must(err)
 	defer func() { _ = env.Stop() }()
+	if *scale {
+		kcfg := rest.CopyConfig(cfg)
+		kcfg.QPS, kcfg.Burst = 1000, 2000
+		c, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
+		must(err)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		scaleSuite(ctx, env, c, so)
+		return
+	}
 
 	writes := &writeCounter{}
 	mgrCfg := rest.CopyConfig(cfg)
@@ -227,7 +253,7 @@ func manyRuns(ctx context.Context, c client.Client, k *kubelet, writes *writeCou
 	var delays []time.Duration
 	k.mu.Lock()
 	for run, at := range createdAt {
-		pod := func(step string) string { return ns + "/" + run + "-" + step + "-1" }
+		pod := func(step string) string { return ns + "/" + naming.StepPodName(run, step, 1) }
 		delays = append(delays, k.created[pod("root")].Sub(at))
 		for i := range 8 {
 			delays = append(delays, k.created[pod(fmt.Sprintf("mid-%d", i))].Sub(k.done[pod("root")]))
@@ -422,7 +448,7 @@ func activeRuns(ctx context.Context, c client.Client, k *kubelet, n, rate int) {
 	var delays []time.Duration
 	k.mu.Lock()
 	for i := range n {
-		pod := func(step string) string { return fmt.Sprintf("%s/a%03d-%s-1", ns, i, step) }
+		pod := func(step string) string { return ns + "/" + naming.StepPodName(fmt.Sprintf("a%03d", i), step, 1) }
 		delays = append(delays, k.created[pod("b")].Sub(k.done[pod("a")]), k.created[pod("c")].Sub(k.done[pod("b")]))
 	}
 	k.mu.Unlock()

@@ -1,0 +1,321 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// An engine runs a workload in a namespace and says when it has finished.
+type engine interface {
+	name() string
+	// prepare makes what the workload needs before the clock starts (a Scene, RBAC).
+	prepare(ctx context.Context, ns string, w workload) error
+	// submit starts every group of the workload.
+	submit(ctx context.Context, ns string, w workload, rec *recorder) error
+	// finished reports whether every group succeeded; an error says one failed.
+	finished(ctx context.Context, ns string, w workload) (bool, error)
+	// key names the group and step a pod runs.
+	key(pod *corev1.Pod) (group, step string, ok bool)
+}
+
+func groupName(i int) string { return fmt.Sprintf("g%03d", i) }
+
+func runtimeToUnstructured(v any) (map[string]any, error) {
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+}
+
+// phases lists the status.phase of the objects of a resource in ns.
+func phases(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns string) ([]string, error) {
+	list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range list.Items {
+		p, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		out = append(out, o.GetName()+"="+p)
+	}
+	return out, nil
+}
+
+// allPhase reports whether n objects are all in phase ok, and fails when one is in a phase of bad.
+func allPhase(list []string, n int, ok string, bad ...string) (bool, error) {
+	done := 0
+	for _, np := range list {
+		_, p, _ := strings.Cut(np, "=")
+		if slices.Contains(bad, p) {
+			return false, fmt.Errorf("%s", np)
+		}
+		if p == ok {
+			done++
+		}
+	}
+	return done == n, nil
+}
+
+// ergon runs a workload as one Scene and a Run per group.
+type ergon struct {
+	dyn   dynamic.Interface
+	image string
+}
+
+var (
+	sceneGVR = schema.GroupVersionResource{Group: "ergon.dev", Version: "v1alpha1", Resource: "scenes"}
+	runGVR   = schema.GroupVersionResource{Group: "ergon.dev", Version: "v1alpha1", Resource: "runs"}
+)
+
+func (ergon) name() string { return "ergon" }
+
+func (e ergon) prepare(ctx context.Context, ns string, w workload) error {
+	var steps []any
+	for _, s := range w.steps {
+		script := s.script()
+		if s.output && len(s.deps) > 0 {
+			script = fmt.Sprintf(`set -- "$(cat "$ERGON_INPUTS/%s")"; %s`, s.deps[0], script)
+		}
+		steps = append(steps, map[string]any{"name": s.name, "dependsOn": toAny(s.deps),
+			"container": map[string]any{"image": e.image, "command": []any{"sh", "-c", script}}})
+	}
+	scene := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ergon.dev/v1alpha1", "kind": "Scene",
+		"metadata": map[string]any{"name": "w", "namespace": ns}, "spec": map[string]any{"steps": steps}}}
+	_, err := e.dyn.Resource(sceneGVR).Namespace(ns).Create(ctx, scene, metav1.CreateOptions{})
+	return err
+}
+
+func (e ergon) submit(ctx context.Context, ns string, w workload, _ *recorder) error {
+	return forGroups(w.groups, func(i int) error {
+		run := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "ergon.dev/v1alpha1", "kind": "Run",
+			"metadata": map[string]any{"name": groupName(i), "namespace": ns},
+			"spec":     map[string]any{"sceneRef": map[string]any{"name": "w"}}}}
+		_, err := e.dyn.Resource(runGVR).Namespace(ns).Create(ctx, run, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func (e ergon) finished(ctx context.Context, ns string, w workload) (bool, error) {
+	list, err := phases(ctx, e.dyn, runGVR, ns)
+	if err != nil {
+		return false, err
+	}
+	return allPhase(list, w.groups, "Succeeded", "Failed")
+}
+
+func (ergon) key(pod *corev1.Pod) (string, string, bool) {
+	g, s := pod.Labels["ergon.dev/run"], pod.Labels["ergon.dev/step"]
+	return g, s, g != "" && s != ""
+}
+
+// argo runs a workload as one DAG Workflow per group, under the emissary executor.
+type argo struct {
+	cs    kubernetes.Interface
+	dyn   dynamic.Interface
+	image string
+}
+
+var workflowGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
+
+func (argo) name() string { return "argo" }
+
+// prepare binds the emissary executor's Role (manifests/quick-start/base/executor) to the
+// namespace's default ServiceAccount, which the Workflows' pods run as.
+func (a argo) prepare(ctx context.Context, ns string, _ workload) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "executor", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtaskresults"},
+			Verbs: []string{"create", "patch"}}}}
+	if _, err := a.cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "executor-default", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "executor"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}}}
+	_, err := a.cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{})
+	return err
+}
+
+func (a argo) workflow(ns, name string, w workload) map[string]any {
+	sec := toMap(restrictedContainer())
+	var tasks []any
+	for _, s := range w.steps {
+		task := map[string]any{"name": s.name, "template": "true"}
+		if len(s.deps) > 0 {
+			task["dependencies"] = toAny(s.deps)
+		}
+		if s.output {
+			task["template"] = "output"
+			in := ""
+			if len(s.deps) > 0 {
+				in = fmt.Sprintf("{{tasks.%s.outputs.parameters.out}}", s.deps[0])
+			}
+			task["arguments"] = map[string]any{"parameters": []any{map[string]any{"name": "in", "value": in}}}
+		}
+		tasks = append(tasks, task)
+	}
+	out := step{output: true}
+	return map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"entrypoint":      "main",
+			"securityContext": toMap(restrictedPod()),
+			"volumes":         []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}},
+			"templates": []any{
+				map[string]any{"name": "main", "dag": map[string]any{"tasks": tasks}},
+				map[string]any{"name": "true", "container": map[string]any{
+					"image": a.image, "command": []any{"true"}, "securityContext": sec}},
+				map[string]any{"name": "output",
+					"inputs":  map[string]any{"parameters": []any{map[string]any{"name": "in"}}},
+					"outputs": map[string]any{"parameters": []any{map[string]any{"name": "out", "valueFrom": map[string]any{"path": "/tmp/out"}}}},
+					"container": map[string]any{"image": a.image, "securityContext": sec,
+						"command":      []any{"sh", "-c", out.script() + " > /tmp/out", "sh", "{{inputs.parameters.in}}"},
+						"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}}}},
+			},
+		},
+	}
+}
+
+func (a argo) submit(ctx context.Context, ns string, w workload, _ *recorder) error {
+	return forGroups(w.groups, func(i int) error {
+		wf := &unstructured.Unstructured{Object: a.workflow(ns, groupName(i), w)}
+		_, err := a.dyn.Resource(workflowGVR).Namespace(ns).Create(ctx, wf, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func (a argo) finished(ctx context.Context, ns string, w workload) (bool, error) {
+	list, err := phases(ctx, a.dyn, workflowGVR, ns)
+	if err != nil {
+		return false, err
+	}
+	return allPhase(list, w.groups, "Succeeded", "Failed", "Error")
+}
+
+func (argo) key(pod *corev1.Pod) (string, string, bool) {
+	g := pod.Labels["workflows.argoproj.io/workflow"]
+	node := pod.Annotations["workflows.argoproj.io/node-name"]
+	i := strings.LastIndex(node, ".")
+	return g, node[i+1:], g != "" && i > 0
+}
+
+// bare runs the workload's pods directly: the harness itself starts each pod the moment it sees
+// its dependencies succeed, as a controller with no overhead would.
+type bare struct {
+	cs    kubernetes.Interface
+	image string
+}
+
+func (bare) name() string { return "bare" }
+
+func (bare) prepare(context.Context, string, workload) error { return nil }
+
+func (b bare) pod(ns, group string, s step) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: group + "-" + s.name, Namespace: ns,
+			Labels: map[string]string{"compare.ergon.dev/group": group, "compare.ergon.dev/step": s.name}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SecurityContext: restrictedPod(),
+			AutomountServiceAccountToken: new(false),
+			Containers: []corev1.Container{{Name: "main", Image: b.image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", s.script(), "sh", ""}, SecurityContext: restrictedContainer()}}},
+	}
+}
+
+func (b bare) submit(ctx context.Context, ns string, w workload, rec *recorder) error {
+	var mu sync.Mutex
+	started := map[string]bool{}
+	start := func(group string, s step) {
+		mu.Lock()
+		if started[group+"/"+s.name] {
+			mu.Unlock()
+			return
+		}
+		started[group+"/"+s.name] = true
+		mu.Unlock()
+		if _, err := b.cs.CoreV1().Pods(ns).Create(ctx, b.pod(ns, group, s), metav1.CreateOptions{}); err != nil {
+			rec.fail(fmt.Errorf("creating pod %s-%s: %w", group, s.name, err))
+		}
+	}
+	rec.setOnDone(func(group, _ string) {
+		for _, s := range w.steps {
+			ready := len(s.deps) > 0
+			for _, d := range s.deps {
+				ready = ready && rec.isDone(group, d)
+			}
+			if ready {
+				go start(group, s)
+			}
+		}
+	})
+	return forGroups(w.groups, func(i int) error {
+		for _, s := range w.steps {
+			if len(s.deps) == 0 {
+				start(groupName(i), s)
+			}
+		}
+		return nil
+	})
+}
+
+func (b bare) finished(_ context.Context, _ string, w workload) (bool, error) { return false, nil }
+
+func (bare) key(pod *corev1.Pod) (string, string, bool) {
+	g, s := pod.Labels["compare.ergon.dev/group"], pod.Labels["compare.ergon.dev/step"]
+	return g, s, g != "" && s != ""
+}
+
+// forGroups calls create for each group, 8 at a time, and returns the first error.
+func forGroups(n int, create func(int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := create(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}

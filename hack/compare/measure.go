@@ -1,0 +1,223 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// recorder watches the pods of a namespace and notes, by group and step, when each was first
+// seen and when it was first seen Succeeded: both on this machine's clock, from one watch.
+type recorder struct {
+	key     func(*corev1.Pod) (string, string, bool)
+	mu      sync.Mutex
+	created map[string]time.Time
+	done    map[string]time.Time
+	failed  []string
+	onDone  func(group, step string)
+}
+
+func record(ctx context.Context, cs kubernetes.Interface, ns string, key func(*corev1.Pod) (string, string, bool)) *recorder {
+	r := &recorder{key: key, created: map[string]time.Time{}, done: map[string]time.Time{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.see(o.(*corev1.Pod)) },
+		UpdateFunc: func(_, o any) { r.see(o.(*corev1.Pod)) },
+	})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return r
+}
+
+func (r *recorder) see(pod *corev1.Pod) {
+	group, step, ok := r.key(pod)
+	if !ok {
+		return
+	}
+	k := group + "/" + step
+	now := time.Now()
+	r.mu.Lock()
+	if _, seen := r.created[k]; !seen {
+		r.created[k] = now
+	}
+	var notify func(string, string)
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		if _, seen := r.done[k]; !seen {
+			r.done[k] = now
+			notify = r.onDone
+		}
+	case corev1.PodFailed:
+		r.failed = append(r.failed, k)
+	}
+	r.mu.Unlock()
+	if notify != nil {
+		notify(group, step)
+	}
+}
+
+func (r *recorder) setOnDone(f func(group, step string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onDone = f
+}
+
+func (r *recorder) isDone(group, step string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.done[group+"/"+step]
+	return ok
+}
+
+func (r *recorder) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = append(r.failed, err.Error())
+}
+
+func (r *recorder) status() (done int, failed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.done), slices.Clone(r.failed)
+}
+
+// delays is "dependencies done -> pod created" for every step: from the last dependency seen
+// Succeeded, or from submit for a step without one.
+func (r *recorder) delays(w workload, submitted time.Time) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for g := range w.groups {
+		for _, s := range w.steps {
+			created, ok := r.created[groupName(g)+"/"+s.name]
+			if !ok {
+				continue
+			}
+			ready := submitted
+			for _, d := range s.deps {
+				ready = later(ready, r.done[groupName(g)+"/"+d])
+			}
+			out = append(out, created.Sub(ready))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[(len(sorted)-1)*p/100]
+}
+
+// apiRequests sums the API server's apiserver_request_total: all requests, and the writes.
+func apiRequests(ctx context.Context, cs kubernetes.Interface) (all, writes float64, err error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	s := bufio.NewScanner(bytes.NewReader(raw))
+	s.Buffer(make([]byte, 1<<20), 1<<22)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		all += v
+		for _, verb := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="DELETE"`, `verb="APPLY"`} {
+			if strings.Contains(line, verb) {
+				writes += v
+			}
+		}
+	}
+	return all, writes, s.Err()
+}
+
+// controllerProcess is a controller's process on this node, found by its command line in /proc
+// (the local cluster's pods share the host's PID namespace tree).
+type controllerProcess struct{ pid int }
+
+func findProcess(match func(args []string) bool) (controllerProcess, error) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		if match(strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")) {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			return controllerProcess{pid: pid}, nil
+		}
+	}
+	return controllerProcess{}, fmt.Errorf("no such process")
+}
+
+// resetPeak restarts the kernel's peak RSS (VmHWM) count of the process.
+func (p controllerProcess) resetPeak() error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0)
+}
+
+// usage is the CPU seconds the process has used and its peak RSS in bytes since resetPeak.
+func (p controllerProcess) usage() (cpu float64, peak int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			peak = kb << 10
+		}
+	}
+	return (utime + stime) / 100, peak, nil // USER_HZ is 100 on Linux
+}
