@@ -23,7 +23,7 @@ type StepOutcome string
 
 // OutcomeDependency is a dependency on a step's outcome: the step named must end, and
 // with one of the outcomes listed, or the dependent step is Skipped (reason OutcomeNotMet).
-// +kubebuilder:validation:XValidation:rule="!self.?handles.orValue(false) || 'Failed' in self.on",fieldPath=".handles",reason="FieldValueInvalid",message="handles applies to a failure: add Failed to on, or remove handles"
+// +kubebuilder:validation:XValidation:rule="!self.?handles.orValue(false) || 'Failed' in self.outcomes",fieldPath=".handles",reason="FieldValueInvalid",message="handles applies to a failure: add Failed to outcomes, or remove handles"
 type OutcomeDependency struct {
 	// step names a step of the same graph.
 	// +kubebuilder:validation:MinLength=1
@@ -31,14 +31,16 @@ type OutcomeDependency struct {
 	// +required
 	Step string `json:"step"`
 
-	// on lists the outcomes of step that let this one run, for example [Failed].
+	// outcomes lists the outcomes of step that let this one run, for example [Failed]. (It
+	// is not called "on": YAML 1.1 parsers, kubectl's among them, read an unquoted on: key as
+	// the boolean true.)
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=3
 	// +required
-	On []StepOutcome `json:"on"`
+	Outcomes []StepOutcome `json:"outcomes"`
 
-	// handles, with Failed in on, makes this step the handler of step's failure: when step
+	// handles, with Failed in outcomes, makes this step the handler of step's failure: when step
 	// fails and this step then succeeds, the failure does not fail the Run. Without it, the
 	// failure still fails the Run once this step has run.
 	// +optional

@@ -196,7 +196,7 @@ type Step struct {
 	DependsOn []string `json:"dependsOn,omitempty"`
 
 	// after names steps that must end before this one starts, each with the outcomes it
-	// needs: {step: build, on: [Failed]} runs this step only when build failed (a failure
+	// needs: {step: build, outcomes: [Failed]} runs this step only when build failed (a failure
 	// branch). A step may list a dependency in dependsOn or in after, not in both.
 	// +listType=map
 	// +listMapKey=step

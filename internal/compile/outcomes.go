@@ -58,18 +58,18 @@ func (c *compiler) checkAfter() field.ErrorList {
 				errs = append(errs, field.Duplicate(p.Child("step"), a.Step+
 					": it is in dependsOn too; name it once, in after to choose the outcomes it needs"))
 			}
-			if len(a.On) == 0 {
-				errs = append(errs, field.Required(p.Child("on"),
+			if len(a.Outcomes) == 0 {
+				errs = append(errs, field.Required(p.Child("outcomes"),
 					"list the outcomes of "+a.Step+" this step runs after, for example [Failed]"))
 			}
-			for k, o := range a.On {
+			for k, o := range a.Outcomes {
 				if !slices.Contains(Outcomes, string(o)) {
-					errs = append(errs, field.NotSupported(p.Child("on").Index(k), o, Outcomes))
+					errs = append(errs, field.NotSupported(p.Child("outcomes").Index(k), o, Outcomes))
 				}
 			}
-			if a.Handles && !slices.Contains(a.On, ergonv1alpha1.StepOutcome(ergonv1alpha1.StepFailed)) {
+			if a.Handles && !slices.Contains(a.Outcomes, ergonv1alpha1.StepOutcome(ergonv1alpha1.StepFailed)) {
 				errs = append(errs, field.Invalid(p.Child("handles"), true,
-					"handles applies to a failure: add Failed to on, or remove handles"))
+					"handles applies to a failure: add Failed to outcomes, or remove handles"))
 			}
 		}
 	}
@@ -166,4 +166,12 @@ func (s *Scene) Dependencies(name string) []string {
 		return s.Finally.Dependencies(name)
 	}
 	return s.Graph.Dependencies(name)
+}
+
+// Dependents are the steps that wait for a step of the graph or a finally step.
+func (s *Scene) Dependents(name string) []string {
+	if s.IsFinally(name) {
+		return s.Finally.Dependents(name)
+	}
+	return s.Graph.Dependents(name)
 }

@@ -40,7 +40,7 @@ func (p *planner) branchesOf(name string) []branch {
 		p.outcomes.branches = map[string][]branch{}
 		for _, n := range p.f.Scene.Graph.Names() {
 			for _, a := range p.f.Scene.Steps[n].Spec.After {
-				p.outcomes.branches[a.Step] = append(p.outcomes.branches[a.Step], branch{step: n, on: a.On, handles: a.Handles})
+				p.outcomes.branches[a.Step] = append(p.outcomes.branches[a.Step], branch{step: n, on: a.Outcomes, handles: a.Handles})
 			}
 		}
 	}
@@ -88,9 +88,9 @@ func (p *planner) unhandledFailure() string {
 func (p *planner) outcomeUnmet(step *compile.Step) string {
 	for _, a := range step.Spec.After {
 		phase := p.state(a.Step).Phase
-		if !slices.Contains(a.On, ergonv1alpha1.StepOutcome(phase)) {
-			on := make([]string, len(a.On))
-			for i, o := range a.On {
+		if !slices.Contains(a.Outcomes, ergonv1alpha1.StepOutcome(phase)) {
+			on := make([]string, len(a.Outcomes))
+			for i, o := range a.Outcomes {
 				on[i] = string(o)
 			}
 			return fmt.Sprintf("it runs after %s ends %s, and %s ended %s", a.Step, strings.Join(on, " or "), a.Step, phase)

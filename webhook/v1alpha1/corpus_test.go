@@ -32,7 +32,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-// corpusCase is one object of testdata/invalid.yaml that a webhook must refuse.
+// corpusCase is one object of testdata/invalid*.yaml that a webhook must refuse.
 type corpusCase struct {
 	Name   string           `json:"name"`
 	Setup  []map[string]any `json:"setup,omitempty"`
@@ -54,13 +54,21 @@ func corpusObject(raw map[string]any, namespace, fallback string) *unstructured.
 }
 
 var _ = Describe("The admission webhooks' corpus", func() {
-	data, err := os.ReadFile(filepath.Join("testdata", "invalid.yaml"))
-	if err != nil {
-		panic(err)
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid*.yaml"))
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("no testdata/invalid*.yaml: %v", err))
 	}
 	var cases []corpusCase
-	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
-		panic(fmt.Sprintf("testdata/invalid.yaml: %v", err))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			panic(err)
+		}
+		var more []corpusCase
+		if err := yaml.UnmarshalStrict(data, &more); err != nil {
+			panic(fmt.Sprintf("%s: %v", file, err))
+		}
+		cases = append(cases, more...)
 	}
 	entries := make([]TableEntry, 0, len(cases))
 	for _, c := range cases {
