@@ -5,7 +5,7 @@ Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
 You may obtain a copy of the License at
 
-    http://www.apache.org/licenses/LICENSE-2.0
+	http://www.apache.org/licenses/LICENSE-2.0
 
 Unless required by applicable law or agreed to in writing, software
 distributed under the License is distributed on an "AS IS" BASIS,
@@ -196,9 +196,9 @@ func TestFailureBranches(t *testing.T) {
 			steps2: map[string]ergonv1alpha1.StepPhase{"fix": ergonv1alpha1.StepFailed},
 		},
 		{
-			name:    "a failure branch is skipped when its step succeeds",
-			steps:   []ergonv1alpha1.Step{step("build"), after("fix", "build", true, onFailed), step("deploy", "build")},
-			phase:   ergonv1alpha1.RunSucceeded, reason: ergonv1alpha1.ReasonSucceeded,
+			name:  "a failure branch is skipped when its step succeeds",
+			steps: []ergonv1alpha1.Step{step("build"), after("fix", "build", true, onFailed), step("deploy", "build")},
+			phase: ergonv1alpha1.RunSucceeded, reason: ergonv1alpha1.ReasonSucceeded,
 			steps2: map[string]ergonv1alpha1.StepPhase{"fix": ergonv1alpha1.StepSkipped, "deploy": ergonv1alpha1.StepSucceeded},
 		},
 		{
