@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,10 +44,8 @@ func (l *podLog) add(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	run := pod.Labels[ergonv1alpha1.LabelRun]
-	for _, p := range l.pods[run] {
-		if p == pod.Name {
-			return
-		}
+	if slices.Contains(l.pods[run], pod.Name) {
+		return
 	}
 	l.pods[run] = append(l.pods[run], pod.Name)
 }
@@ -60,10 +59,8 @@ func (l *podLog) of(run string) []string {
 // failIf fails the pods of the named steps and echoes the last argument of the others.
 func failIf(steps ...string) script {
 	return func(pod *corev1.Pod) outcome {
-		for _, s := range steps {
-			if pod.Labels[ergonv1alpha1.LabelStep] == s {
-				return outcome{ExitCode: 1}
-			}
+		if slices.Contains(steps, pod.Labels[ergonv1alpha1.LabelStep]) {
+			return outcome{ExitCode: 1}
 		}
 		return echoLastArg(pod)
 	}
@@ -147,7 +144,8 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
 			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunRunning))
 			g.Expect(phaseOf(run, "wait")).To(Equal(ergonv1alpha1.StepCancelled))
-			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("forever-1", "notify", 1)}, &corev1.Pod{})).To(Succeed())
+			notify := types.NamespacedName{Namespace: ns, Name: naming.StepPodName("forever-1", "notify", 1)}
+			g.Expect(k8sClient.Get(ctx, notify, &corev1.Pod{})).To(Succeed())
 		}).Should(Succeed())
 		close(release)
 		run = finished(ctx, ns, "forever-1")

@@ -110,7 +110,8 @@ func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*e
 
 // reuse returns the status of the original's steps the retry does not run again, in the
 // original's order, with their outputs copied into ConfigMaps the retry owns.
-func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.Run, scene *compile.Scene) ([]ergonv1alpha1.StepStatus, error) {
+func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.Run,
+	scene *compile.Scene) ([]ergonv1alpha1.StepStatus, error) {
 	was := map[string]*ergonv1alpha1.StepStatus{}
 	for i := range original.Status.Steps {
 		was[original.Status.Steps[i].Name] = &original.Status.Steps[i]
@@ -156,7 +157,8 @@ func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.
 
 // reusedValue reads a step's whole output from the original: inline in its status, or from
 // the ConfigMap its status names, which must hold the size and SHA-256 recorded there.
-func (r *RunReconciler) reusedValue(ctx context.Context, original *ergonv1alpha1.Run, step string, out *ergonv1alpha1.OutputValue) (string, error) {
+func (r *RunReconciler) reusedValue(ctx context.Context, original *ergonv1alpha1.Run, step string,
+	out *ergonv1alpha1.OutputValue) (string, error) {
 	if out.Ref == nil {
 		return out.Preview, nil
 	}

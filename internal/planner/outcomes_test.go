@@ -27,8 +27,8 @@ import (
 )
 
 // notify is a finally step that prints what it sees of the Run.
-func notify(name string, deps ...string) ergonv1alpha1.Step {
-	s := step(name, deps...)
+func notify() ergonv1alpha1.Step {
+	s := step("notify")
 	s.Container.Command = []string{"echo", "{{ .run.phase }}:{{ range .run.failedSteps }}{{ . }},{{ end }}"}
 	return s
 }
@@ -90,7 +90,7 @@ func TestFinallyStepsRunAfterTheGraphWhateverItsOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, ergonv1alpha1.SceneSpec{
 				Steps:   []ergonv1alpha1.Step{step("build"), step("deploy", "build")},
-				Finally: []ergonv1alpha1.Step{notify("notify"), step("cleanup", "notify")},
+				Finally: []ergonv1alpha1.Step{notify(), step("cleanup", "notify")},
 			}, outcomes(tc.outcome))
 			commands := w.drive(20)
 			if w.run.Status.Phase != tc.phase {
@@ -118,7 +118,7 @@ func TestFinallyStepsRunAfterTheGraphWhateverItsOutcome(t *testing.T) {
 func TestFinallyStepsRunAfterACancel(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{
 		Steps:   []ergonv1alpha1.Step{step("long"), step("next", "long")},
-		Finally: []ergonv1alpha1.Step{notify("notify")},
+		Finally: []ergonv1alpha1.Step{notify()},
 	}, outcomes(map[string]PodPhase{"long": "", "notify": ""}))
 	w.drive(2)
 	w.run.Spec.Cancel = true
@@ -143,7 +143,7 @@ func TestFinallyStepsRunAfterACancel(t *testing.T) {
 func TestFinallyStepsAfterTheRunTimedOutAndTheirOwnTimeout(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{
 		Steps:          []ergonv1alpha1.Step{step("long")},
-		Finally:        []ergonv1alpha1.Step{notify("notify")},
+		Finally:        []ergonv1alpha1.Step{notify()},
 		FinallyTimeout: &metav1.Duration{Duration: time.Minute},
 	}, outcomes(map[string]PodPhase{"long": "", "notify": ""}))
 	w.run.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
@@ -238,7 +238,7 @@ func TestAFailureBranchRunsOnceAfterTheLastRetry(t *testing.T) {
 	build := step("build")
 	build.Retry = &ergonv1alpha1.RetryPolicy{Limit: 2, Backoff: &ergonv1alpha1.Backoff{Duration: &metav1.Duration{Duration: 10 * time.Second}}}
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{build, after("fix", "build", true, onFailed)},
-		Finally: []ergonv1alpha1.Step{notify("notify")}}, outcomes(map[string]PodPhase{"build": PodFailed}))
+		Finally: []ergonv1alpha1.Step{notify()}}, outcomes(map[string]PodPhase{"build": PodFailed}))
 	w.drive(100)
 	if got := w.status("build"); got.Attempts != 3 || got.Phase != ergonv1alpha1.StepFailed {
 		t.Fatalf("build: %d attempts, %s; want 3, Failed", got.Attempts, got.Phase)
@@ -280,7 +280,7 @@ func TestASuspendedRunStillTimesOutAndACancelRunsFinally(t *testing.T) {
 	retrying := step("a")
 	retrying.Retry = &ergonv1alpha1.RetryPolicy{Limit: 3, Backoff: &ergonv1alpha1.Backoff{Duration: &metav1.Duration{Duration: 10 * time.Second}}}
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{retrying, step("b", "a")},
-		Finally: []ergonv1alpha1.Step{notify("notify")}}, outcomes(map[string]PodPhase{"a": PodFailed, "notify": ""}))
+		Finally: []ergonv1alpha1.Step{notify()}}, outcomes(map[string]PodPhase{"a": PodFailed, "notify": ""}))
 	w.run.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
 	w.run.Spec.Suspend = true
 	w.drive(1)
