@@ -103,7 +103,7 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Scene", ns, "broken", failed)
 	})
 
-	It("of Runs: waiting for the Scene, running, waiting on a Gate, succeeded, failed, cancelled", func(ctx SpecContext) {
+	It("of Runs: waiting for the Scene, running, waiting on a Gate, suspended, succeeded, failed, cancelled", func(ctx SpecContext) {
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
 			switch args := stepArgs(pod); args[len(args)-1] {
 			case "stay":
@@ -125,6 +125,7 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		createRun(ctx, ns, "bad-1", "bad", nil)
 		createRun(ctx, ns, "slow-1", "slow", nil)
 		createRun(ctx, ns, "slow-2", "slow", nil)
+		suspended := createRun(ctx, ns, "slow-3", "slow", nil)
 		createRun(ctx, ns, "gated-1", "gated", nil)
 
 		expectHealth(ctx, "Run", ns, "ok-1", current)
@@ -132,6 +133,8 @@ var _ = Describe("Health as Flux (kstatus) and Argo CD (docs/gitops) see it", fu
 		expectHealth(ctx, "Run", ns, "slow-1", progressing)
 		expectHealth(ctx, "Run", ns, "gated-1", gitopsHealth{status.InProgressStatus, "Suspended"})
 		cancelRun(ctx, ns, "slow-2")
+		Expect(k8sClient.Patch(ctx, suspended, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)))).To(Succeed())
+		expectHealth(ctx, "Run", ns, "slow-3", gitopsHealth{status.InProgressStatus, "Suspended"})
 		expectHealth(ctx, "Run", ns, "slow-2", failed)
 
 		By("and of the Gate the Run waits on: pending, then decided")

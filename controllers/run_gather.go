@@ -350,9 +350,13 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 	return nil
 }
 
-// neededLater reports whether a step that has not started yet depends on this one.
+// neededLater reports whether a step that has not started yet depends on this one, or may
+// read it as a finally step.
 func neededLater(scene *compile.Scene, step string, phases map[string]ergonv1alpha1.StepPhase) bool {
-	for _, d := range scene.Graph.Dependents(step) {
+	if finallyPending(scene, phases) {
+		return true
+	}
+	for _, d := range scene.Dependents(step) {
 		if p := phases[d]; p == "" || p == ergonv1alpha1.StepPending {
 			return true
 		}

@@ -48,6 +48,9 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled,
 			"the Run was cancelled before it started")
 	}
+	if run.Spec.RetryOf != nil {
+		return r.startRetry(ctx, run)
+	}
 	scene := &ergonv1alpha1.Scene{}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
 	err := r.Get(ctx, key, scene)

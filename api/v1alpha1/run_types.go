@@ -27,6 +27,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.sceneRef == oldSelf.sceneRef",fieldPath=".sceneRef",reason="FieldValueForbidden",message="sceneRef is immutable; create a new Run to run another Scene"
 // +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",fieldPath=".params",reason="FieldValueForbidden",message="params are immutable; create a new Run with other params"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",fieldPath=".cancel",reason="FieldValueForbidden",message="a cancelled Run cannot be resumed; create a new Run"
+// +kubebuilder:validation:XValidation:rule="has(self.retryOf) == has(oldSelf.retryOf) && (!has(self.retryOf) || self.retryOf == oldSelf.retryOf)",fieldPath=".retryOf",reason="FieldValueForbidden",message="retryOf is immutable; create a new Run to retry another"
 type RunSpec struct {
 	// sceneRef names the Scene to run, in the Run's namespace.
 	// +required
@@ -51,10 +52,23 @@ type RunSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// suspend, set to true, pauses the Run: running steps finish, no new step or attempt
+	// starts, and the Run is Suspended. Setting it back to false resumes. The Run's timeout
+	// keeps running while it is suspended.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// retryOf names a finished Run of the same Scene that failed or was cancelled: this Run
+	// runs that Run's snapshot with its params, reuses the outputs of the steps that
+	// succeeded there (copied, their SHA-256 verified), and runs only the others. The original
+	// is not changed.
+	// +optional
+	RetryOf *RunReference `json:"retryOf,omitempty"`
 }
 
 // RunPhase is where a Run is in its life.
-// +kubebuilder:validation:Enum=Pending;Running;Waiting;Succeeded;Failed;Cancelled
+// +kubebuilder:validation:Enum=Pending;Running;Waiting;Suspended;Succeeded;Failed;Cancelled
 type RunPhase string
 
 // Run phases.
@@ -62,6 +76,7 @@ const (
 	RunPending   RunPhase = "Pending"
 	RunRunning   RunPhase = "Running"
 	RunWaiting   RunPhase = "Waiting"
+	RunSuspended RunPhase = "Suspended"
 	RunSucceeded RunPhase = "Succeeded"
 	RunFailed    RunPhase = "Failed"
 	RunCancelled RunPhase = "Cancelled"

@@ -94,6 +94,22 @@ type SceneSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +required
 	Steps []Step `json:"steps"`
+
+	// finally are steps that run once the graph has ended, whatever its outcome: Succeeded,
+	// Failed (a step failed or the Run timed out) or Cancelled. They read .run.phase and
+	// .run.failedSteps; their own outcome never changes the Run's. They may depend on each
+	// other, not on steps of the graph: they all run after it. See docs/control-flow-outcomes.md.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Finally []Step `json:"finally,omitempty"`
+
+	// finallyTimeout bounds the finally steps together, from when the graph ended, for
+	// example 5m; those still running then are stopped. Default 10m.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="finallyTimeout must be a positive duration such as 5m"
+	// +optional
+	FinallyTimeout *metav1.Duration `json:"finallyTimeout,omitempty"`
 }
 
 // ParamSpec declares one input of a Scene.
@@ -216,6 +232,15 @@ type Step struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	DependsOn []string `json:"dependsOn,omitempty"`
+
+	// after names steps that must end before this one starts, each with the outcomes it
+	// needs: {step: build, outcomes: [Failed]} runs this step only when build failed (a failure
+	// branch). A step may list a dependency in dependsOn or in after, not in both.
+	// +listType=map
+	// +listMapKey=step
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	After []OutcomeDependency `json:"after,omitempty"`
 
 	// when is a CEL expression over params, steps and run; the step is Skipped unless it
 	// is true, for example: steps.review.decision == 'approve'.

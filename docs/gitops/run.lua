@@ -1,5 +1,6 @@
 -- Argo CD health check for ergon.dev/Run (resource.customizations.health.ergon.dev_Run).
--- A Run waiting on a Gate is Suspended: a person must decide the Gate.
+-- A Run waiting on a Gate is Suspended: a person must decide the Gate. So is a Run whose
+-- spec.suspend is set (phase Suspended): it resumes when spec.suspend is false.
 hs = {status = "Progressing", message = "Waiting for the Run to start"}
 if obj.status == nil or obj.status.phase == nil then
   return hs
@@ -18,7 +19,7 @@ if phase == "Succeeded" then
   hs.status = "Healthy"
 elseif phase == "Failed" or phase == "Cancelled" then
   hs.status = "Degraded"
-elseif phase == "Waiting" then
+elseif phase == "Waiting" or phase == "Suspended" then
   hs.status = "Suspended"
 end
 return hs

@@ -42,6 +42,9 @@ type Scene struct {
 	Graph *dag.Graph
 	// Steps by name.
 	Steps map[string]*Step
+	// Finally is the graph of the finally steps, which run once Graph has ended; nil when
+	// the Scene has none. Steps holds them too (see outcomes.go).
+	Finally *dag.Graph
 	// SecretParams are the params taken from Secrets, which only pods see.
 	SecretParams []ergonv1alpha1.ParamSpec
 }
@@ -104,14 +107,14 @@ type compiler struct {
 func (c *compiler) compile() (*Scene, field.ErrorList) {
 	nodes := make([]dag.Node, len(c.spec.Steps))
 	for i, s := range c.spec.Steps {
-		nodes[i] = dag.Node{Name: s.Name, DependsOn: s.DependsOn}
+		nodes[i] = dag.Node{Name: s.Name, DependsOn: GraphDependencies(&c.spec.Steps[i])}
+	}
+	if errs := c.checkAfter(); len(errs) > 0 {
+		return nil, errs
 	}
 	graph, err := dag.Build(nodes)
 	if err != nil {
-		if e, ok := err.(*dag.Error); ok {
-			return nil, field.ErrorList{field.Invalid(fieldPath(e.Field), nil, e.Detail)}
-		}
-		return nil, field.ErrorList{field.Invalid(c.path.Child("steps"), nil, err.Error())}
+		return nil, field.ErrorList{c.graphError(err, c.spec.Steps, "steps")}
 	}
 	c.graph = graph
 	c.secrets = map[string]bool{}
@@ -126,9 +129,13 @@ func (c *compiler) compile() (*Scene, field.ErrorList) {
 	for _, st := range c.spec.Steps {
 		c.stepNames = append(c.stepNames, st.Name)
 	}
+	for _, st := range c.spec.Finally {
+		c.stepNames = append(c.stepNames, st.Name)
+	}
 	for i := range c.spec.Steps {
 		scene.Steps[c.spec.Steps[i].Name] = c.step(i)
 	}
+	c.compileFinally(scene)
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
@@ -142,13 +149,17 @@ func fieldPath(s string) *field.Path {
 
 func (c *compiler) step(i int) *Step {
 	spec := &c.spec.Steps[i]
-	path := c.path.Child("steps").Index(i)
-	st := &Step{Name: spec.Name, Index: i, Spec: spec}
 	ancestors := map[string]bool{}
 	for _, a := range c.graph.Ancestors(spec.Name) {
 		ancestors[a] = true
 	}
-	upstream := func(step string) bool { return ancestors[step] }
+	return c.compileStep(spec, i, c.path.Child("steps").Index(i), func(step string) bool { return ancestors[step] })
+}
+
+// compileStep compiles a step of the graph or a finally step; upstream tells the steps that
+// have ended when it runs.
+func (c *compiler) compileStep(spec *ergonv1alpha1.Step, i int, path *field.Path, upstream func(string) bool) *Step {
+	st := &Step{Name: spec.Name, Index: i, Spec: spec}
 	if spec.When != "" {
 		p, err := expr.CompileCondition(path.Child("when").String(), spec.When)
 		if err != nil {

@@ -54,6 +54,12 @@ func CheckPrograms(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 		cp := field.NewPath("spec", "steps").Index(i).Child("container")
 		errs = append(errs, checkArgv(cp, s.Container.Command, s.Container.Args)...)
 	}
+	for i, s := range spec.Finally {
+		if s.Container != nil {
+			cp := field.NewPath("spec", "finally").Index(i).Child("container")
+			errs = append(errs, checkArgv(cp, s.Container.Command, s.Container.Args)...)
+		}
+	}
 	return errs
 }
 

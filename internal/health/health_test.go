@@ -67,6 +67,8 @@ func TestKstatusSeesEveryPhaseOfARunAsAFluxUserExpects(t *testing.T) {
 		{"a Run waiting for its Scene is in progress", ergonv1alpha1.RunPending, succeeded(metav1.ConditionUnknown, ergonv1alpha1.ReasonSceneNotFound), status.InProgressStatus},
 		{"a running Run is in progress", ergonv1alpha1.RunRunning, succeeded(metav1.ConditionUnknown, ergonv1alpha1.ReasonRunning), status.InProgressStatus},
 		{"a Run waiting on a Gate is in progress", ergonv1alpha1.RunWaiting, succeeded(metav1.ConditionUnknown, ergonv1alpha1.ReasonWaiting), status.InProgressStatus},
+		{"a suspended Run is in progress: it has not ended, and resumes", ergonv1alpha1.RunSuspended, succeeded(metav1.ConditionUnknown, ergonv1alpha1.ReasonSuspended), status.InProgressStatus},
+		{"a Run running its finally steps is in progress", ergonv1alpha1.RunRunning, succeeded(metav1.ConditionUnknown, ergonv1alpha1.ReasonFinalizing), status.InProgressStatus},
 		{"a succeeded Run is current", ergonv1alpha1.RunSucceeded, succeeded(metav1.ConditionTrue, ergonv1alpha1.ReasonSucceeded), status.CurrentStatus},
 		{"a failed Run has failed", ergonv1alpha1.RunFailed, succeeded(metav1.ConditionFalse, ergonv1alpha1.ReasonStepFailed), status.FailedStatus},
 		{"a cancelled Run has failed", ergonv1alpha1.RunCancelled, succeeded(metav1.ConditionFalse, ergonv1alpha1.ReasonCancelled), status.FailedStatus},

@@ -61,7 +61,8 @@ func (p *planner) templateData() map[string]any {
 	d := template.Data{
 		Params: p.params,
 		Steps:  map[string]template.StepData{},
-		Run:    template.RunData{Name: p.f.Run.Name, Namespace: p.f.Run.Namespace, UID: string(p.f.Run.UID)},
+		Run: template.RunData{Name: p.f.Run.Name, Namespace: p.f.Run.Namespace, UID: string(p.f.Run.UID),
+			Phase: string(ergonv1alpha1.RunRunning), FailedSteps: p.failedSteps()},
 	}
 	for name, s := range p.steps {
 		d.Steps[name] = p.stepData(name, s)

@@ -29,48 +29,81 @@ import (
 // fan-out would otherwise double the size of its status.
 const MaxRunOutputs = 16
 
-// finish derives the Run's phase, progress, outputs and Succeeded condition from its steps.
-func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
-	total := p.f.Scene.Graph.Len()
-	finished, running, waiting := 0, 0, 0
+// outcome is where the graph of a Run stands: its step counts and the phase, reason and
+// message the Run has from them (finally steps aside).
+type outcome struct {
+	finished, running, waiting, total int
+	done                              bool
+	phase                             ergonv1alpha1.RunPhase
+	reason, message                   string
+}
+
+// graphOutcome derives the outcome of the graph from its steps.
+func (p *planner) graphOutcome() outcome {
+	o := outcome{total: p.f.Scene.Graph.Len()}
 	for _, name := range p.f.Scene.Graph.Names() {
 		s := p.state(name)
 		switch {
 		case s == nil:
 		case s.Phase.Finished():
-			finished++
+			o.finished++
 		case s.Phase == ergonv1alpha1.StepWaiting:
-			waiting++
+			o.waiting++
 		default:
-			running++
+			o.running++
 		}
 	}
-	status.Progress = fmt.Sprintf("%d/%d", finished, total)
-
-	phase, reason, message := ergonv1alpha1.RunRunning, ergonv1alpha1.ReasonRunning, fmt.Sprintf("%d of %d steps finished", finished, total)
-	done := finished == total || (p.stopReason != "" && running == 0 && waiting == 0)
+	o.phase, o.reason, o.message = ergonv1alpha1.RunRunning, ergonv1alpha1.ReasonRunning, fmt.Sprintf("%d of %d steps finished", o.finished, o.total)
+	o.done = o.finished == o.total || (p.stopReason != "" && o.running == 0 && o.waiting == 0)
+	unhandled := ""
+	if o.done && p.failedStep == "" {
+		unhandled = p.unhandledFailure()
+	}
 	switch {
-	case done && p.stopReason == ergonv1alpha1.ReasonCancelled:
-		phase, reason, message = ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled, "the Run was cancelled"
-	case done && p.stopReason == ergonv1alpha1.ReasonRunTimedOut:
-		phase, reason, message = ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonRunTimedOut,
+	case o.done && p.stopReason == ergonv1alpha1.ReasonCancelled:
+		o.phase, o.reason, o.message = ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled, "the Run was cancelled"
+	case o.done && p.stopReason == ergonv1alpha1.ReasonRunTimedOut:
+		o.phase, o.reason, o.message = ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonRunTimedOut,
 			fmt.Sprintf("the Run ran past its timeout of %s", p.f.Run.Spec.Timeout.Duration)
-	case done && p.failedStep != "":
+	case o.done && p.failedStep != "":
 		s := p.state(p.failedStep)
-		phase, reason = ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonStepFailed
+		o.phase, o.reason = ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonStepFailed
 		if s.Reason == ergonv1alpha1.ReasonStepTimedOut {
-			reason = ergonv1alpha1.ReasonStepTimedOut
+			o.reason = ergonv1alpha1.ReasonStepTimedOut
 		}
-		message = fmt.Sprintf("step %s failed: %s", s.Name, s.Message)
-	case done:
-		phase, reason, message = ergonv1alpha1.RunSucceeded, ergonv1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps finished", total)
-	case running == 0 && waiting > 0:
+		o.message = fmt.Sprintf("step %s failed: %s", s.Name, s.Message)
+	case unhandled != "":
+		o.phase, o.reason = ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonFailureUnhandled
+		o.message = fmt.Sprintf("step %s failed and no failure branch handled it: %s", unhandled, p.state(unhandled).Message)
+	case o.done:
+		o.phase, o.reason, o.message = ergonv1alpha1.RunSucceeded, ergonv1alpha1.ReasonSucceeded, fmt.Sprintf("all %d steps finished", o.total)
+	}
+	return o
+}
+
+// finish derives the Run's phase, progress, outputs and Succeeded condition from its steps.
+func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
+	o := p.graphOutcome()
+	phase, reason, message := o.phase, o.reason, o.message
+	finished, total := o.finished, o.total
+	if o.done {
+		// The Run ends with the graph's outcome once its finally steps have ended too.
+		phase, reason, message, finished, total = p.finalizingPhase(o)
+	}
+	status.Progress = fmt.Sprintf("%d/%d", finished, total)
+	switch {
+	case phase.Finished():
+	case p.suspended():
+		phase, reason, message = ergonv1alpha1.RunSuspended, ergonv1alpha1.ReasonSuspended, p.suspendedMessage(o)
+	case o.done:
+	case o.running == 0 && o.waiting > 0:
 		phase, reason, message = ergonv1alpha1.RunWaiting, ergonv1alpha1.ReasonWaiting, p.waitingOn()
 	default:
 		if why := p.holdingUp(); why != "" {
 			message += "; " + why
 		}
 	}
+	p.suspensionEvents(status.Phase, phase)
 
 	if phase != status.Phase && phase.Finished() {
 		now := p.now

@@ -116,6 +116,8 @@ type planner struct {
 	// data and vars are what templates and conditions see; see templateData.
 	data map[string]any
 	vars expr.Vars
+	// outcomes is the state of finally steps and failure branches; see finally.go.
+	outcomes outcomeState
 }
 
 // Decide computes the plan for one Run.
@@ -137,7 +139,7 @@ func Decide(f *Facts) *Plan {
 		p.steps[s.Name] = s
 		p.order = append(p.order, s.Name)
 		p.active += activeUnits(f.Scene.Steps[s.Name], s)
-		if s.Phase == ergonv1alpha1.StepFailed && !f.Scene.Steps[s.Name].Spec.ContinueOnFailure && p.failedStep == "" {
+		if s.Phase == ergonv1alpha1.StepFailed && !p.tolerated(f.Scene.Steps[s.Name]) && p.failedStep == "" {
 			p.failedStep = s.Name
 		}
 	}
@@ -151,6 +153,7 @@ func Decide(f *Facts) *Plan {
 		p.decide(f.Scene.Steps[name])
 	}
 	p.releaseWorkspace()
+	p.decideFinally()
 
 	status.Steps = status.Steps[:0]
 	for _, name := range p.order {
@@ -247,8 +250,11 @@ func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 }
 
 func stopMessage(reason string) string {
-	if reason == ergonv1alpha1.ReasonRunTimedOut {
+	switch reason {
+	case ergonv1alpha1.ReasonRunTimedOut:
 		return "it ran past its timeout"
+	case ReasonFinallyTimedOut:
+		return "its finally steps ran past spec.finallyTimeout"
 	}
 	return "it was cancelled"
 }
@@ -272,14 +278,19 @@ func (p *planner) end(s *ergonv1alpha1.StepStatus, phase ergonv1alpha1.StepPhase
 // ready decides whether a step that has not started may start: it returns false while a
 // dependency is running, and skips the step (returning false) when it must not run.
 func (p *planner) ready(step *compile.Step) bool {
-	deps := p.f.Scene.Graph.Dependencies(step.Name)
-	succeeded, failed := 0, ""
+	if p.suspended() {
+		return false
+	}
+	deps := p.f.Scene.Dependencies(step.Name)
 	for _, d := range deps {
-		ds := p.state(d)
-		if ds == nil || !ds.Phase.Finished() {
+		if ds := p.state(d); ds == nil || !ds.Phase.Finished() {
 			return false
 		}
-		switch ds.Phase {
+	}
+	// dependsOn keeps its rule; the outcomes after entries need are checked below.
+	succeeded, failed := 0, ""
+	for _, d := range step.Spec.DependsOn {
+		switch ds := p.state(d); ds.Phase {
 		case ergonv1alpha1.StepSucceeded:
 			succeeded++
 		case ergonv1alpha1.StepFailed:
@@ -293,12 +304,15 @@ func (p *planner) ready(step *compile.Step) bool {
 		return false
 	}
 	switch {
-	case p.failedStep != "":
+	case p.failedStep != "" && !p.outcomes.finalizing:
 		return skip(ReasonRunFailing, "step %s failed, so no new step starts", p.failedStep)
 	case failed != "":
 		return skip(ReasonDependencyFailed, "its dependency %s failed", failed)
-	case len(deps) > 0 && succeeded == 0:
+	case len(step.Spec.DependsOn) > 0 && succeeded == 0:
 		return skip(ReasonDependenciesSkipped, "none of its dependencies succeeded")
+	}
+	if unmet := p.outcomeUnmet(step); unmet != "" {
+		return skip(ReasonOutcomeNotMet, "%s", unmet)
 	}
 	for _, d := range deps {
 		if out := p.state(d).Output; out != nil && out.Ref != nil {
@@ -325,7 +339,7 @@ func (p *planner) ready(step *compile.Step) bool {
 // fail ends a step Failed; unless the step may fail, no new step of the Run starts.
 func (p *planner) fail(s *ergonv1alpha1.StepStatus, step *compile.Step, reason, message string) {
 	p.end(s, ergonv1alpha1.StepFailed, reason, message)
-	if !step.Spec.ContinueOnFailure && p.failedStep == "" {
+	if !p.tolerated(step) && p.failedStep == "" {
 		p.failedStep = step.Name
 	}
 }

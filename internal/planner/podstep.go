@@ -73,6 +73,9 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 // or child Run: a scene step counts against both as a pod does, so that a fan-out of sub-scenes
 // is bounded like a fan-out of pods.
 func (p *planner) hasCapacity() bool {
+	if p.suspended() {
+		return false
+	}
 	if par := p.f.Scene.Spec.Parallelism; par != nil && p.active >= int(*par) {
 		return false
 	}
@@ -111,7 +114,7 @@ func (p *planner) take() {
 // inputs are the outputs of a step's succeeded dependencies.
 func (p *planner) inputs(step *compile.Step) []Input {
 	var inputs []Input
-	for _, d := range p.f.Scene.Graph.Dependencies(step.Name) {
+	for _, d := range p.f.Scene.Dependencies(step.Name) {
 		s := p.state(d)
 		if s == nil || s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil {
 			continue

@@ -48,7 +48,7 @@ var LoopFields = []string{"iteration", "previous", "previousOutputs"}
 // stepFields are the keys of .steps.NAME; runFields those of .run.
 var (
 	stepFields = []string{FieldOutput, FieldOutputs, FieldDecision, FieldPhase}
-	runFields  = []string{"name", "namespace", "uid"}
+	runFields  = []string{"name", "namespace", "uid", "phase", "failedSteps"}
 )
 
 // Ref is one piece of data a template reads, as far as it can be told without running it.
@@ -107,7 +107,7 @@ func (s Scope) problem(ref Ref) string {
 		}
 	case KindRun:
 		if ref.Name != "" && !slices.Contains(runFields, ref.Name) {
-			return fmt.Sprintf("template references unknown field .run.%s; use .run.name, .run.namespace or .run.uid",
+			return fmt.Sprintf("template references unknown field .run.%s; use .run.name, .run.namespace, .run.uid, .run.phase or .run.failedSteps",
 				ref.Name)
 		}
 	case KindSteps:

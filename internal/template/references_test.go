@@ -114,7 +114,7 @@ func TestCheck(t *testing.T) {
 		{"an unknown step field is reported", "{{ .steps.fetch.result }}", scope,
 			field + `: template references unknown field "result" of step "fetch"; use output, outputs, decision or phase`},
 		{"an unknown run field is reported", "{{ .run.labels }}", scope,
-			field + `: template references unknown field .run.labels; use .run.name, .run.namespace or .run.uid`},
+			field + `: template references unknown field .run.labels; use .run.name, .run.namespace, .run.uid, .run.phase or .run.failedSteps`},
 		{"an unknown top-level name is reported", "{{ .param.sprint }}", scope,
 			field + `: template references unknown data .param; use .params, .steps or .run`},
 		{"the first problem in the text is reported", "{{ .params.sprint }}{{ .steps.nope.output }}{{ .params.nope }}",

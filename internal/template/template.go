@@ -87,6 +87,11 @@ type StepData struct {
 // RunData is what a template sees of the Run.
 type RunData struct {
 	Name, Namespace, UID string
+	// Phase is the Run's phase: Running while the graph runs; for finally steps, the
+	// outcome the Run ends with (Succeeded, Failed or Cancelled).
+	Phase string
+	// FailedSteps are the steps that have failed, in status order.
+	FailedSteps []string
 }
 
 // Map returns the data as the template sees it: nested maps under the lower-case keys
@@ -119,6 +124,14 @@ func (d Data) Map() map[string]any {
 			"name":      d.Run.Name,
 			"namespace": d.Run.Namespace,
 			"uid":       d.Run.UID,
+			"phase":     d.Run.Phase,
+			"failedSteps": func() []any {
+				failed := make([]any, len(d.Run.FailedSteps))
+				for i, s := range d.Run.FailedSteps {
+					failed[i] = s
+				}
+				return failed
+			}(),
 		},
 	}
 }

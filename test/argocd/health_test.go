@@ -52,6 +52,7 @@ status:
 		{"a Run with no status is progressing", "run", `metadata: {generation: 1}`, "Progressing"},
 		{"a running Run is progressing", "run", `status: {phase: Running}`, "Progressing"},
 		{"a Run waiting on a Gate is suspended", "run", `status: {phase: Waiting}`, "Suspended"},
+		{"a suspended Run is suspended", "run", `status: {phase: Suspended}`, "Suspended"},
 		{"a succeeded Run is healthy", "run", `status: {phase: Succeeded}`, "Healthy"},
 		{"a failed Run is degraded", "run", `
 status: {phase: Failed, conditions: [{type: Succeeded, status: "False", message: step x failed}]}`, "Degraded"},

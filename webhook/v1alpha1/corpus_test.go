@@ -32,7 +32,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-// corpusCase is one object of testdata/invalid.yaml that a webhook must refuse.
+// corpusCase is one object of testdata/invalid*.yaml that a webhook must refuse.
 type corpusCase struct {
 	Name   string           `json:"name"`
 	Setup  []map[string]any `json:"setup,omitempty"`
@@ -55,8 +55,8 @@ func corpusObject(raw map[string]any, namespace, fallback string) *unstructured.
 
 var _ = Describe("The admission webhooks' corpus", func() {
 	files, err := filepath.Glob(filepath.Join("testdata", "invalid*.yaml"))
-	if err != nil {
-		panic(err)
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("no testdata/invalid*.yaml: %v", err))
 	}
 	var cases []corpusCase
 	for _, file := range files {

@@ -98,6 +98,15 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 			return nil, invalid(errs)
 		}
 	}
+	if run.Spec.RetryOf != nil {
+		errs, err := v.checkRetryOf(ctx, run)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if len(errs) > 0 {
+			return nil, invalid(errs)
+		}
+	}
 	scene := &ergonv1alpha1.Scene{}
 	err = v.Reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, scene)
 	if apierrors.IsNotFound(err) {
