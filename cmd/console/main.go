@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,6 +33,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ergon-dev/ergon/internal/console"
 )
@@ -50,16 +53,22 @@ func run() error {
 		maxStreams                                                  int
 	)
 	flag.StringVar(&addr, "bind-address", "127.0.0.1:8080", "address to serve the console on")
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig whose cluster (address and CA) to reach; in a pod, the in-cluster config. Its credentials are used only with --read-only")
-	flag.BoolVar(&readOnly, "read-only", false, "show Ergon with the console's own identity (a ServiceAccount bound to view) to everyone, with no login, and refuse every write")
-	flag.StringVar(&proxyHeader, "auth-header", "", "take each viewer's bearer token from this header, set by an authenticating proxy in front of the console (e.g. X-Forwarded-Access-Token); only when every request passes that proxy")
+	flag.StringVar(&kubeconfig, "kubeconfig", "",
+		"kubeconfig naming the API server (address and CA); in a pod, the in-cluster one. Its credentials serve --read-only only")
+	flag.BoolVar(&readOnly, "read-only", false,
+		"show Ergon to everyone with the console's own identity (a ServiceAccount bound to view), no login, and refuse every write")
+	flag.StringVar(&proxyHeader, "auth-header", "",
+		"take each viewer's bearer token from this header, set by an authenticating proxy in front of the console "+
+			"(e.g. X-Forwarded-Access-Token); only when every request passes that proxy")
 	flag.StringVar(&namespace, "default-namespace", "default", "namespace shown first, and to viewers who may not list namespaces")
 	flag.StringVar(&certFile, "tls-cert-file", "", "serve HTTPS with this certificate (with --tls-key-file)")
 	flag.StringVar(&keyFile, "tls-key-file", "", "key of --tls-cert-file")
-	flag.IntVar(&maxStreams, "max-streams", 500, "live streams (server-sent events) open at once; each holds one watch per kind with its viewer's token")
+	flag.IntVar(&maxStreams, "max-streams", 500,
+		"live streams (server-sent events) open at once; each holds one watch per kind with its viewer's token")
 	flag.Parse()
 
-	cfg, err := restConfig(kubeconfig)
+	ctrllog.SetLogger(zap.New())
+	cfg, err := restConfig(kubeconfig, readOnly)
 	if err != nil {
 		return err
 	}
@@ -88,7 +97,11 @@ func run() error {
 	if certFile != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(os.Stderr, "console: serving %s://%s (%s), API server %s\n", scheme, addr, map[bool]string{true: "read-only", false: "as each viewer"}[readOnly], cfg.Host)
+	mode := "as each viewer"
+	if readOnly {
+		mode = "read-only"
+	}
+	fmt.Fprintf(os.Stderr, "console: serving %s://%s (%s), API server %s\n", scheme, addr, mode, cfg.Host)
 	if certFile != "" {
 		err = hs.ListenAndServeTLS(certFile, keyFile)
 	} else {
@@ -100,13 +113,23 @@ func run() error {
 	return err
 }
 
-// restConfig is the API server to reach: from --kubeconfig or KUBECONFIG, else in-cluster.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// restConfig is the API server to reach: from --kubeconfig or KUBECONFIG, else in-cluster. In
+// a pod the console has no token of its own unless it is read-only: it then knows only the
+// API server's address and CA, and every request brings its viewer's token.
+func restConfig(kubeconfig string, readOnly bool) (*rest.Config, error) {
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	if kubeconfig == "" {
+	switch {
+	case kubeconfig != "":
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	case readOnly:
 		return rest.InClusterConfig()
 	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return nil, errors.New("no kubeconfig, and not in a pod: set --kubeconfig or KUBECONFIG")
+	}
+	return &rest.Config{Host: "https://" + net.JoinHostPort(host, port),
+		TLSClientConfig: rest.TLSClientConfig{CAFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}}, nil
 }
