@@ -386,12 +386,24 @@
         cond && cond.message ? h("p", { class: "muted", id: "condition" }, cond.reason + ": " + cond.message) : null,
         cancel);
     }
+    // drawSteps rebuilds only the panels whose step changed, so a 1,000-step Run stays quick.
+    const panels = new Map();
     function drawSteps() {
       const st = data.run.status || {};
       const byName = new Map((st.steps || []).map((x) => [x.name, x]));
       const kinds = new Map(data.graph.nodes.map((n) => [n.name, n.kind]));
       const names = data.graph.nodes.length ? data.graph.nodes.map((n) => n.name) : [...byName.keys()];
-      stepsBox.replaceChildren(...names.map((n) => stepPanel(n, kinds.get(n) || "", byName.get(n))));
+      const els = names.map((n) => {
+        const x = byName.get(n), l = loaded.get(n);
+        const key = JSON.stringify(x || null) + open.has(n) + (l ? l.what + (l.text || l.error || "").length : "") +
+          (x && x.startedAt && !x.finishedAt ? Math.floor(Date.now() / 1000) : "");
+        const p = panels.get(n);
+        if (p && p.key === key) return p.el;
+        const el = stepPanel(n, kinds.get(n) || "", x);
+        panels.set(n, { key, el });
+        return el;
+      });
+      if (els.length !== stepsBox.childNodes.length || els.some((e, i) => stepsBox.childNodes[i] !== e)) stepsBox.replaceChildren(...els);
     }
     function stepPanel(n, kind, x) {
       const d = h("details", { class: "step", "data-step": n, open: open.has(n) });
@@ -428,9 +440,14 @@
       }
       return d;
     }
+    let gatesKey = null;
     function drawGates() {
       const gates = [...state.gates.values()].filter((g) => g.spec.runRef.name === name)
         .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp));
+      // Only a change of the Gates redraws them: a comment being typed survives Run updates.
+      const key = gates.map((g) => g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
+      if (key === gatesKey) return;
+      gatesKey = key;
       gatesBox.replaceChildren(...(gates.length ? gates.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
     }
     function drawAll() {
@@ -443,13 +460,20 @@
     }
     for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
     drawAll();
+    // Changes arriving together are drawn once, at the next frame.
+    let pending = false;
+    const schedule = () => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => { pending = false; drawAll(); });
+    };
     return {
       el,
       onChange(c) {
         if (c.kind === "Run" && c.object.metadata.name === name) {
           if (c.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); return; }
           data.run = c.object;
-          drawAll();
+          schedule();
         } else if (c.kind === "Gate" && c.object.spec.runRef.name === name) drawGates();
       },
       async reload() { data = await api(nsPath("/runs/" + enc(name))); for (const g of data.gates || []) state.gates.set(g.metadata.name, g); drawAll(); },
