@@ -49,6 +49,9 @@ type GraphEdge struct {
 	Label string `json:"label,omitempty"`
 }
 
+// kindScene is a step that calls another Scene; also the key of a Scene in answers.
+const kindScene = "scene"
+
 // stepKind names what a step is.
 func stepKind(s *ergonv1alpha1.Step) string {
 	switch {
@@ -57,7 +60,7 @@ func stepKind(s *ergonv1alpha1.Step) string {
 	case s.Gate != nil:
 		return "gate"
 	case s.Scene != nil:
-		return "scene"
+		return kindScene
 	}
 	return "container"
 }

@@ -22,7 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +43,8 @@ const (
 	// logTailLines and logLimitBytes bound the pod log a step's panel shows.
 	logTailLines  = 1000
 	logLimitBytes = 1 << 20
+	// itemsKey holds the objects of a list answer.
+	itemsKey = "items"
 )
 
 // namespaces are those the viewer may list Runs in: the namespaces they may list, each
@@ -105,8 +107,8 @@ func (s *Server) scenes(w http.ResponseWriter, r *http.Request, v *viewer) {
 	for i := range list.Items {
 		slim(&list.Items[i])
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	writeJSON(w, map[string]any{"items": list.Items})
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Scene) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
 }
 
 func (s *Server) scene(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -116,7 +118,7 @@ func (s *Server) scene(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	slim(&scene)
-	writeJSON(w, map[string]any{"scene": &scene, "graph": SceneGraph(&scene.Spec, nil)})
+	writeJSON(w, map[string]any{kindScene: &scene, "graph": SceneGraph(&scene.Spec, nil)})
 }
 
 // runs lists Runs as summaries, newest first, filtered by Scene, Trigger and phase.
@@ -138,13 +140,13 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, v *viewer) {
 			items = append(items, sum)
 		}
 	}
-	sort.Slice(items, func(i, j int) bool {
-		if !items[i].Created.Equal(items[j].Created) {
-			return items[i].Created.After(items[j].Created)
+	slices.SortFunc(items, func(a, b RunSummary) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
 		}
-		return items[i].Name < items[j].Name
+		return strings.Compare(a.Name, b.Name)
 	})
-	writeJSON(w, map[string]any{"items": items})
+	writeJSON(w, map[string]any{itemsKey: items})
 }
 
 // run is a Run with its Scene snapshot, its graph coloured by phase and its Gates.
@@ -173,7 +175,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
 		}
 	}
 	run.Status.SceneSnapshot = nil
-	writeJSON(w, map[string]any{"run": run, "scene": spec, "graph": SceneGraph(spec, run.Status.Steps),
+	writeJSON(w, map[string]any{"run": run, kindScene: spec, "graph": SceneGraph(spec, run.Status.Steps),
 		"gates": own, "gatesError": gateErr})
 }
 
@@ -319,10 +321,10 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request, v *viewer) {
 	for i := range list.Items {
 		slim(&list.Items[i])
 	}
-	sort.Slice(list.Items, func(i, j int) bool {
-		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Gate) int {
+		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 	})
-	writeJSON(w, map[string]any{"items": list.Items})
+	writeJSON(w, map[string]any{itemsKey: list.Items})
 }
 
 func (s *Server) triggers(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -334,8 +336,8 @@ func (s *Server) triggers(w http.ResponseWriter, r *http.Request, v *viewer) {
 	for i := range list.Items {
 		slim(&list.Items[i])
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	writeJSON(w, map[string]any{"items": list.Items})
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Trigger) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
 }
 
 func (s *Server) workspaces(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -347,6 +349,6 @@ func (s *Server) workspaces(w http.ResponseWriter, r *http.Request, v *viewer) {
 	for i := range list.Items {
 		slim(&list.Items[i])
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	writeJSON(w, map[string]any{"items": list.Items})
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Workspace) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
 }
