@@ -256,7 +256,7 @@ var _ = Describe("The web console in a real browser", func() {
 
 		By("seeing the Run the Trigger starts appear in the run list, filtered by the Trigger")
 		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs"), chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
-		Expect(within(bctx, 3*time.Minute, chromedp.WaitVisible(chromedp.CSS(`#filter-trigger option[value="after-sprint"]`)))).To(Succeed())
+		Expect(within(bctx, 3*time.Minute, chromedp.WaitReady(chromedp.CSS(`#filter-trigger option[value="after-sprint"]`)))).To(Succeed())
 		Expect(within(bctx, 10*time.Second, chromedp.SetValue(chromedp.CSS("#filter-trigger"), "after-sprint"))).To(Succeed())
 		Expect(evalJS[bool](bctx, `document.getElementById("filter-trigger").dispatchEvent(new Event("change")), true`)).To(BeTrue())
 		rows := evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")].map((r) => r.getAttribute("data-run") + " " + r.children[2].textContent)`)
