@@ -374,7 +374,8 @@
         if (!confirm("Cancel Run " + name + "?")) return;
         try { await api(nsPath("/runs/" + enc(name) + "/cancel"), "POST", {}); } catch (e) { toast(e.message); }
       } }, "Cancel Run") : null;
-      head.replaceChildren(h("h1", {}, "Run ", name, " ", phaseBadge(sum.phase)),
+      // replaceChildren would write a null as the text "null": leave the missing parts out.
+      head.replaceChildren(...[h("h1", {}, "Run ", name, " ", phaseBadge(sum.phase)),
         h("div", { class: "meta" },
           h("span", {}, "Scene ", h("b", {}, h("a", { href: link("scenes", sum.scene) }, sum.scene))),
           sum.trigger ? h("span", {}, "Trigger ", h("b", {}, sum.trigger)) : null,
@@ -384,7 +385,7 @@
           h("span", {}, "By ", h("b", {}, (run.metadata.annotations || {})["ergon.dev/created-by"] || "?"))),
         Object.keys(run.spec.params || {}).length ? h("div", { class: "meta" }, ...Object.entries(run.spec.params).map(([k, v]) => h("span", {}, k + " = ", h("b", {}, v)))) : null,
         cond && cond.message ? h("p", { class: "muted", id: "condition" }, cond.reason + ": " + cond.message) : null,
-        cancel);
+        cancel].filter(Boolean));
     }
     // drawSteps rebuilds only the panels whose step changed, so a 1,000-step Run stays quick.
     const panels = new Map();
