@@ -55,8 +55,9 @@ func startConsole() string {
 	key := make([]byte, 32)
 	_, err := rand.Read(key)
 	Expect(err).NotTo(HaveOccurred())
-	srv, err := console.New(console.Config{Key: key,
-		APIServer: &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile, ServerName: cfg.ServerName}}})
+	apiServer := &rest.Config{Host: cfg.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile, ServerName: cfg.ServerName}}
+	srv, err := console.New(console.Config{Key: key, APIServer: apiServer})
 	Expect(err).NotTo(HaveOccurred())
 	ts := httptest.NewTLSServer(srv.Handler())
 	DeferCleanup(ts.Close)
@@ -176,7 +177,8 @@ var _ = Describe("The web console in a real browser", func() {
 			chromedp.WaitVisible(chromedp.CSS(`#gate-log .decided-by`)))).To(Succeed())
 
 		By("watching every step of the graph turn green without a reload")
-		Expect(within(bctx, 2*time.Minute, chromedp.WaitVisible(chromedp.CSS(`#graph g.node.phase-Succeeded[data-step="publish"]`)))).To(Succeed())
+		Expect(within(bctx, 2*time.Minute,
+			chromedp.WaitVisible(chromedp.CSS(`#graph g.node.phase-Succeeded[data-step="publish"]`)))).To(Succeed())
 		Expect(evalJS[int](bctx, `document.querySelectorAll('#graph g.node.phase-Succeeded').length`)).To(Equal(3))
 		Expect(evalJS[bool](bctx, `window.__notReloaded === true`)).To(BeTrue(), "the page was never reloaded")
 		Expect(evalJS[string](bctx, `document.title`)).NotTo(ContainSubstring("owned"))
@@ -201,7 +203,8 @@ var _ = Describe("The web console in a real browser", func() {
 
 		// What the API server answers this user for the same patch, as kubectl would print it.
 		as := rest.CopyConfig(cfg)
-		as.Impersonate = rest.ImpersonationConfig{UserName: viewer, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		as.Impersonate = rest.ImpersonationConfig{UserName: viewer,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 		direct, err := client.New(as, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		patched := gate.DeepCopy()
@@ -239,7 +242,8 @@ var _ = Describe("The web console in a real browser", func() {
 			BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
 			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 		}}
-		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute}, Agent: &ergonv1alpha1.AgentStep{
+		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
+			Agent: &ergonv1alpha1.AgentStep{
 			Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
 			AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
 		}}}
@@ -255,11 +259,13 @@ var _ = Describe("The web console in a real browser", func() {
 		bctx := openBrowser(url, token)
 
 		By("seeing the Run the Trigger starts appear in the run list, filtered by the Trigger")
-		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs"), chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
+		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs"),
+			chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
 		Expect(within(bctx, 3*time.Minute, chromedp.WaitReady(chromedp.CSS(`#filter-trigger option[value="after-sprint"]`)))).To(Succeed())
 		Expect(within(bctx, 10*time.Second, chromedp.SetValue(chromedp.CSS("#filter-trigger"), "after-sprint"))).To(Succeed())
 		Expect(evalJS[bool](bctx, `document.getElementById("filter-trigger").dispatchEvent(new Event("change")), true`)).To(BeTrue())
-		rows := evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")].map((r) => r.getAttribute("data-run") + " " + r.children[2].textContent)`)
+		rows := evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")]
+			.map((r) => r.getAttribute("data-run") + " " + r.children[2].textContent)`)
 		Expect(rows).To(HaveLen(1))
 		Expect(rows[0]).To(MatchRegexp(`^after-sprint-\S+ after-sprint$`))
 		screenshot(bctx, "runs.png")

@@ -247,7 +247,8 @@ func viewerToken(ctx context.Context, cfg *rest.Config, admin client.Client) (st
 func largeRun(ctx context.Context, admin client.Client, n int) (*ergonv1alpha1.Run, error) {
 	spec := ergonv1alpha1.SceneSpec{}
 	for i := range n {
-		st := ergonv1alpha1.Step{Name: fmt.Sprintf("s%04d", i), Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}
+		st := ergonv1alpha1.Step{Name: fmt.Sprintf("s%04d", i),
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}
 		switch {
 		case i == n-1:
 			for j := 1; j < n-1; j++ {
