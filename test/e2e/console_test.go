@@ -244,9 +244,9 @@ var _ = Describe("The web console in a real browser", func() {
 		}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{
-			Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
-			AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
-		}}}
+				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
+				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
+			}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "notify", Namespace: ns},
 			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{busyboxStep("say", `echo -n told > "$ERGON_OUTPUT"`)}}})).To(Succeed())
