@@ -276,7 +276,7 @@ var _ = Describe("The web console in a real browser", func() {
 			chromedp.Click(chromedp.CSS(`#steps [data-step="draft"] summary`)),
 			chromedp.Click(chromedp.CSS(`#steps [data-step="draft"] button.transcript`)),
 			chromedp.WaitVisible(chromedp.CSS(`#steps [data-step="draft"] .transcript .entry.tool`)))).To(Succeed())
-		text := evalJS[string](bctx, `document.querySelector('#steps [data-step="draft"] .transcript').textContent`)
+		text := evalJS[string](bctx, `document.querySelector('#steps [data-step="draft"] div.transcript').textContent`)
 		Expect(text).To(ContainSubstring("http_fetch"))
 		Expect(text).To(ContainSubstring("Succeeded"))
 		Expect(text).To(ContainSubstring(`"sprint": 43`))

@@ -474,10 +474,19 @@
         if (c.kind === "Run" && c.object.metadata.name === name) {
           if (c.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); return; }
           data.run = c.object;
+          // A Run opened before it started has no snapshot yet: fetch it, and its graph, once it has.
+          const st = c.object.status || {};
+          if (!data.graph.nodes.length && (st.sceneSnapshotRef || (st.steps || []).length || st.phase)) { this.reload(); return; }
           schedule();
         } else if (c.kind === "Gate" && c.object.spec.runRef.name === name) drawGates();
       },
-      async reload() { data = await api(nsPath("/runs/" + enc(name))); for (const g of data.gates || []) state.gates.set(g.metadata.name, g); drawAll(); },
+      async reload() {
+        const nodes = data.graph.nodes.length;
+        data = await api(nsPath("/runs/" + enc(name)));
+        for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+        if (data.graph.nodes.length !== nodes) graph = null;
+        drawAll();
+      },
     };
   }
 
