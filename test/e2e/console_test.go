@@ -139,7 +139,7 @@ var _ = Describe("The web console in a real browser", func() {
 		url := startConsole()
 		approver, token := person(ctx, ns, "approver", "view", "ergon-gate-approver")
 		review := ergonv1alpha1.Step{Name: "review", DependsOn: []string{"build"},
-			Gate: &ergonv1alpha1.GateStep{Message: "Ship build {{ .steps.build.outputs }}?"}}
+			Gate: &ergonv1alpha1.GateStep{Message: "Ship the build?"}}
 		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ship"},
 			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
 				busyboxStep("build", `sleep 4; printf '%s' '<script>document.title="owned"</script>' > "$ERGON_OUTPUT"`),
@@ -167,7 +167,7 @@ var _ = Describe("The web console in a real browser", func() {
 		Expect(evalJS[string](bctx, `document.querySelector('#steps [data-step="build"] pre.output-preview').textContent`)).
 			To(Equal(`<script>document.title="owned"</script>`))
 		Expect(evalJS[int](bctx, `document.querySelectorAll('#main script').length`)).To(Equal(0))
-		Expect(evalJS[string](bctx, `document.querySelector('#gate-log .question').textContent`)).To(ContainSubstring("<script>"))
+		Expect(evalJS[string](bctx, `document.querySelector('#gate-log .question').textContent`)).To(Equal("Ship the build?"))
 		screenshot(bctx, "waiting.png")
 
 		By("approving with a comment")
