@@ -1,4 +1,4 @@
-# The manager image: static binaries (manager, step entrypoint, agent runtime) in a distroless,
+# The manager image: static binaries (manager, step entrypoint, agent runtime, web console) in a distroless,
 # non-root image.
 # Machines without a Docker engine build the same image with the scripts in hack/.
 ARG BASE_IMAGE=golang:1.26
@@ -21,7 +21,9 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o entrypoint ./cmd/entrypoint && \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w" -o agent ./cmd/agent
+    go build -trimpath -ldflags "-s -w" -o agent ./cmd/agent && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o console ./cmd/console
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /
@@ -30,6 +32,8 @@ COPY --from=builder /workspace/manager .
 COPY --from=builder /workspace/entrypoint /ergon-entrypoint
 # Agent steps run the agent runtime from this image, under the entrypoint.
 COPY --from=builder /workspace/agent /ergon-agent
+# The web console's Deployment (console.enabled in the chart) runs /console from this image.
+COPY --from=builder /workspace/console /console
 USER 65532:65532
 
 ENTRYPOINT ["/manager"]

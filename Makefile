@@ -113,6 +113,10 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 		echo "Generated files were stale; 'make manifests generate' changed:"; \
 		diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
+.PHONY: bench-console
+bench-console: envtest-assets ## Measure the web console in headless Chromium (Debian's chromium): first paint of a 1,000-step Run, SSE latency, memory per stream.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/console
+
 .PHONY: bench
 bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, the Workspace controller and one manager at scale against a real API server.
 	go test -run XXX -bench . -benchmem ./internal/...
@@ -148,16 +152,17 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager, entrypoint, agent runtime and fake model binaries (static, as in the images).
+build: manifests generate fmt vet ## Build the manager, entrypoint, agent runtime, web console and fake model binaries (static, as in the images).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/console ./cmd/console
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/entrypoint ./cmd/entrypoint
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/agent ./cmd/agent
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/fakellm ./test/fakellm/cmd/fakellm
 
 .PHONY: image
-image: build ## Build the manager image without Docker, from the same static binaries, into bin/manager.tar.
+image: build ## Build the manager image without Docker, from the same static binaries, into bin/manager.tar (the web console, /console, is in it too).
 	hack/local-cluster.sh imagebuild --binary bin/manager --entrypoint /manager \
-		--add bin/entrypoint:/ergon-entrypoint --add bin/agent:/ergon-agent --tag $(IMG) --out bin/manager.tar
+		--add bin/entrypoint:/ergon-entrypoint --add bin/agent:/ergon-agent --add bin/console:/console --tag $(IMG) --out bin/manager.tar
 
 # FAKELLM_IMG is the fake OpenAI-compatible server the end-to-end tests deploy.
 FAKELLM_IMG ?= ergon/fakellm:dev

@@ -28,7 +28,7 @@ fi
 make -s helm
 say "installing the chart into namespace $NAMESPACE"
 bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
-  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --wait --timeout 5m
+  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set console.enabled=true --wait --timeout 5m
 say "waiting for the admission webhooks to answer"
 hack/wait-webhooks.sh "$NAMESPACE"
 
@@ -46,6 +46,26 @@ spec:
 YAML
 )
 
+# A person to log in to the web console as: a ServiceAccount of the sample's namespace that
+# may edit Ergon's objects there and decide its Gates.
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: console-user}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: console-user-edit}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{kind: ServiceAccount, name: console-user}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: console-user-approver}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ergon-gate-approver}
+subjects: [{kind: ServiceAccount, name: console-user}]
+YAML
+
 cat >&2 <<TXT
 
 Ergon runs in namespace $NAMESPACE, and $run has started.
@@ -54,5 +74,7 @@ Ergon runs in namespace $NAMESPACE, and $run has started.
   kubectl wait --for=condition=Succeeded $run --timeout=2m
   kubectl get $run -o yaml                         # the whole story, with outputs
   kubectl get ergon                                # every Ergon object
+  kubectl -n $NAMESPACE port-forward svc/ergon-console 8080:80   # the web console, at http://localhost:8080
+  kubectl create token console-user                # the token to log in to it with
   make down                                        # remove it all again
 TXT

@@ -28,3 +28,9 @@ app.kubernetes.io/component: manager
 {{- define "ergon.image" -}}
 {{- printf "%s:%s" .Values.image.repository .Values.image.tag -}}
 {{- end -}}
+
+{{- define "ergon.consoleSelectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+{{- end -}}

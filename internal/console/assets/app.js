@@ -1,0 +1,723 @@
+// Ergon console. Plain DOM, no framework: every text from the cluster goes in with
+// textContent or a text node, never as HTML. Live changes come from one EventSource per
+// namespace (the server's watches); nothing here polls.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const SVG = "http://www.w3.org/2000/svg";
+
+  // h builds an element: attributes by setAttribute, on* as listeners, children as nodes or text.
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    return fill(el, attrs, children);
+  }
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    return fill(el, attrs, children);
+  }
+  function fill(el, attrs, children) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+
+  const state = { me: null, ns: "", es: null, runs: new Map(), gates: new Map(), view: null, live: false };
+
+  // api calls the console's JSON API; a write carries the CSRF token. Errors carry the
+  // server's message, which for a refused write is the API server's own.
+  async function api(path, method, body) {
+    const opts = { method: method || "GET", credentials: "same-origin", headers: {} };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.headers["X-Ergon-CSRF"] = (state.me && state.me.csrf) || "";
+      opts.body = JSON.stringify(body);
+    }
+    const res = await fetch(path, opts);
+    const text = await res.text();
+    if (!res.ok) {
+      let msg = text;
+      try { msg = JSON.parse(text).error || text; } catch (e) { /* plain text */ }
+      const err = new Error(msg);
+      err.status = res.status;
+      throw err;
+    }
+    const ct = res.headers.get("Content-Type") || "";
+    return ct.startsWith("application/json") ? JSON.parse(text) : text;
+  }
+  const nsPath = (rest) => "/api/namespaces/" + encodeURIComponent(state.ns) + rest;
+  const enc = encodeURIComponent;
+
+  function toast(msg) {
+    const d = h("div", {}, msg);
+    $("toast").appendChild(d);
+    setTimeout(() => d.remove(), 5000);
+  }
+
+  // --- time ---------------------------------------------------------------------------
+  function ago(t) {
+    if (!t) return "";
+    const d = (Date.now() - Date.parse(t)) / 1000;
+    return d < 0 ? "in " + dur(-d) : dur(d) + " ago";
+  }
+  function dur(sec) {
+    if (sec === null || sec === undefined || isNaN(sec)) return "";
+    sec = Math.max(0, Math.round(sec));
+    if (sec < 60) return sec + "s";
+    if (sec < 3600) return Math.floor(sec / 60) + "m" + (sec % 60 ? (sec % 60) + "s" : "");
+    if (sec < 86400) return Math.floor(sec / 3600) + "h" + (Math.floor(sec % 3600 / 60) ? Math.floor(sec % 3600 / 60) + "m" : "");
+    return Math.floor(sec / 86400) + "d" + Math.floor(sec % 86400 / 3600) + "h";
+  }
+  function between(a, b) {
+    if (!a) return "";
+    return dur(((b ? Date.parse(b) : Date.now()) - Date.parse(a)) / 1000);
+  }
+  function stamp(t) { return t ? new Date(t).toLocaleString() : ""; }
+
+  // summarize is the run list's view of a Run, as internal/console.Summarize makes it.
+  function summarize(run) {
+    const st = run.status || {};
+    const [d, t] = (st.progress || "").split("/").map((x) => parseInt(x, 10));
+    return {
+      name: run.metadata.name, scene: run.spec.sceneRef.name,
+      trigger: (run.metadata.labels || {})["ergon.dev/trigger"] || "",
+      phase: st.phase || "Pending", done: d || 0, total: t || 0,
+      created: run.metadata.creationTimestamp, started: st.startedAt, finished: st.finishedAt,
+      waiting: (st.steps || []).filter((x) => x.phase === "Waiting").map((x) => x.name),
+    };
+  }
+  const phaseBadge = (p, extra) => h("span", { class: "phase " + (p || "Pending") + (extra ? " " + extra : "") }, p || "Pending");
+
+  // --- routing ------------------------------------------------------------------------
+  const views = { runs: "Runs", scenes: "Scenes", gates: "Gates", triggers: "Triggers", workspaces: "Workspaces" };
+  function route() {
+    const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    if (parts[0] !== "ns" || !parts[1]) return { ns: state.ns || (state.me && state.me.defaultNamespace) || "default", view: "runs" };
+    return { ns: parts[1], view: views[parts[2]] ? parts[2] : "runs", name: parts[3] || "", query: new URLSearchParams(location.search) };
+  }
+  const link = (view, name) => "#/ns/" + enc(state.ns) + "/" + view + (name ? "/" + enc(name) : "");
+
+  function renderNav(active) {
+    const nav = $("nav");
+    nav.replaceChildren(...Object.entries(views).map(([v, label]) =>
+      h("a", { href: link(v), "aria-current": v === active ? "page" : null }, label,
+        v === "gates" ? h("span", { id: "gate-count", class: "muted" }) : null)));
+    updateCounts();
+  }
+  function updateCounts() {
+    let running = 0, waiting = 0;
+    for (const r of state.runs.values()) {
+      if (r.phase === "Running") running++;
+      if (r.phase === "Waiting") waiting++;
+    }
+    $("badge").replaceChildren(h("span", { class: "phase Running", title: "Runs running" }, running + " running"),
+      h("span", { class: "phase Waiting", title: "Runs waiting" }, waiting + " waiting"));
+    const pending = [...state.gates.values()].filter((g) => !g.spec.decision && !((g.status || {}).phase && g.status.phase !== "Pending")).length;
+    const gc = $("gate-count");
+    if (gc) gc.textContent = pending ? " (" + pending + ")" : "";
+  }
+
+  async function render() {
+    const r = route();
+    if (r.ns !== state.ns) await switchNamespace(r.ns);
+    renderNav(r.view);
+    const main = $("main");
+    state.view = null;
+    main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+    try {
+      if (r.view === "runs" && r.name) state.view = await runView(r.name);
+      else if (r.view === "runs") state.view = await runsView(r.query);
+      else if (r.view === "scenes" && r.name) state.view = await sceneView(r.name);
+      else if (r.view === "scenes") state.view = await scenesView();
+      else if (r.view === "gates") state.view = await gatesView();
+      else if (r.view === "triggers") state.view = await triggersView();
+      else if (r.view === "workspaces") state.view = await workspacesView();
+      main.replaceChildren(state.view.el);
+      document.title = (r.name || views[r.view]) + " · " + state.ns + " · Ergon";
+    } catch (e) {
+      if (e.status === 401) return showLogin();
+      main.replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
+    }
+  }
+
+  // --- live changes -------------------------------------------------------------------
+  async function switchNamespace(ns) {
+    state.ns = ns;
+    state.runs = new Map();
+    state.gates = new Map();
+    const sel = $("ns");
+    if (![...sel.options].some((o) => o.value === ns)) sel.appendChild(h("option", { value: ns }, ns));
+    sel.value = ns;
+    $("ns-input").value = ns;
+    if (state.es) state.es.close();
+    const es = new EventSource(nsPath("/events"));
+    state.es = es;
+    let watching = 0;
+    es.addEventListener("open", () => { watching = 0; });
+    es.addEventListener("error", () => setLive(false));
+    es.addEventListener("change", (ev) => {
+      const c = JSON.parse(ev.data);
+      if (c.watching) {
+        // Every kind is watched from now on: reload what is shown, so nothing is missed.
+        if (++watching === 4) { setLive(true); reloadStores(); if (state.view && state.view.reload) state.view.reload(); }
+        return;
+      }
+      if (c.error) { if (!c.kind) setLive(false); return; }
+      applyChange(c);
+    });
+    await reloadStores();
+  }
+  function setLive(on) {
+    state.live = on;
+    $("live").className = "live" + (on ? " on" : "");
+    $("live").title = on ? "Live: changes arrive as they happen" : "Reconnecting…";
+  }
+  async function reloadStores() {
+    try {
+      const [runs, gates] = await Promise.all([api(nsPath("/runs")), api(nsPath("/gates")).catch(() => ({ items: [] }))]);
+      state.runs = new Map(runs.items.map((r) => [r.name, r]));
+      state.gates = new Map(gates.items.map((g) => [g.metadata.name, g]));
+      updateCounts();
+    } catch (e) { /* the view shows the error */ }
+  }
+  function applyChange(c) {
+    const o = c.object;
+    if (c.kind === "Run") {
+      if (c.type === "DELETED") state.runs.delete(o.metadata.name);
+      else state.runs.set(o.metadata.name, summarize(o));
+    } else if (c.kind === "Gate") {
+      if (c.type === "DELETED") state.gates.delete(o.metadata.name);
+      else state.gates.set(o.metadata.name, o);
+    }
+    updateCounts();
+    if (state.view && state.view.onChange) state.view.onChange(c);
+  }
+
+  // --- login --------------------------------------------------------------------------
+  function showLogin(msg) {
+    $("top").hidden = true;
+    const err = h("p", { class: "error", role: "alert", hidden: !msg }, msg || "");
+    const ta = h("textarea", { id: "token", name: "token", required: true, autocomplete: "off", spellcheck: "false", "aria-describedby": "token-help" });
+    const form = h("form", { class: "login card", onsubmit: async (e) => {
+      e.preventDefault();
+      try {
+        await api("/api/login", "POST", { token: ta.value });
+        ta.value = "";
+        await start();
+      } catch (x) { err.hidden = false; err.textContent = x.message; }
+    } },
+    h("h1", {}, "Ergon console"),
+    h("label", { for: "token" }, "Your Kubernetes bearer token"),
+    ta,
+    h("p", { id: "token-help", class: "muted" }, "For example the output of kubectl create token NAME. It is checked with the API server and kept only in an HttpOnly cookie of this console; everything you do here is done as you."),
+    err,
+    h("button", { class: "primary", type: "submit", id: "login" }, "Log in"));
+    $("main").replaceChildren(form);
+    ta.focus();
+  }
+
+  // --- runs ---------------------------------------------------------------------------
+  async function runsView(query) {
+    const filters = { scene: query.get("scene") || "", trigger: query.get("trigger") || "", phase: query.get("phase") || "" };
+    const body = h("tbody");
+    const selects = {};
+    const el = h("section", {}, h("h1", {}, "Runs"));
+    const bar = h("div", { class: "filters", role: "search" });
+    for (const f of ["scene", "trigger", "phase"]) {
+      selects[f] = h("select", { id: "filter-" + f, onchange: () => { filters[f] = selects[f].value; draw(); } });
+      bar.appendChild(h("label", {}, f[0].toUpperCase() + f.slice(1), selects[f]));
+    }
+    el.append(bar, h("div", { class: "scroll" }, h("table", { id: "runs" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Scene"), h("th", { class: "hide-sm" }, "Trigger"),
+        h("th", {}, "Phase"), h("th", {}, "Progress"), h("th", { class: "hide-sm" }, "Started"), h("th", {}, "Duration"))), body)));
+    function options(sel, values, cur) {
+      const vals = [...new Set(values.filter(Boolean))].sort();
+      if (cur && !vals.includes(cur)) vals.push(cur);
+      sel.replaceChildren(h("option", { value: "" }, "all"), ...vals.map((v) => h("option", { value: v }, v)));
+      sel.value = cur;
+    }
+    function draw() {
+      const all = [...state.runs.values()].sort((a, b) => (b.created || "").localeCompare(a.created || "") || a.name.localeCompare(b.name));
+      options(selects.scene, all.map((r) => r.scene), filters.scene);
+      options(selects.trigger, all.map((r) => r.trigger), filters.trigger);
+      options(selects.phase, ["Pending", "Running", "Waiting", "Succeeded", "Failed", "Cancelled"], filters.phase);
+      const rows = all.filter((r) => (!filters.scene || r.scene === filters.scene) && (!filters.trigger || r.trigger === filters.trigger) && (!filters.phase || r.phase === filters.phase));
+      body.replaceChildren(...rows.map((r) => h("tr", { "data-run": r.name },
+        h("td", {}, h("a", { href: link("runs", r.name) }, r.name)),
+        h("td", {}, h("a", { href: link("scenes", r.scene) }, r.scene)),
+        h("td", { class: "hide-sm" }, r.trigger),
+        h("td", {}, phaseBadge(r.phase), r.waiting && r.waiting.length ? h("span", { class: "muted" }, " on " + r.waiting.join(", ")) : null),
+        h("td", {}, h("progress", { max: r.total || 1, value: r.done, "aria-label": r.done + " of " + r.total + " steps" }), " " + r.done + "/" + r.total),
+        h("td", { class: "hide-sm", title: stamp(r.started) }, ago(r.started)),
+        h("td", {}, between(r.started, r.finished)))));
+      if (!rows.length) body.appendChild(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No Runs" + (all.length ? " match these filters" : " in this namespace"))));
+    }
+    await reloadStores();
+    draw();
+    return { el, onChange: (c) => { if (c.kind === "Run") draw(); }, reload: () => reloadStores().then(draw) };
+  }
+
+  // --- graph --------------------------------------------------------------------------
+  // drawGraph lays a step graph out with dagre and draws it as SVG; nodes link to steps.
+  function drawGraph(graph, onStep) {
+    const g = new dagre.graphlib.Graph({ multigraph: false });
+    g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 46, marginx: 12, marginy: 12 });
+    g.setDefaultEdgeLabel(() => ({}));
+    for (const n of graph.nodes) g.setNode(n.name, { width: Math.max(90, n.name.length * 7.6 + 24), height: 40 });
+    for (const e of graph.edges) {
+      const label = e.label && e.label.length > 40 ? e.label.slice(0, 39) + "…" : e.label;
+      g.setEdge(e.from, e.to, label ? { label, width: label.length * 6.2, height: 14, labelpos: "c" } : {});
+    }
+    dagre.layout(g);
+    const gr = g.graph();
+    const svg = s("svg", { width: Math.ceil(gr.width || 100), height: Math.ceil(gr.height || 60), role: "img", "aria-label": "Graph of " + graph.nodes.length + " steps" });
+    svg.appendChild(s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }))));
+    for (const e of g.edges()) {
+      const ed = g.edge(e);
+      const pts = ed.points.map((p) => p.x.toFixed(1) + "," + p.y.toFixed(1));
+      svg.appendChild(s("path", { class: "edge", d: "M" + pts.join(" L"), "marker-end": "url(#arrow)" }));
+      if (ed.label) svg.appendChild(s("text", { class: "edge-label", x: ed.x, y: ed.y + 4, "text-anchor": "middle" }, s("title", {}, "when " + ed.label), ed.label));
+    }
+    const nodes = new Map();
+    for (const n of graph.nodes) {
+      const p = g.node(n.name);
+      const x = p.x - p.width / 2, y = p.y - p.height / 2;
+      const grp = s("g", { class: "node kind-" + n.kind + (n.phase ? " phase-" + n.phase : ""), "data-step": n.name });
+      const body = s("a", { href: "#", tabindex: 0, "aria-label": n.kind + " step " + n.name + (n.phase ? ", " + n.phase : ""),
+        onclick: (ev) => { ev.preventDefault(); if (onStep) onStep(n.name); } },
+      s("title", {}, n.name + " (" + n.kind + (n.when ? ", when " + n.when : "") + ")" + (n.phase ? ": " + n.phase : "")),
+      s("rect", { x, y, width: p.width, height: p.height, rx: n.kind === "gate" ? 14 : 6 }),
+      s("text", { x: p.x, y: p.y + 1, "text-anchor": "middle" }, n.name),
+      s("text", { class: "kind", x: p.x, y: p.y + 14, "text-anchor": "middle" }, n.kind + (n.when && !graph.edges.some((e) => e.to === n.name) ? " · when " + n.when : "")));
+      grp.appendChild(body);
+      svg.appendChild(grp);
+      nodes.set(n.name, { grp, node: n });
+    }
+    return {
+      el: h("div", { class: "graph", id: "graph" }, svg),
+      // colour re-colours the nodes by the phases of a Run's steps, without laying out again.
+      colour(steps) {
+        const phases = new Map((steps || []).map((st) => [st.name, st.phase]));
+        for (const [name, { grp, node }] of nodes) {
+          const p = phases.get(name);
+          grp.setAttribute("class", "node kind-" + node.kind + (p ? " phase-" + p : ""));
+          grp.firstChild.setAttribute("aria-label", node.kind + " step " + name + (p ? ", " + p : ""));
+        }
+      },
+    };
+  }
+
+  // drawGantt draws a bar per attempt of each step, from the Run's start to now or its end.
+  function drawGantt(run) {
+    const st = run.status || {};
+    const steps = (st.steps || []).filter((x) => x.startedAt);
+    if (!steps.length) return h("p", { class: "muted" }, "No step has started yet.");
+    const t0 = Date.parse(st.startedAt || steps[0].startedAt);
+    const end = st.finishedAt ? Date.parse(st.finishedAt) : Date.now();
+    const span = Math.max(1000, end - t0);
+    const labelW = 170, width = 860, row = 22;
+    const scale = (t) => labelW + ((t - t0) / span) * (width - labelW - 10);
+    const svg = s("svg", { width, height: steps.length * row + 24, role: "img", "aria-label": "Timeline of the Run's steps" });
+    svg.appendChild(s("line", { class: "axis", x1: labelW, y1: 0, x2: labelW, y2: steps.length * row }));
+    steps.forEach((x, i) => {
+      const y = i * row + 4;
+      svg.appendChild(s("text", { x: 4, y: y + 13 }, x.name.length > 22 ? x.name.slice(0, 21) + "…" : x.name));
+      const attempts = [];
+      let from = Date.parse(x.startedAt);
+      for (const a of x.history || []) {
+        const aStart = a.startedAt ? Date.parse(a.startedAt) : from, aEnd = a.finishedAt ? Date.parse(a.finishedAt) : aStart;
+        attempts.push({ n: a.attempt, from: aStart, to: aEnd, phase: a.phase });
+        from = aEnd;
+      }
+      if (x.nextAttemptAt && x.phase === "Retrying") from = Date.parse(x.nextAttemptAt);
+      attempts.push({ n: x.attempts || attempts.length + 1, from, to: x.finishedAt ? Date.parse(x.finishedAt) : end, phase: x.phase });
+      for (const a of attempts) {
+        const x1 = scale(a.from), x2 = Math.max(x1 + 2, scale(a.to));
+        svg.appendChild(s("rect", { class: "bar " + a.phase, x: x1, y, width: x2 - x1, height: row - 8, rx: 2 },
+          s("title", {}, x.name + " attempt " + a.n + ": " + a.phase + ", " + dur((a.to - a.from) / 1000))));
+      }
+    });
+    svg.appendChild(s("text", { x: labelW, y: steps.length * row + 18 }, "0s"));
+    svg.appendChild(s("text", { x: width - 10, y: steps.length * row + 18, "text-anchor": "end" }, dur(span / 1000)));
+    return h("div", { class: "gantt" }, svg);
+  }
+
+  // --- run detail ---------------------------------------------------------------------
+  async function runView(name) {
+    let data = await api(nsPath("/runs/" + enc(name)));
+    const el = h("section", {});
+    const head = h("div");
+    const graphBox = h("div");
+    const ganttBox = h("div");
+    const stepsBox = h("div", { id: "steps" });
+    const gatesBox = h("div", { id: "gate-log" });
+    const open = new Set(), loaded = new Map();
+    let graph = null;
+    el.append(head, h("h2", {}, "Graph"), graphBox, h("h2", {}, "Timeline"), ganttBox, h("h2", {}, "Gates"), gatesBox, h("h2", {}, "Steps"), stepsBox);
+    const focusStep = (step) => {
+      open.add(step);
+      drawSteps();
+      const d = stepsBox.querySelector('[data-step="' + CSS.escape(step) + '"]');
+      if (d) { d.scrollIntoView({ block: "nearest" }); d.querySelector("summary").focus(); }
+    };
+    function drawHead() {
+      const run = data.run, st = run.status || {}, sum = summarize(run);
+      const cond = (st.conditions || []).find((c) => c.type === "Succeeded");
+      const cancel = !sum.finished && !state.me.readOnly ? h("button", { class: "danger", type: "button", onclick: async () => {
+        if (!confirm("Cancel Run " + name + "?")) return;
+        try { await api(nsPath("/runs/" + enc(name) + "/cancel"), "POST", {}); } catch (e) { toast(e.message); }
+      } }, "Cancel Run") : null;
+      // replaceChildren would write a null as the text "null": leave the missing parts out.
+      head.replaceChildren(...[h("h1", {}, "Run ", name, " ", phaseBadge(sum.phase)),
+        h("div", { class: "meta" },
+          h("span", {}, "Scene ", h("b", {}, h("a", { href: link("scenes", sum.scene) }, sum.scene))),
+          sum.trigger ? h("span", {}, "Trigger ", h("b", {}, sum.trigger)) : null,
+          h("span", {}, "Steps ", h("b", { id: "progress" }, sum.done + "/" + sum.total)),
+          h("span", { title: stamp(sum.started) }, "Started ", h("b", {}, ago(sum.started) || "not yet")),
+          h("span", {}, "Duration ", h("b", {}, between(sum.started, sum.finished))),
+          h("span", {}, "By ", h("b", {}, (run.metadata.annotations || {})["ergon.dev/created-by"] || "?"))),
+        Object.keys(run.spec.params || {}).length ? h("div", { class: "meta" }, ...Object.entries(run.spec.params).map(([k, v]) => h("span", {}, k + " = ", h("b", {}, v)))) : null,
+        cond && cond.message ? h("p", { class: "muted", id: "condition" }, cond.reason + ": " + cond.message) : null,
+        cancel].filter(Boolean));
+    }
+    // drawSteps rebuilds only the panels whose step changed, so a 1,000-step Run stays quick.
+    const panels = new Map();
+    function drawSteps() {
+      const st = data.run.status || {};
+      const byName = new Map((st.steps || []).map((x) => [x.name, x]));
+      const kinds = new Map(data.graph.nodes.map((n) => [n.name, n.kind]));
+      const names = data.graph.nodes.length ? data.graph.nodes.map((n) => n.name) : [...byName.keys()];
+      const els = names.map((n) => {
+        const x = byName.get(n), l = loaded.get(n);
+        const key = JSON.stringify(x || null) + open.has(n) + (l ? l.what + (l.text || l.error || "").length : "") +
+          (x && x.startedAt && !x.finishedAt ? Math.floor(Date.now() / 1000) : "");
+        const p = panels.get(n);
+        if (p && p.key === key) return p.el;
+        const el = stepPanel(n, kinds.get(n) || "", x);
+        panels.set(n, { key, el });
+        return el;
+      });
+      if (els.length !== stepsBox.childNodes.length || els.some((e, i) => stepsBox.childNodes[i] !== e)) stepsBox.replaceChildren(...els);
+    }
+    function stepPanel(n, kind, x) {
+      const d = h("details", { class: "step", "data-step": n, open: open.has(n) });
+      d.addEventListener("toggle", () => { if (d.open) open.add(n); else open.delete(n); });
+      d.appendChild(h("summary", {}, h("b", {}, n), h("span", { class: "muted" }, kind), phaseBadge(x ? x.phase : "NotStarted"),
+        x && x.attempts > 1 ? h("span", { class: "muted" }, "attempt " + x.attempts) : null,
+        x ? h("span", { class: "muted" }, between(x.startedAt, x.finishedAt)) : null,
+        x && x.reason ? h("span", { class: "muted" }, x.reason) : null,
+        x && x.usage ? h("span", { class: "muted" }, x.usage.totalTokens + " tokens, " + x.usage.turns + " turns") : null));
+      if (!x) { d.appendChild(h("p", { class: "muted" }, "Not started.")); return d; }
+      if (x.message) d.appendChild(h("p", { class: "muted" }, x.message));
+      if (x.output) {
+        d.appendChild(h("div", { class: "muted" }, "Output (" + x.output.size + " bytes)" + (x.output.ref ? ", preview:" : ":")));
+        d.appendChild(h("pre", { class: "output-preview" }, x.output.preview || ""));
+      }
+      const show = loaded.get(n);
+      const actions = h("div", { class: "actions" });
+      const load = (what, path) => async () => {
+        try {
+          const text = await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(n) + path));
+          loaded.set(n, { what, text });
+        } catch (e) { loaded.set(n, { what, error: e.message }); }
+        drawSteps();
+      };
+      if (x.output && x.output.ref) actions.appendChild(h("button", { type: "button", onclick: load("output", "/output") }, "Full output"));
+      if (x.podName) actions.appendChild(h("button", { type: "button", onclick: load("log", "/log") }, "Pod log"));
+      if (x.transcript) actions.appendChild(h("button", { type: "button", class: "transcript", onclick: load("transcript", "/transcript") }, "Transcript"));
+      if (x.childRun) actions.appendChild(h("a", { href: link("runs", x.childRun) }, "Child Run " + x.childRun));
+      if (actions.childNodes.length) d.appendChild(actions);
+      if (show) {
+        if (show.error) d.appendChild(h("p", { class: "error", role: "alert" }, show.error));
+        else if (show.what === "transcript") d.appendChild(renderTranscript(show.text));
+        else d.appendChild(h("pre", { class: show.what }, show.text));
+      }
+      return d;
+    }
+    let gatesKey = null;
+    function drawGates() {
+      const gates = [...state.gates.values()].filter((g) => g.spec.runRef.name === name)
+        .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp));
+      // Only a change of the Gates redraws them: a comment being typed survives Run updates.
+      const key = gates.map((g) => g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
+      if (key === gatesKey) return;
+      gatesKey = key;
+      gatesBox.replaceChildren(...(gates.length ? gates.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
+    }
+    function drawAll() {
+      drawHead();
+      if (!graph) { graph = drawGraph(data.graph, focusStep); graphBox.replaceChildren(graph.el); }
+      graph.colour((data.run.status || {}).steps);
+      ganttBox.replaceChildren(drawGantt(data.run));
+      drawGates();
+      drawSteps();
+    }
+    for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+    drawAll();
+    // Changes arriving together are drawn once, at the next frame.
+    let pending = false;
+    const schedule = () => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => { pending = false; drawAll(); });
+    };
+    return {
+      el,
+      onChange(c) {
+        if (c.kind === "Run" && c.object.metadata.name === name) {
+          if (c.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); return; }
+          data.run = c.object;
+          // A Run opened before it started has no snapshot yet: fetch it, and its graph, once it has.
+          const st = c.object.status || {};
+          if (!data.graph.nodes.length && (st.sceneSnapshotRef || (st.steps || []).length || st.phase)) { this.reload(); return; }
+          schedule();
+        } else if (c.kind === "Gate" && c.object.spec.runRef.name === name) drawGates();
+      },
+      async reload() {
+        const nodes = data.graph.nodes.length;
+        data = await api(nsPath("/runs/" + enc(name)));
+        for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+        if (data.graph.nodes.length !== nodes) graph = null;
+        drawAll();
+      },
+    };
+  }
+
+  // renderTranscript shows an agent transcript: header, then each message by turn, with tool
+  // calls and results. All of it as text.
+  function renderTranscript(text) {
+    let t;
+    try { t = JSON.parse(text); } catch (e) { return h("pre", { class: "transcript" }, text); }
+    const u = t.usage || {};
+    const box = h("div", { class: "transcript" },
+      h("p", {}, h("b", {}, "model " + t.model + ", " + t.outcome), t.message ? ": " + t.message : "",
+        h("br"), u.turns + " turns, " + u.totalTokens + " tokens (" + u.promptTokens + " prompt, " + u.completionTokens + " completion), " +
+        dur((Date.parse(t.finishedAt) - Date.parse(t.startedAt)) / 1000)));
+    for (const e of t.entries || []) {
+      const entry = h("div", { class: "entry " + e.role }, h("div", { class: "role" }, "turn " + e.turn + " · " + e.role +
+        (e.role === "tool" ? " " + e.tool + (e.error ? " (error)" : "") : "") + (e.usage ? " · " + e.usage.totalTokens + " tokens, " + e.durationMS + " ms" : "")));
+      if (e.content) entry.appendChild(h("pre", {}, e.content));
+      for (const call of e.toolCalls || []) entry.appendChild(h("div", {}, "calls ", h("code", {}, call.name + "(" + call.arguments + ")")));
+      if (e.truncated) entry.appendChild(h("div", { class: "muted" }, "cut from " + e.truncated + " bytes"));
+      box.appendChild(entry);
+    }
+    return box;
+  }
+
+  // --- gates --------------------------------------------------------------------------
+  // gateCard shows a Gate's question and, while it is pending, its options as buttons; the
+  // decision goes to the API server as the viewer, and a refusal is shown as it came.
+  function gateCard(g) {
+    const st = g.status || {};
+    const pending = !g.spec.decision && (!st.phase || st.phase === "Pending");
+    const name = g.metadata.name;
+    const card = h("div", { class: "card gate", "data-gate": name },
+      h("div", {}, h("b", {}, g.spec.step), " of Run ", h("a", { href: link("runs", g.spec.runRef.name) }, g.spec.runRef.name), " ",
+        phaseBadge(st.phase || "Pending", "gate"), h("span", { class: "muted" }, " asked " + ago(g.metadata.creationTimestamp))),
+      h("div", { class: "question" }, g.spec.message || "(no question)"));
+    const min = g.spec.minApprovals || 1;
+    if (min > 1) card.appendChild(h("div", { class: "muted" }, "Needs " + min + " approvals; votes: " +
+      ((g.spec.approvals || []).map((a) => a.user + " " + a.option).join(", ") || "none")));
+    if (g.spec.decision) {
+      const d = g.spec.decision;
+      card.appendChild(h("div", { class: "decision" }, h("b", { class: "decided-by" }, d.user || st.decidedBy || "?"), " chose ", h("b", {}, d.option),
+        st.decidedAt ? " at " + stamp(st.decidedAt) : "", d.comment ? h("div", { class: "question" }, "“" + d.comment + "”") : null));
+    } else if (st.phase && st.phase !== "Pending") {
+      card.appendChild(h("div", { class: "decision" }, st.phase + " by " + (st.decidedBy || "?") + (st.decidedAt ? " at " + stamp(st.decidedAt) : "")));
+    }
+    if (pending && !state.me.readOnly) {
+      const id = "comment-" + name;
+      const comment = h("textarea", { id, class: "comment", placeholder: "Comment (optional)", maxlength: 4096 });
+      const refusal = h("div", { class: "refusal", role: "alert", hidden: true });
+      const buttons = (g.spec.options || ["approve", "reject"]).map((opt) => h("button", {
+        type: "button", class: "decide " + (opt === "approve" ? "primary" : opt === "reject" ? "danger" : ""), "data-option": opt,
+        onclick: async (ev) => {
+          const all = card.querySelectorAll("button.decide");
+          all.forEach((b) => { b.disabled = true; });
+          refusal.hidden = true;
+          try {
+            const updated = await api(nsPath("/gates/" + enc(name) + "/decide"), "POST", { option: opt, comment: comment.value });
+            state.gates.set(name, updated);
+            card.replaceWith(gateCard(updated));
+            toast("Gate " + name + ": " + opt);
+          } catch (e) {
+            refusal.textContent = e.message;
+            refusal.hidden = false;
+            all.forEach((b) => { b.disabled = false; });
+            ev.target.focus();
+          }
+        },
+      }, opt));
+      card.append(h("label", { for: id, class: "muted" }, "Comment"), comment, h("div", { class: "actions" }, ...buttons), refusal);
+    }
+    if (st.expiresAt && pending) card.appendChild(h("div", { class: "muted" }, "Decided by " + (g.spec.onTimeout || "timeout") + " " + ago(st.expiresAt)));
+    return card;
+  }
+
+  async function gatesView() {
+    const el = h("section", {}, h("h1", {}, "Gates"));
+    const pendingBox = h("div", { id: "pending-gates" }), doneBox = h("div");
+    el.append(h("h2", {}, "Waiting for a decision"), pendingBox, h("h2", {}, "Decided"), doneBox);
+    function draw() {
+      const all = [...state.gates.values()].sort((a, b) => b.metadata.creationTimestamp.localeCompare(a.metadata.creationTimestamp));
+      const isPending = (g) => !g.spec.decision && (!(g.status || {}).phase || g.status.phase === "Pending");
+      const p = all.filter(isPending), d = all.filter((g) => !isPending(g));
+      pendingBox.replaceChildren(...(p.length ? p.map(gateCard) : [h("p", { class: "muted" }, "No Gate is waiting.")]));
+      doneBox.replaceChildren(...(d.length ? d.slice(0, 50).map(gateCard) : [h("p", { class: "muted" }, "None yet.")]));
+    }
+    const list = await api(nsPath("/gates"));
+    state.gates = new Map(list.items.map((g) => [g.metadata.name, g]));
+    draw();
+    return { el, onChange: (c) => { if (c.kind === "Gate") draw(); }, reload: async () => { const l = await api(nsPath("/gates")); state.gates = new Map(l.items.map((g) => [g.metadata.name, g])); draw(); } };
+  }
+
+  // --- scenes -------------------------------------------------------------------------
+  async function scenesView() {
+    const list = await api(nsPath("/scenes"));
+    const rows = list.items.map((sc) => {
+      const ready = ((sc.status || {}).conditions || []).find((c) => c.type === "Ready");
+      return h("tr", {}, h("td", {}, h("a", { href: link("scenes", sc.metadata.name) }, sc.metadata.name)),
+        h("td", { class: "hide-sm" }, sc.spec.description || ""),
+        h("td", {}, String((sc.spec.steps || []).length)),
+        h("td", {}, ready ? phaseBadge(ready.status === "True" ? "Ready" : ready.reason) : ""),
+        h("td", { class: "hide-sm" }, ago(sc.metadata.creationTimestamp)));
+    });
+    return { el: h("section", {}, h("h1", {}, "Scenes"), h("div", { class: "scroll" }, h("table", {},
+      h("thead", {}, h("tr", {}, h("th", {}, "Scene"), h("th", { class: "hide-sm" }, "Description"), h("th", {}, "Steps"), h("th", {}, "Ready"), h("th", { class: "hide-sm" }, "Age"))),
+      h("tbody", {}, ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No Scenes in this namespace"))]))))) };
+  }
+
+  async function sceneView(name) {
+    const data = await api(nsPath("/scenes/" + enc(name)));
+    const sc = data.scene;
+    const el = h("section", {}, h("h1", {}, "Scene ", name), sc.spec.description ? h("p", {}, sc.spec.description) : null);
+    el.append(drawGraph(data.graph, null).el);
+    if (!state.me.readOnly) {
+      const err = h("p", { class: "error", role: "alert", hidden: true });
+      const inputs = {};
+      const fields = (sc.spec.params || []).map((p) => {
+        const id = "param-" + p.name;
+        if (p.valueFrom) return h("p", { class: "muted" }, p.name + ": from a Secret");
+        inputs[p.name] = h("input", { id, name: p.name, placeholder: p.default !== undefined ? "default: " + p.default : "required", required: p.default === undefined });
+        return h("label", { for: id }, h("b", {}, p.name), p.description ? h("span", { class: "muted" }, " " + p.description) : null, inputs[p.name]);
+      });
+      const form = h("form", { class: "params card", onsubmit: async (e) => {
+        e.preventDefault();
+        err.hidden = true;
+        const params = {};
+        for (const [k, i] of Object.entries(inputs)) params[k] = i.value;
+        try {
+          const run = await api(nsPath("/scenes/" + enc(name) + "/run"), "POST", { params });
+          location.hash = link("runs", run.name);
+        } catch (x) { err.textContent = x.message; err.hidden = false; }
+      } }, h("h2", {}, "Start a Run"), ...fields, err, h("button", { class: "primary", type: "submit", id: "start" }, "Start"));
+      el.appendChild(form);
+    }
+    const runs = [...state.runs.values()].filter((r) => r.scene === name).slice(0, 10);
+    if (runs.length) el.append(h("h2", {}, "Recent Runs"), h("ul", {}, ...runs.map((r) => h("li", {}, h("a", { href: link("runs", r.name) }, r.name), " ", phaseBadge(r.phase)))));
+    return { el };
+  }
+
+  // --- triggers -----------------------------------------------------------------------
+  async function triggersView() {
+    const body = h("tbody");
+    const err = h("p", { class: "error", role: "alert", hidden: true });
+    let items = (await api(nsPath("/triggers"))).items;
+    const source = (t) => t.spec.schedule ? "cron " + t.spec.schedule.cron + (t.spec.schedule.timeZone ? " " + t.spec.schedule.timeZone : "")
+      : t.spec.webhook ? "webhook " + ((t.status || {}).webhookPath || "") : t.spec.runCompleted ? "after " + t.spec.runCompleted.sceneRef.name : "";
+    const act = (path, payload, what) => async () => {
+      err.hidden = true;
+      try {
+        const res = await api(path, "POST", payload);
+        if (res && res.name && res.phase !== undefined) toast("Started Run " + res.name);
+        else toast(what);
+        items = (await api(nsPath("/triggers"))).items;
+        draw();
+      } catch (e) { err.textContent = e.message; err.hidden = false; }
+    };
+    function draw() {
+      body.replaceChildren(...items.map((t) => {
+        const st = t.status || {}, suspended = !!t.spec.suspend, n = t.metadata.name;
+        const last = st.lastRun ? state.runs.get(st.lastRun) : null;
+        return h("tr", { "data-trigger": n },
+          h("td", {}, h("b", {}, n), h("div", { class: "muted" }, source(t))),
+          h("td", {}, h("a", { href: link("scenes", t.spec.sceneRef.name) }, t.spec.sceneRef.name)),
+          h("td", { title: stamp(st.nextScheduleTime) }, suspended ? "suspended" : ago(st.nextScheduleTime)),
+          h("td", { class: "hide-sm", title: stamp(st.lastScheduleTime) }, ago(st.lastScheduleTime)),
+          h("td", {}, st.lastRun ? h("a", { href: link("runs", st.lastRun) }, st.lastRun) : "", last ? [" ", phaseBadge(last.phase)] : null),
+          h("td", { class: "hide-sm" }, String(st.activeCount || 0)),
+          h("td", {}, state.me.readOnly ? (suspended ? "suspended" : "") : h("div", { class: "actions" },
+            h("button", { type: "button", class: "suspend", "aria-pressed": suspended ? "true" : "false",
+              onclick: act(nsPath("/triggers/" + enc(n) + "/suspend"), { suspend: !suspended }, n + (suspended ? " resumed" : " suspended")) }, suspended ? "Resume" : "Suspend"),
+            h("button", { type: "button", class: "run-now", onclick: act(nsPath("/triggers/" + enc(n) + "/run"), {}, "") }, "Run now"))));
+      }));
+      if (!items.length) body.appendChild(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No Triggers in this namespace")));
+    }
+    draw();
+    const el = h("section", {}, h("h1", {}, "Triggers"), err, h("div", { class: "scroll" }, h("table", { id: "triggers" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Trigger"), h("th", {}, "Scene"), h("th", {}, "Next"), h("th", { class: "hide-sm" }, "Last"),
+        h("th", {}, "Last Run"), h("th", { class: "hide-sm" }, "Active"), h("th", {}, ""))), body)));
+    return { el, onChange: (c) => { if (c.kind === "Trigger") { const i = items.findIndex((t) => t.metadata.name === c.object.metadata.name);
+      if (c.type === "DELETED") { if (i >= 0) items.splice(i, 1); } else if (i >= 0) items[i] = c.object; else items.push(c.object); draw(); } else if (c.kind === "Run") draw(); } };
+  }
+
+  // --- workspaces ---------------------------------------------------------------------
+  async function workspacesView() {
+    const list = await api(nsPath("/workspaces"));
+    const rows = list.items.map((w) => {
+      const st = w.status || {};
+      return h("tr", {}, h("td", {}, w.metadata.name), h("td", {}, w.spec.user), h("td", {}, phaseBadge(st.phase || "Pending")),
+        h("td", { class: "hide-sm" }, (st.claimName || "") + " " + ((w.spec.storage || {}).size || "")),
+        h("td", { title: stamp(st.lastActivityTime) }, ago(st.lastActivityTime)));
+    });
+    return { el: h("section", {}, h("h1", {}, "Workspaces"), h("div", { class: "scroll" }, h("table", {},
+      h("thead", {}, h("tr", {}, h("th", {}, "Workspace"), h("th", {}, "User"), h("th", {}, "Phase"), h("th", { class: "hide-sm" }, "Volume"), h("th", {}, "Last activity"))),
+      h("tbody", {}, ...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No Workspaces in this namespace"))]))))) };
+  }
+
+  // --- start --------------------------------------------------------------------------
+  async function start() {
+    try {
+      state.me = await api("/api/me");
+    } catch (e) {
+      if (e.status === 401) return showLogin();
+      $("main").replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
+      return;
+    }
+    $("top").hidden = false;
+    $("who").textContent = state.me.user + (state.me.readOnly ? " (read-only)" : "");
+    $("who").title = state.me.user;
+    $("logout").hidden = state.me.readOnly || state.me.mode !== "token";
+    try {
+      const ns = await api("/api/namespaces");
+      const sel = $("ns");
+      sel.replaceChildren(...ns.namespaces.map((n) => h("option", { value: n }, n)));
+      if (!ns.canList) { sel.hidden = true; $("ns-input").hidden = false; }
+    } catch (e) { toast(e.message); }
+    if (!location.hash) location.hash = "#/ns/" + enc(state.me.defaultNamespace || "default") + "/runs";
+    await render();
+  }
+  function changeNamespace(ns) {
+    const r = route();
+    location.hash = "#/ns/" + enc(ns) + "/" + r.view;
+  }
+  document.addEventListener("DOMContentLoaded", () => {
+    $("ns").addEventListener("change", (e) => changeNamespace(e.target.value));
+    $("ns-input").addEventListener("change", (e) => changeNamespace(e.target.value.trim()));
+    $("logout").addEventListener("click", async () => {
+      try { await api("/api/logout", "POST", {}); } catch (e) { /* gone anyway */ }
+      if (state.es) state.es.close();
+      state.me = null;
+      showLogin();
+    });
+    window.addEventListener("hashchange", () => { if (state.me) render(); });
+    start();
+  });
+})();

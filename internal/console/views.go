@@ -1,0 +1,354 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/kubectlergon"
+)
+
+const (
+	// maxNamespaces bounds the namespaces the switcher asks access reviews for.
+	maxNamespaces = 200
+	// logTailLines and logLimitBytes bound the pod log a step's panel shows.
+	logTailLines  = 1000
+	logLimitBytes = 1 << 20
+	// itemsKey holds the objects of a list answer.
+	itemsKey = "items"
+)
+
+// namespaces are those the viewer may list Runs in: the namespaces they may list, each
+// checked with a SelfSubjectAccessReview. A viewer who may not list namespaces gets the
+// console's default namespace and types others in.
+func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var list corev1.NamespaceList
+	if err := v.c.List(r.Context(), &list, client.Limit(maxNamespaces)); err != nil {
+		if apierrors.IsForbidden(err) {
+			writeJSON(w, map[string]any{"namespaces": []string{s.cfg.DefaultNamespace}, "canList": false})
+			return
+		}
+		writeAPIError(w, err)
+		return
+	}
+	allowed := make([]bool, len(list.Items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range list.Items {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			allowed[i] = mayListRuns(r.Context(), v, list.Items[i].Name)
+		}(i)
+	}
+	wg.Wait()
+	names := []string{}
+	for i, ns := range list.Items {
+		if allowed[i] {
+			names = append(names, ns.Name)
+		}
+	}
+	writeJSON(w, map[string]any{"namespaces": names, "canList": true})
+}
+
+func mayListRuns(ctx context.Context, v *viewer, ns string) bool {
+	rev, err := v.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Verb: "list", Group: ergonv1alpha1.GroupVersion.Group, Resource: "runs"}},
+	}, metav1.CreateOptions{})
+	return err == nil && rev.Status.Allowed
+}
+
+// slim drops what the page never shows and would only make answers and events larger.
+func slim(o client.Object) {
+	o.SetManagedFields(nil)
+	if a := o.GetAnnotations(); a != nil {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+	}
+}
+
+func (s *Server) scenes(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var list ergonv1alpha1.SceneList
+	if err := v.c.List(r.Context(), &list, client.InNamespace(r.PathValue("ns"))); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	for i := range list.Items {
+		slim(&list.Items[i])
+	}
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Scene) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
+}
+
+func (s *Server) scene(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var scene ergonv1alpha1.Scene
+	if err := v.c.Get(r.Context(), client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, &scene); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	slim(&scene)
+	writeJSON(w, map[string]any{kindScene: &scene, "graph": SceneGraph(&scene.Spec, nil)})
+}
+
+// runs lists Runs as summaries, newest first, filtered by Scene, Trigger and phase.
+func (s *Server) runs(w http.ResponseWriter, r *http.Request, v *viewer) {
+	opts := []client.ListOption{client.InNamespace(r.PathValue("ns"))}
+	if t := r.URL.Query().Get("trigger"); t != "" {
+		opts = append(opts, client.MatchingLabels{ergonv1alpha1.LabelTrigger: t})
+	}
+	var list ergonv1alpha1.RunList
+	if err := v.c.List(r.Context(), &list, opts...); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	scene, phase := r.URL.Query().Get("scene"), r.URL.Query().Get("phase")
+	items := []RunSummary{}
+	for i := range list.Items {
+		sum := Summarize(&list.Items[i])
+		if (scene == "" || sum.Scene == scene) && (phase == "" || sum.Phase == phase) {
+			items = append(items, sum)
+		}
+	}
+	slices.SortFunc(items, func(a, b RunSummary) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	writeJSON(w, map[string]any{itemsKey: items})
+}
+
+// run is a Run with its Scene snapshot, its graph coloured by phase and its Gates.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
+	ctx := r.Context()
+	run, err := getRun(r, v)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	spec, err := snapshotOf(ctx, v, run)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	var gates ergonv1alpha1.GateList
+	gateErr := ""
+	if err := v.c.List(ctx, &gates, client.InNamespace(run.Namespace)); err != nil {
+		gateErr = err.Error()
+	}
+	own := []ergonv1alpha1.Gate{}
+	for i := range gates.Items {
+		if gates.Items[i].Spec.RunRef.Name == run.Name {
+			slim(&gates.Items[i])
+			own = append(own, gates.Items[i])
+		}
+	}
+	run.Status.SceneSnapshot = nil
+	writeJSON(w, map[string]any{"run": run, kindScene: spec, "graph": SceneGraph(spec, run.Status.Steps),
+		"gates": own, "gatesError": gateErr})
+}
+
+func getRun(r *http.Request, v *viewer) (*ergonv1alpha1.Run, error) {
+	run := &ergonv1alpha1.Run{}
+	if err := v.c.Get(r.Context(), client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, run); err != nil {
+		return nil, err
+	}
+	slim(run)
+	return run, nil
+}
+
+// snapshotOf is the Scene spec a Run executes: inline, or from its snapshot ConfigMap.
+func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
+	if run.Status.SceneSnapshot != nil {
+		return run.Status.SceneSnapshot, nil
+	}
+	ref := run.Status.SceneSnapshotRef
+	if ref == nil {
+		return nil, nil
+	}
+	var cm corev1.ConfigMap
+	if err := v.c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, &cm); err != nil {
+		return nil, err
+	}
+	b, ok := kubectlergon.ConfigMapValue(&cm, ref.Key)
+	if !ok {
+		return nil, fmt.Errorf("the snapshot ConfigMap %s has no key %q", ref.ConfigMap, ref.Key)
+	}
+	spec := &ergonv1alpha1.SceneSpec{}
+	return spec, json.Unmarshal(b, spec)
+}
+
+func stepOf(run *ergonv1alpha1.Run, name string) (*ergonv1alpha1.StepStatus, error) {
+	for i := range run.Status.Steps {
+		if run.Status.Steps[i].Name == name {
+			return &run.Status.Steps[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(ergonv1alpha1.GroupVersion.WithResource("runs").GroupResource(),
+		run.Name+": step "+name+" has not started")
+}
+
+// readValue reads a whole output or transcript, checked against its recorded size and digest.
+func readValue(ctx context.Context, v *viewer, ns string, val *ergonv1alpha1.OutputValue) ([]byte, error) {
+	if val.Ref == nil {
+		b := []byte(val.Preview)
+		return b, kubectlergon.VerifyValue(b, val)
+	}
+	var cm corev1.ConfigMap
+	if err := v.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: val.Ref.ConfigMap}, &cm); err != nil {
+		return nil, err
+	}
+	b, ok := kubectlergon.ConfigMapValue(&cm, val.Ref.Key)
+	if !ok {
+		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, val.Ref.Key)
+	}
+	return b, kubectlergon.VerifyValue(b, val)
+}
+
+// writeText answers with text the browser can only show as text: text/plain, no sniffing,
+// and a sandbox CSP in case someone opens the address itself.
+func writeText(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	_, _ = w.Write(b)
+}
+
+func (s *Server) stepValue(w http.ResponseWriter, r *http.Request, v *viewer, pick func(*ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue, what string) {
+	run, err := getRun(r, v)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	st, err := stepOf(run, r.PathValue("step"))
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	val := pick(st)
+	if val == nil {
+		writeError(w, http.StatusNotFound, fmt.Errorf("step %s has no %s", st.Name, what))
+		return
+	}
+	b, err := readValue(r.Context(), v, run.Namespace, val)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	writeText(w, b)
+}
+
+func (s *Server) stepOutput(w http.ResponseWriter, r *http.Request, v *viewer) {
+	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Output }, "output")
+}
+
+// stepTranscript is an agent step's transcript as its JSON; the page renders it as text.
+func (s *Server) stepTranscript(w http.ResponseWriter, r *http.Request, v *viewer) {
+	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Transcript },
+		"transcript (only agent steps have one, once an attempt ended)")
+}
+
+// stepLog is the end of the log of a step's pod, of the last attempt or ?attempt=N, while
+// the pod exists; framed outputs are shown as one line each.
+func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
+	run, err := getRun(r, v)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	st, err := stepOf(run, r.PathValue("step"))
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	attempt, _ := strconv.Atoi(r.URL.Query().Get("attempt"))
+	pod, err := kubectlergon.PodOfAttempt(st, int32(attempt))
+	if err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	tail, limit := int64(logTailLines), int64(logLimitBytes)
+	rc, err := v.cs.CoreV1().Pods(run.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: "step", TailLines: &tail, LimitBytes: &limit}).Stream(r.Context())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			err = errors.New("the pod " + pod + " is gone: Ergon deletes the pods of finished attempts; the output and transcript stay with the Run")
+			writeError(w, http.StatusNotFound, err)
+			return
+		}
+		writeAPIError(w, err)
+		return
+	}
+	defer func() { _ = rc.Close() }()
+	writeText(w, []byte(strings.Join(kubectlergon.StripFrames(rc), "\n")))
+}
+
+func (s *Server) gates(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var list ergonv1alpha1.GateList
+	if err := v.c.List(r.Context(), &list, client.InNamespace(r.PathValue("ns"))); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	for i := range list.Items {
+		slim(&list.Items[i])
+	}
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Gate) int {
+		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+	})
+	writeJSON(w, map[string]any{itemsKey: list.Items})
+}
+
+func (s *Server) triggers(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var list ergonv1alpha1.TriggerList
+	if err := v.c.List(r.Context(), &list, client.InNamespace(r.PathValue("ns"))); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	for i := range list.Items {
+		slim(&list.Items[i])
+	}
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Trigger) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
+}
+
+func (s *Server) workspaces(w http.ResponseWriter, r *http.Request, v *viewer) {
+	var list ergonv1alpha1.WorkspaceList
+	if err := v.c.List(r.Context(), &list, client.InNamespace(r.PathValue("ns"))); err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	for i := range list.Items {
+		slim(&list.Items[i])
+	}
+	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Workspace) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, map[string]any{itemsKey: list.Items})
+}

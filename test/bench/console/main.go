@@ -1,0 +1,355 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command console measures the web console against a real API server (envtest) and a real
+// headless Chromium: the time to first paint of the Run detail of a 1,000-step Run, the
+// latency from a status write to the page's DOM change (p50/p99), and the server's memory
+// with 50 open live streams. Run it with make bench-console; it is not part of make test.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/console"
+)
+
+const ns = "bench"
+
+func main() {
+	steps := flag.Int("steps", 1000, "steps of the large Run")
+	samples := flag.Int("samples", 100, "status writes whose latency to the DOM is measured")
+	sessions := flag.Int("sessions", 50, "live streams held open for the memory figure")
+	shots := flag.String("screenshots", "", "directory to save screenshots of the pages in, if set")
+	flag.Parse()
+	if err := run(*steps, *samples, *sessions, *shots); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(steps, samples, sessions int, shots string) error {
+	logf.SetLogger(logr.Discard())
+	scheme := k8sruntime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = ergonv1alpha1.AddToScheme(scheme)
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("start envtest (is KUBEBUILDER_ASSETS set, and the command run from the repository root?): %w", err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	admin, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	token, err := viewerToken(ctx, cfg, admin)
+	if err != nil {
+		return err
+	}
+	run, err := largeRun(ctx, admin, steps)
+	if err != nil {
+		return err
+	}
+
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	srv, err := console.New(console.Config{APIServer: &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}},
+		Key: key, DefaultNamespace: ns, MaxStreams: 1000, MaxStreamsPerSession: 1000})
+	if err != nil {
+		return err
+	}
+	ts := httptest.NewTLSServer(srv.Handler())
+	defer ts.Close()
+
+	bctx, stop := browser()
+	defer stop()
+	if err := chromedp.Do(bctx, login(ts.URL, token)...); err != nil {
+		return fmt.Errorf("log in: %w", err)
+	}
+
+	// Time to first paint of the Run detail: from navigation to every node of the graph drawn.
+	var paints []time.Duration
+	for range 3 {
+		start := time.Now()
+		if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/#/ns/"+ns+"/runs/"+run.Name),
+			chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#graph svg g.node:nth-of-type(%d)`, steps)))); err != nil {
+			return fmt.Errorf("open the Run detail: %w", err)
+		}
+		paints = append(paints, time.Since(start))
+		if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+			return err
+		}
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(ts.URL+"/#/ns/"+ns+"/runs/"+run.Name),
+		chromedp.WaitVisible(chromedp.CSS(`#live.on`)),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#graph svg g.node:nth-of-type(%d)`, steps)))); err != nil {
+		return err
+	}
+	if shots != "" {
+		if err := screenshot(bctx, shots, "run-1000-steps.png"); err != nil {
+			return err
+		}
+	}
+
+	// Latency from a status write to the DOM: the page records when each step's node changes
+	// class; the write's time is taken just before it is sent.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`window.__changed = {};
+		new MutationObserver((ms) => { for (const m of ms) { const s = m.target.getAttribute && m.target.getAttribute("data-step");
+		  if (s && m.target.getAttribute("class").includes("phase-Succeeded") && !window.__changed[s]) window.__changed[s] = Date.now(); } })
+		.observe(document.getElementById("graph"), {subtree: true, attributes: true, attributeFilter: ["class"]}); true`)); err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for i := range samples {
+		step := fmt.Sprintf("s%04d", 1+i)
+		patch := client.MergeFrom(run.DeepCopy())
+		for j := range run.Status.Steps {
+			if run.Status.Steps[j].Name == step {
+				run.Status.Steps[j].Phase = ergonv1alpha1.StepSucceeded
+			}
+		}
+		sent := time.Now()
+		if err := admin.Status().Patch(ctx, run, patch); err != nil {
+			return err
+		}
+		var at float64
+		deadline := time.Now().Add(10 * time.Second)
+		for at == 0 && time.Now().Before(deadline) {
+			v, err := chromedp.Run(bctx, chromedp.Evaluate[float64](fmt.Sprintf(`window.__changed[%q] || 0`, step)))
+			if err != nil {
+				return err
+			}
+			at = v
+			if at == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		if at == 0 {
+			return fmt.Errorf("step %s never turned green on the page", step)
+		}
+		lat = append(lat, time.UnixMilli(int64(at)).Sub(sent))
+	}
+
+	// Memory: the server's heap with sessions live streams open, each a logged-in session.
+	before := heap()
+	var cancels []context.CancelFunc
+	for range sessions {
+		c, err := openStream(ts, token)
+		if err != nil {
+			return err
+		}
+		cancels = append(cancels, c)
+	}
+	time.Sleep(2 * time.Second)
+	after := heap()
+	for _, c := range cancels {
+		c()
+	}
+
+	fmt.Printf("console, %d-step Run detail, first paint (navigation to all nodes drawn): %v\n", steps, paints)
+	fmt.Printf("console, status write to DOM change over %d writes: p50 %v, p99 %v, max %v\n",
+		len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100))
+	fmt.Printf("console, server heap in use with %d live streams open: %.1f MiB (%.1f MiB before, %.0f KiB per stream)\n",
+		sessions, mib(after), mib(before), float64(after-before)/1024/float64(sessions))
+	return nil
+}
+
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))].Round(time.Millisecond / 10)
+}
+
+// viewerToken is a token of a ServiceAccount bound to ergon-viewer in the namespace.
+func viewerToken(ctx context.Context, cfg *rest.Config, admin client.Client) (string, error) {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bench-viewer"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{ergonv1alpha1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps", "pods", "pods/log"}, Verbs: []string{"get", "list", "watch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bench-viewer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "viewer", Namespace: ns}}},
+	}
+	for _, o := range objs {
+		if err := admin.Create(ctx, o); err != nil {
+			return "", err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "viewer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
+
+// largeRun is a Run of a fan-out Scene of n steps (one first, n-2 in parallel, one last),
+// its snapshot in a ConfigMap as the Run controller keeps a large one, every step Running.
+func largeRun(ctx context.Context, admin client.Client, n int) (*ergonv1alpha1.Run, error) {
+	spec := ergonv1alpha1.SceneSpec{}
+	for i := range n {
+		st := ergonv1alpha1.Step{Name: fmt.Sprintf("s%04d", i),
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"}}}
+		switch {
+		case i == n-1:
+			for j := 1; j < n-1; j++ {
+				st.DependsOn = append(st.DependsOn, fmt.Sprintf("s%04d", j))
+			}
+		case i > 0:
+			st.DependsOn = []string{"s0000"}
+		}
+		spec.Steps = append(spec.Steps, st)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big-1-snapshot"}, Data: map[string]string{"spec": string(b)}}
+	if err := admin.Create(ctx, cm); err != nil {
+		return nil, err
+	}
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big-1"},
+		Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "big"}}}
+	if err := admin.Create(ctx, run); err != nil {
+		return nil, err
+	}
+	now := metav1.Now()
+	run.Status = ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunRunning, StartedAt: &now, Progress: fmt.Sprintf("0/%d", n),
+		SceneSnapshotRef: &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: "spec"}}
+	for i := range n - 1 {
+		run.Status.Steps = append(run.Status.Steps, ergonv1alpha1.StepStatus{Name: fmt.Sprintf("s%04d", i),
+			Phase: ergonv1alpha1.StepRunning, Attempts: 1, StartedAt: &now, PodName: fmt.Sprintf("big-1-s%04d-1", i)})
+	}
+	return run, admin.Status().Update(ctx, run)
+}
+
+// browser starts headless Chromium (Debian's chromium package) at 1280x800.
+func browser() (context.Context, context.CancelFunc) {
+	path := "chromium"
+	if p, err := exec.LookPath("chromium"); err == nil {
+		path = p
+	}
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1280, 800))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancel := chromedp.NewContext(actx)
+	return bctx, func() { cancel(); cancelAlloc() }
+}
+
+func login(url, token string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{chromedp.Navigate(url + "/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#top"))}
+}
+
+func screenshot(ctx context.Context, dir, name string) error {
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), png, 0o644)
+}
+
+// openStream logs in a new session and holds its live stream open until cancelled.
+func openStream(ts *httptest.Server, token string) (context.CancelFunc, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Transport: ts.Client().Transport, Jar: jar}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/login", strings.NewReader(fmt.Sprintf(`{"token":%q}`, token)))
+	req.Header.Set("Origin", ts.URL)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	_ = res.Body.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/api/namespaces/"+ns+"/events", nil)
+	res, err = c.Do(req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ready := make(chan struct{})
+	go func() {
+		defer func() { _ = res.Body.Close() }()
+		sc := bufio.NewScanner(res.Body)
+		n := 0
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"watching":true`) {
+				if n++; n == 4 {
+					close(ready)
+				}
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		cancel()
+		return nil, fmt.Errorf("a live stream did not start watching")
+	}
+	return cancel, nil
+}

@@ -1,0 +1,286 @@
+//go:build e2e
+
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/console"
+)
+
+// The console runs as a local process of the suite on loopback, pointing at the cluster's API
+// server with its address and CA only, as it would run in a pod; real people log in with
+// ServiceAccount tokens from the TokenRequest API (kubectl create token), in a real headless
+// Chromium (Debian's chromium package) driven by chromedp.
+
+// startConsole serves the console over HTTPS on loopback until the spec ends.
+func startConsole() string {
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	Expect(err).NotTo(HaveOccurred())
+	apiServer := &rest.Config{Host: cfg.Host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData, CAFile: cfg.CAFile, ServerName: cfg.ServerName}}
+	srv, err := console.New(console.Config{Key: key, APIServer: apiServer})
+	Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewTLSServer(srv.Handler())
+	DeferCleanup(ts.Close)
+	return ts.URL
+}
+
+// person is a ServiceAccount of ns bound there to the cluster roles, and a token for it.
+func person(ctx SpecContext, ns, name string, clusterRoles ...string) (user, token string) {
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+	for _, role := range clusterRoles {
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: name + "-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+		})).To(Succeed())
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return "system:serviceaccount:" + ns + ":" + name, tr.Status.Token
+}
+
+// openBrowser starts headless Chromium at 1280x800 for the spec and logs in with token.
+func openBrowser(url, token string) context.Context {
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		Skip("no chromium on PATH: apt-get install chromium")
+	}
+	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1280, 800))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancel := chromedp.NewContext(actx)
+	DeferCleanup(func() { cancel(); cancelAlloc() })
+	Expect(chromedp.Do(bctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#top")))).To(Succeed())
+	return bctx
+}
+
+// within runs browser actions with a time limit.
+func within(bctx context.Context, d time.Duration, actions ...chromedp.Action[chromedp.Void]) error {
+	tctx, cancel := context.WithTimeout(bctx, d)
+	defer cancel()
+	return chromedp.Do(tctx, actions...)
+}
+
+func evalJS[T any](bctx context.Context, js string) T {
+	v, err := chromedp.Run(bctx, chromedp.Evaluate[T](js))
+	Expect(err).NotTo(HaveOccurred(), js)
+	return v
+}
+
+// artifactsDir is where the spec's screenshots go: $E2E_ARTIFACTS, else test/e2e/artifacts
+// (ignored by git), in a folder named after the spec.
+func artifactsDir() string {
+	root := os.Getenv("E2E_ARTIFACTS")
+	if root == "" {
+		root = "artifacts"
+	}
+	name := regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(CurrentSpecReport().LeafNodeText, "-")
+	dir := filepath.Join(root, strings.Trim(name, "-")[:min(60, len(strings.Trim(name, "-")))])
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	return dir
+}
+
+func screenshot(bctx context.Context, name string) {
+	png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(artifactsDir(), name)
+	Expect(os.WriteFile(path, png, 0o644)).To(Succeed())
+	GinkgoWriter.Printf("screenshot: %s\n", path)
+}
+
+var _ = Describe("The web console in a real browser", func() {
+	It("lets an approver watch a Run reach its Gate live, approve it as themselves, and see the graph turn green", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		url := startConsole()
+		approver, token := person(ctx, ns, "approver", "view", "ergon-gate-approver")
+		review := ergonv1alpha1.Step{Name: "review", DependsOn: []string{"build"},
+			Gate: &ergonv1alpha1.GateStep{Message: "Ship the build?"}}
+		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ship"},
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
+				busyboxStep("build", `sleep 4; printf '%s' '<script>document.title="owned"</script>' > "$ERGON_OUTPUT"`),
+				review,
+				busyboxStep("publish", `echo -n published > "$ERGON_OUTPUT"`, "review"),
+			}}})).To(Succeed())
+		bctx := openBrowser(url, token)
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ship-1"},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "ship"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+
+		By("opening the Run before it waits, and marking the page to prove it is never reloaded")
+		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs/ship-1"),
+			chromedp.WaitVisible(chromedp.CSS(`#graph g.node[data-step="review"]`)), chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
+		Expect(evalJS[bool](bctx, `window.__notReloaded = true`)).To(BeTrue())
+		Expect(evalJS[string](bctx, `document.querySelector('#graph g.node[data-step="review"]').getAttribute("class")`)).
+			NotTo(ContainSubstring("phase-Waiting"))
+
+		By("seeing the Gate's question and buttons arrive when the Run waits")
+		Expect(within(bctx, 2*time.Minute, chromedp.WaitVisible(chromedp.CSS(`#gate-log button.decide[data-option="approve"]`)))).To(Succeed())
+		Expect(evalJS[string](bctx, `document.querySelector('#graph g.node[data-step="review"]').getAttribute("class")`)).
+			To(ContainSubstring("phase-Waiting"))
+
+		By("showing the build's output, a script tag, as text")
+		Expect(evalJS[string](bctx, `document.querySelector('#steps [data-step="build"] pre.output-preview').textContent`)).
+			To(Equal(`<script>document.title="owned"</script>`))
+		Expect(evalJS[int](bctx, `document.querySelectorAll('#main script').length`)).To(Equal(0))
+		Expect(evalJS[string](bctx, `document.querySelector('#gate-log .question').textContent`)).To(Equal("Ship the build?"))
+		screenshot(bctx, "waiting.png")
+
+		By("approving with a comment")
+		Expect(within(bctx, 30*time.Second,
+			chromedp.SendKeys(chromedp.CSS(`#gate-log textarea.comment`), "ship it"),
+			chromedp.Click(chromedp.CSS(`#gate-log button.decide[data-option="approve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#gate-log .decided-by`)))).To(Succeed())
+
+		By("watching every step of the graph turn green without a reload")
+		Expect(within(bctx, 2*time.Minute,
+			chromedp.WaitVisible(chromedp.CSS(`#graph g.node.phase-Succeeded[data-step="publish"]`)))).To(Succeed())
+		Expect(evalJS[int](bctx, `document.querySelectorAll('#graph g.node.phase-Succeeded').length`)).To(Equal(3))
+		Expect(evalJS[bool](bctx, `window.__notReloaded === true`)).To(BeTrue(), "the page was never reloaded")
+		Expect(evalJS[string](bctx, `document.title`)).NotTo(ContainSubstring("owned"))
+		Expect(evalJS[string](bctx, `document.querySelector('#gate-log .decided-by').textContent`)).To(Equal(approver))
+		screenshot(bctx, "approved.png")
+
+		gate := gateOfRun(ctx, ns, "ship-1")
+		Expect(gate.Spec.Decision).NotTo(BeNil())
+		Expect(gate.Spec.Decision.User).To(Equal(approver), "the webhook stamped the person whose token the console passed on")
+		Expect(gate.Spec.Decision.Comment).To(Equal("ship it"))
+		Expect(finished(ctx, run).Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+	})
+
+	It("shows a view-only user the API server's refusal, verbatim, when they approve, and changes nothing", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		url := startConsole()
+		viewer, token := person(ctx, ns, "viewer", "view")
+		gateScene(ctx, ns, "hold", ergonv1alpha1.GateStep{Message: "Release?"})
+		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hold-1"},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "hold"}}})).To(Succeed())
+		gate := gateOfRun(ctx, ns, "hold-1")
+
+		// What the API server answers this user for the same patch, as kubectl would print it.
+		as := rest.CopyConfig(cfg)
+		as.Impersonate = rest.ImpersonationConfig{UserName: viewer,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		direct, err := client.New(as, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		patched := gate.DeepCopy()
+		patched.Spec.Decision = &ergonv1alpha1.GateDecision{Option: "approve"}
+		want := direct.Patch(ctx, patched, client.MergeFrom(gate))
+		Expect(want).To(HaveOccurred())
+
+		bctx := openBrowser(url, token)
+		sel := fmt.Sprintf(`.card.gate[data-gate=%q]`, gate.Name)
+		Expect(within(bctx, time.Minute, chromedp.Navigate(url+"/#/ns/"+ns+"/gates"),
+			chromedp.WaitVisible(chromedp.CSS(sel+` button.decide[data-option="approve"]`)),
+			chromedp.Click(chromedp.CSS(sel+` button.decide[data-option="approve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(sel+` .refusal`)))).To(Succeed())
+		refusal := evalJS[string](bctx, fmt.Sprintf(`document.querySelector(%q).textContent`, sel+" .refusal"))
+		Expect(refusal).To(Equal(want.Error()))
+		Expect(refusal).To(ContainSubstring(`cannot patch resource "gates"`))
+		screenshot(bctx, "refused.png")
+
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+			g.Expect(gate.Spec.Decision).To(BeNil())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+		Expect(evalJS[int](bctx, `document.querySelectorAll('#pending-gates .card.gate').length`)).To(Equal(1))
+	})
+
+	It("lists a Run a Trigger started, and shows an agent step's transcript as text", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		url := startConsole()
+		_, token := person(ctx, ns, "reader", "view")
+		deployFakeLLM(ctx, ns)
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
+			StringData: map[string]string{"apiKey": "e2e-console-key"}})).To(Succeed())
+		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "sprint", Namespace: ns}}
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
+			BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
+			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
+		}}
+		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
+			Agent: &ergonv1alpha1.AgentStep{
+				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
+				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
+			}}}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "notify", Namespace: ns},
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{busyboxStep("say", `echo -n told > "$ERGON_OUTPUT"`)}}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Trigger{ObjectMeta: metav1.ObjectMeta{Name: "after-sprint", Namespace: ns},
+			Spec: ergonv1alpha1.TriggerSpec{SceneRef: corev1.LocalObjectReference{Name: "notify"},
+				RunCompleted: &ergonv1alpha1.RunCompletedSource{SceneRef: corev1.LocalObjectReference{Name: "sprint"}}}})).To(Succeed())
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "sprint-1", Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "sprint"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+		bctx := openBrowser(url, token)
+
+		By("seeing the Run the Trigger starts appear in the run list, filtered by the Trigger")
+		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs"),
+			chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
+		Expect(within(bctx, 3*time.Minute, chromedp.WaitReady(chromedp.CSS(`#filter-trigger option[value="after-sprint"]`)))).To(Succeed())
+		Expect(within(bctx, 10*time.Second, chromedp.SetValue(chromedp.CSS("#filter-trigger"), "after-sprint"))).To(Succeed())
+		Expect(evalJS[bool](bctx, `document.getElementById("filter-trigger").dispatchEvent(new Event("change")), true`)).To(BeTrue())
+		rows := evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")]
+			.map((r) => r.getAttribute("data-run") + " " + r.children[2].textContent)`)
+		Expect(rows).To(HaveLen(1))
+		Expect(rows[0]).To(MatchRegexp(`^after-sprint-\S+ after-sprint$`))
+		screenshot(bctx, "runs.png")
+
+		By("reading the agent step's transcript")
+		Expect(finished(ctx, run).Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs/sprint-1"),
+			chromedp.Click(chromedp.CSS(`#steps [data-step="draft"] summary`)),
+			chromedp.Click(chromedp.CSS(`#steps [data-step="draft"] button.transcript`)),
+			chromedp.WaitVisible(chromedp.CSS(`#steps [data-step="draft"] .transcript .entry.tool`)))).To(Succeed())
+		text := evalJS[string](bctx, `document.querySelector('#steps [data-step="draft"] div.transcript').textContent`)
+		Expect(text).To(ContainSubstring("http_fetch"))
+		Expect(text).To(ContainSubstring("Succeeded"))
+		Expect(text).To(ContainSubstring(`"sprint": 43`))
+		Expect(text).NotTo(ContainSubstring("e2e-console-key"))
+		screenshot(bctx, "transcript.png")
+	})
+})
