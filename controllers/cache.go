@@ -29,7 +29,8 @@ import (
 )
 
 // CacheOptions says what the manager caches of the kinds it creates but does not define:
-// pods, ConfigMaps, and Workspaces' volume claims and NetworkPolicies. The API server selects them by Ergon's managed-by label, so the cache
+// pods, ConfigMaps, and Workspaces' volume claims and NetworkPolicies. The API server selects them
+// by Ergon's managed-by label, so the cache
 // does not hold every pod in the cluster. A label is no proof, though: anyone who may create a
 // pod can set it. So of the objects the label selects, only those a Run controls are kept
 // whole (and the pods a Workspace controls); any other is cut down to its name and identity as it enters the cache, and costs the
@@ -76,5 +77,5 @@ func runControlled(obj client.Object) bool {
 // workspaceControlled reports whether obj's controlling owner is a Workspace.
 func workspaceControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == "Workspace" && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == workspaceKind && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }

@@ -38,30 +38,8 @@ import (
 // deterministic names, so doing it twice creates nothing twice.
 func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
 	logger := log.FromContext(ctx)
-	stored := stepPhases(run)
-	for _, s := range plan.Status.Steps {
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || stored[s.Name].Finished() ||
-			(s.Output.Ref == nil && s.Transcript == nil) {
-			continue
-		}
-		out, ok := f.Outputs[s.PodName]
-		if !ok {
-			continue // a child Run's output, kept by the child
-		}
-		cm := outputConfigMap(run, s.Name, out.Value, out.Transcript)
-		if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
-			// Written by an earlier pass whose status write was lost, or someone else's:
-			// gather checked a moment ago, so the next pass will find which.
-			existing := &corev1.ConfigMap{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
-				return err
-			}
-			if _, err := checkOutput(existing, run.UID, run.Name, s.Output); err != nil {
-				return err
-			}
-		} else if err != nil {
-			return err
-		}
+	if err := r.storeStepOutputs(ctx, run, f, plan); err != nil {
+		return err
 	}
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
@@ -133,6 +111,37 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		}
 	}
 	return r.cleanupPods(ctx, run, f)
+}
+
+// storeStepOutputs keeps in ConfigMaps the outputs and transcripts of the steps the plan ends
+// that are too large for the status, before the status names them.
+func (r *RunReconciler) storeStepOutputs(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+	stored := stepPhases(run)
+	for _, s := range plan.Status.Steps {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || stored[s.Name].Finished() ||
+			(s.Output.Ref == nil && s.Transcript == nil) {
+			continue
+		}
+		out, ok := f.Outputs[s.PodName]
+		if !ok {
+			continue // a child Run's output, kept by the child
+		}
+		cm := outputConfigMap(run, s.Name, out.Value, out.Transcript)
+		if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+			// Written by an earlier pass whose status write was lost, or someone else's:
+			// gather checked a moment ago, so the next pass will find which.
+			existing := &corev1.ConfigMap{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
+				return err
+			}
+			if _, err := checkOutput(existing, run.UID, run.Name, s.Output); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // podCreators bounds the pod creations of one reconcile that run at once.

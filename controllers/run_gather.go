@@ -59,7 +59,8 @@ func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string,
 // gather reads everything the planner needs about a Run. It lists the Run's pods, child Runs
 // and Gates through reader: the manager's cache, or the API server itself when a decision must
 // not rest on a cache that may lag behind what the controller just created.
-func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, scene *compile.Scene) (*planner.Facts, error) {
+func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run,
+	scene *compile.Scene) (*planner.Facts, error) {
 	f := &planner.Facts{
 		Now: r.Clock.Now(), Run: run, Scene: scene,
 		Pods: map[string][]planner.PodState{}, Children: map[string]planner.ChildState{},

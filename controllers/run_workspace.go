@@ -182,7 +182,7 @@ func workspaceLease(key client.ObjectKey, ws *ergonv1alpha1.Workspace) *coordina
 			ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
 		},
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Workspace", Name: ws.Name, UID: ws.UID,
+			APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: workspaceKind, Name: ws.Name, UID: ws.UID,
 		}},
 	}}
 }

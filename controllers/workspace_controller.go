@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"time"
+
 	"context"
 	"maps"
 	"slices"
@@ -84,7 +86,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := r.Status().Patch(ctx, ws, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
 				log.FromContext(ctx).V(1).Info("Workspace changed since it was read; deciding again when the cache has it")
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: time.Second}, nil
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -128,7 +130,7 @@ func isStepOfWorkspace(obj client.Object) bool {
 		return false
 	}
 	ref := metav1.GetControllerOf(obj)
-	return ref == nil || ref.Kind != "Workspace"
+	return ref == nil || ref.Kind != workspaceKind
 }
 
 // workspaceOfStep maps a step pod to the Workspace its label names. The label holds the
@@ -151,3 +153,6 @@ func (r *WorkspaceReconciler) workspaceOfStep(ctx context.Context, pod client.Ob
 	}
 	return requests
 }
+
+// workspaceKind is the kind in the owner references of a Workspace's pod, claim and Lease.
+const workspaceKind = "Workspace"

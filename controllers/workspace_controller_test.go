@@ -72,8 +72,9 @@ func workspaceIn(ctx context.Context, ns, name string, phase ergonv1alpha1.Works
 	return ws
 }
 
-// workspacePod waits for the Workspace's pod that is not the one of UID old, and returns it.
-func workspacePod(ctx context.Context, ns, user string, old types.UID) *corev1.Pod {
+// workspacePod waits for the pod of alice's Workspace that is not the one of UID old, and returns it.
+func workspacePod(ctx context.Context, ns string, old types.UID) *corev1.Pod {
+	const user = "alice" // every spec's Workspace is alice's
 	GinkgoHelper()
 	pod := &corev1.Pod{}
 	Eventually(func(g Gomega) {
@@ -146,7 +147,7 @@ var _ = Describe("Workspace controller", func() {
 		Expect(policy.Spec.Egress).To(HaveLen(1))
 		Expect(policy.Spec.Egress[0].To).To(ConsistOf(HaveField("IPBlock.CIDR", "10.0.0.0/8")))
 
-		pod := workspacePod(ctx, ns, "alice", "")
+		pod := workspacePod(ctx, ns, "")
 		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk")))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, "desk"))
 		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
@@ -174,7 +175,7 @@ var _ = Describe("Workspace controller", func() {
 		ws := newWorkspace(ns, "desk")
 		ws.Spec.IdleTimeout = &metav1.Duration{Duration: 2 * time.Second}
 		createWorkspace(ctx, ws)
-		first := workspacePod(ctx, ns, "alice", "")
+		first := workspacePod(ctx, ns, "")
 		startPod(ctx, first)
 
 		idle := workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceIdle, ergonv1alpha1.ReasonIdle)
@@ -193,7 +194,7 @@ var _ = Describe("Workspace controller", func() {
 				Name: "a-run", UID: "a-run-uid", Controller: new(true)}}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
 		Expect(k8sClient.Create(ctx, step)).To(Succeed())
-		second := workspacePod(ctx, ns, "alice", first.UID)
+		second := workspacePod(ctx, ns, first.UID)
 		startPod(ctx, second)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceRunning, ergonv1alpha1.ReasonPodRunning)
 		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk") }).Should(ContainElements("Stopping", "Waking"))
@@ -209,14 +210,14 @@ var _ = Describe("Workspace controller", func() {
 			ws.Annotations = map[string]string{ergonv1alpha1.AnnotationWorkspaceTouch: time.Now().UTC().Format(time.RFC3339)}
 			return k8sClient.Update(ctx, ws)
 		})).To(Succeed())
-		workspacePod(ctx, ns, "alice", second.UID)
+		workspacePod(ctx, ns, second.UID)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
 	})
 
 	It("replaces the pod when the image changes and mounts the same claim", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		createWorkspace(ctx, newWorkspace(ns, "desk"))
-		old := workspacePod(ctx, ns, "alice", "")
+		old := workspacePod(ctx, ns, "")
 		startPod(ctx, old)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceRunning, ergonv1alpha1.ReasonPodRunning)
 		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
@@ -227,7 +228,7 @@ var _ = Describe("Workspace controller", func() {
 			ws.Spec.Image = "busybox:next"
 			return k8sClient.Update(ctx, ws)
 		})).To(Succeed())
-		pod := workspacePod(ctx, ns, "alice", old.UID)
+		pod := workspacePod(ctx, ns, old.UID)
 		Expect(pod.Spec.Containers[0].Image).To(Equal("busybox:next"))
 		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", claim.Name)))
 		startPod(ctx, pod)
@@ -237,42 +238,43 @@ var _ = Describe("Workspace controller", func() {
 		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk") }).Should(ContainElement("Replacing"))
 	})
 
-	It("keeps the claim of a deleted Workspace with Retain, for the next Workspace of the user, and deletes it with Delete", func(ctx SpecContext) {
-		ns := newNamespace(ctx, nil)
-		createWorkspace(ctx, newWorkspace(ns, "desk"))
-		workspacePod(ctx, ns, "alice", "")
-		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
-		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim) }).Should(Succeed())
-		uid := claim.UID
+	It("keeps the claim of a deleted Workspace with Retain, for the next Workspace of the user, and deletes it with Delete",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx, nil)
+			createWorkspace(ctx, newWorkspace(ns, "desk"))
+			workspacePod(ctx, ns, "")
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
+			Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim) }).Should(Succeed())
+			uid := claim.UID
 
-		Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk"))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "desk"}, &ergonv1alpha1.Workspace{}))
-		}).Should(BeTrue(), "the finalizer goes once the policy is applied")
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
-		Expect(claim.DeletionTimestamp).To(BeNil())
+			Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk"))).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "desk"}, &ergonv1alpha1.Workspace{}))
+			}).Should(BeTrue(), "the finalizer goes once the policy is applied")
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+			Expect(claim.DeletionTimestamp).To(BeNil())
 
-		By("a new Workspace of the same user finds the volume")
-		again := newWorkspace(ns, "desk-2")
-		again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
-		createWorkspace(ctx, again)
-		pod := workspacePod(ctx, ns, "alice", "")
-		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk-2")))
-		pending := workspaceIn(ctx, ns, "desk-2", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
-		Expect(pending.Status.ClaimName).To(Equal(claim.Name))
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
-		Expect(claim.UID).To(Equal(uid))
+			By("a new Workspace of the same user finds the volume")
+			again := newWorkspace(ns, "desk-2")
+			again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
+			createWorkspace(ctx, again)
+			pod := workspacePod(ctx, ns, "")
+			Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk-2")))
+			pending := workspaceIn(ctx, ns, "desk-2", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
+			Expect(pending.Status.ClaimName).To(Equal(claim.Name))
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+			Expect(claim.UID).To(Equal(uid))
 
-		By("with Delete, the claim goes with the Workspace")
-		Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk-2"))).To(Succeed())
-		Eventually(gone(ctx, claim)).Should(BeTrue())
-		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk-2") }).Should(ContainElement("VolumeDeleted"))
-	})
+			By("with Delete, the claim goes with the Workspace")
+			Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk-2"))).To(Succeed())
+			Eventually(gone(ctx, claim)).Should(BeTrue())
+			Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk-2") }).Should(ContainElement("VolumeDeleted"))
+		})
 
 	It("fails a second Workspace of the same user in the namespace, and a pod that cannot pull its image", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		createWorkspace(ctx, newWorkspace(ns, "desk"))
-		pod := workspacePod(ctx, ns, "alice", "")
+		pod := workspacePod(ctx, ns, "")
 		createWorkspace(ctx, newWorkspace(ns, "desk-too"))
 		workspaceIn(ctx, ns, "desk-too", ergonv1alpha1.WorkspaceFailed, ergonv1alpha1.ReasonNameConflict)
 		expectHealth(ctx, "Workspace", ns, "desk-too", failed)
@@ -289,7 +291,8 @@ var _ = Describe("Workspace controller", func() {
 			return k8sClient.Status().Update(ctx, pod)
 		})).To(Succeed())
 		failedWs := workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceFailed, ergonv1alpha1.ReasonPodFailed)
-		Expect(meta.FindStatusCondition(failedWs.Status.Conditions, ergonv1alpha1.ConditionReady).Message).To(ContainSubstring("ImagePullBackOff"))
+		ready := meta.FindStatusCondition(failedWs.Status.Conditions, ergonv1alpha1.ConditionReady)
+		Expect(ready.Message).To(ContainSubstring("ImagePullBackOff"))
 		expectHealth(ctx, "Workspace", ns, "desk", failed)
 		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk") }).Should(ContainElement(ergonv1alpha1.ReasonPodFailed))
 	})

@@ -80,7 +80,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST [SRC=DEST]... | entrypoint run -- CMD [ARG...] | entrypoint idle | entrypoint files ls|cat PATH")
+	fmt.Fprintln(os.Stderr, "usage: entrypoint copy DEST [SRC=DEST]... | entrypoint run -- CMD [ARG...] |\n"+
+		"       entrypoint idle | entrypoint files ls|cat PATH")
 	os.Exit(2)
 }
 

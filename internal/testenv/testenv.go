@@ -122,15 +122,13 @@ func (e *Environment) StartManager(mgr ctrl.Manager) (stop func() error, err err
 		wg     sync.WaitGroup
 		runErr error
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		// A manager may report trouble while it stops (a leader stopped without releasing
 		// its Lease reports the lost election): only an error before the stop counts.
 		if err := mgr.Start(ctx); ctx.Err() == nil {
 			runErr = err
 		}
-	}()
+	})
 	stop = func() error {
 		cancel()
 		wg.Wait()

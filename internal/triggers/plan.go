@@ -110,7 +110,7 @@ func PlanSchedule(f ScheduleFacts) SchedulePlan {
 	}
 	var deadline *time.Duration
 	if spec.StartingDeadlineSeconds != nil {
-		deadline = ptr.To(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
+		deadline = new(time.Duration(*spec.StartingDeadlineSeconds) * time.Second)
 	}
 	due := sched.DueAt(earliest, f.Now, deadline)
 	plan := SchedulePlan{

@@ -132,7 +132,7 @@ func TestPlanSchedule(t *testing.T) {
 	}, {
 		name: "suspended starts nothing and never looks again on its own",
 		trigger: scheduled(func(t *ergonv1alpha1.Trigger) {
-			t.Spec.Suspend = ptr.To(true)
+			t.Spec.Suspend = new(true)
 		}), now: at(30),
 		wantReady: ergonv1alpha1.ReasonSuspended,
 	}, {

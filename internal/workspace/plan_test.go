@@ -60,10 +60,6 @@ func withPhase(phase ergonv1alpha1.WorkspacePhase, reason string) func(*ergonv1a
 	}
 }
 
-func activeAt(t time.Time) func(*ergonv1alpha1.Workspace) {
-	return func(ws *ergonv1alpha1.Workspace) { ws.Status.LastActivityTime = &metav1.Time{Time: t} }
-}
-
 func deleting(policy ergonv1alpha1.ReclaimPolicy) func(*ergonv1alpha1.Workspace) {
 	return func(ws *ergonv1alpha1.Workspace) {
 		ws.Spec.ReclaimPolicy = policy

@@ -86,7 +86,7 @@ func ownerRef(ws *ergonv1alpha1.Workspace) metav1.OwnerReference {
 // default seccomp profile (Pod Security "restricted").
 func PodSecurityContext() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
-		RunAsNonRoot:        ptr.To(true),
+		RunAsNonRoot:        new(true),
 		RunAsUser:           ptr.To[int64](UID),
 		RunAsGroup:          ptr.To[int64](UID),
 		FSGroup:             ptr.To[int64](UID),
@@ -99,9 +99,9 @@ func PodSecurityContext() *corev1.PodSecurityContext {
 // root, no privilege escalation, every capability dropped.
 func ContainerSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: new(false),
+		ReadOnlyRootFilesystem:   new(true),
+		RunAsNonRoot:             new(true),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
@@ -114,7 +114,7 @@ func Volumes(ws *ergonv1alpha1.Workspace) []corev1.Volume {
 			ClaimName: naming.WorkspaceName(ws.Spec.User),
 		}}},
 		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: ptr.To(resource.MustParse(TmpSize)),
+			SizeLimit: new(resource.MustParse(TmpSize)),
 		}}},
 	}
 }
@@ -129,8 +129,8 @@ func VolumeMounts() []corev1.VolumeMount {
 // restricted security contexts on every container, and the Workspace's volume and /tmp.
 // The Workspace pod is built with it; step pods bound to a Workspace can be too.
 func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
-	spec.AutomountServiceAccountToken = ptr.To(false)
-	spec.EnableServiceLinks = ptr.To(false)
+	spec.AutomountServiceAccountToken = new(false)
+	spec.EnableServiceLinks = new(false)
 	spec.HostNetwork, spec.HostPID, spec.HostIPC, spec.HostUsers = false, false, false, nil
 	spec.RuntimeClassName = ws.Spec.RuntimeClassName
 	spec.SecurityContext = PodSecurityContext()
@@ -159,7 +159,7 @@ func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			Volumes: []corev1.Volume{{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-				SizeLimit: ptr.To(resource.MustParse("64Mi")),
+				SizeLimit: new(resource.MustParse("64Mi")),
 			}}}},
 			InitContainers: []corev1.Container{{
 				Name: initName, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,

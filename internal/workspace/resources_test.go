@@ -24,7 +24,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
-	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -35,7 +34,7 @@ func TestThePodMeetsPodSecurityRestricted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := Pod(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.RuntimeClassName = ptr.To("gvisor") }), entrypointImage)
+	pod := Pod(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.RuntimeClassName = new("gvisor") }), entrypointImage)
 	res := policy.AggregateCheckResults(evaluator.EvaluatePod(
 		api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
 	if !res.Allowed {
@@ -94,7 +93,7 @@ func TestThePodIsReplacedWhenItsSpecChanges(t *testing.T) {
 		"image": func(w *ergonv1alpha1.Workspace) { w.Spec.Image = "python:3.14" },
 		"env":   func(w *ergonv1alpha1.Workspace) { w.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "b"}} },
 		"runtimeClassName": func(w *ergonv1alpha1.Workspace) {
-			w.Spec.RuntimeClassName = ptr.To("kata")
+			w.Spec.RuntimeClassName = new("kata")
 		},
 	} {
 		if hash(newWorkspace(change)) == base {

@@ -86,78 +86,80 @@ func readFile(ctx context.Context, files *browse.Client, ns, name, path string) 
 }
 
 var _ = Describe("Workspaces on a real cluster", func() {
-	It("runs a hardened pod on the real provisioner whose files survive an image change, and serves them read-only by exec", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		Expect(k8sClient.Create(ctx, e2eWorkspace(ns, "desk", "alice@example.com"))).To(Succeed())
-		pod := runningWorkspace(ctx, ns, "desk", "")
-		Expect(pod.Name).To(Equal(naming.WorkspaceName("alice@example.com")))
-		Expect(shell(ctx, ns, pod.Name, "id -u; id -G; touch /etc/x 2>&1 || true")).To(
-			And(HavePrefix("1000\n"), ContainSubstring("Read-only file system")))
-		shell(ctx, ns, pod.Name, "mkdir -p /workspace/notes && echo kept > /workspace/notes/a.txt")
+	It("runs a hardened pod on the real provisioner whose files survive an image change, and serves them read-only by exec",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			Expect(k8sClient.Create(ctx, e2eWorkspace(ns, "desk", "alice@example.com"))).To(Succeed())
+			pod := runningWorkspace(ctx, ns, "desk", "")
+			Expect(pod.Name).To(Equal(naming.WorkspaceName("alice@example.com")))
+			Expect(shell(ctx, ns, pod.Name, "id -u; id -G; touch /etc/x 2>&1 || true")).To(
+				And(HavePrefix("1000\n"), ContainSubstring("Read-only file system")))
+			shell(ctx, ns, pod.Name, "mkdir -p /workspace/notes && echo kept > /workspace/notes/a.txt")
 
-		files, err := browse.New(cfg)
-		Expect(err).NotTo(HaveOccurred())
-		entries, err := files.List(ctx, ns, "desk", "notes")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(entries).To(ConsistOf(And(HaveField("Name", "a.txt"), HaveField("Type", "file"), HaveField("Size", int64(5)))))
-		Expect(readFile(ctx, files, ns, "desk", "/notes/a.txt")).To(Equal("kept\n"))
-		var out bytes.Buffer
-		Expect(files.Read(ctx, ns, "desk", "../../proc/1/environ", &out)).NotTo(Succeed())
+			files, err := browse.New(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			entries, err := files.List(ctx, ns, "desk", "notes")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(entries).To(ConsistOf(And(HaveField("Name", "a.txt"), HaveField("Type", "file"), HaveField("Size", int64(5)))))
+			Expect(readFile(ctx, files, ns, "desk", "/notes/a.txt")).To(Equal("kept\n"))
+			var out bytes.Buffer
+			Expect(files.Read(ctx, ns, "desk", "../../proc/1/environ", &out)).NotTo(Succeed())
 
-		By("a new image replaces the pod and reattaches the same volume")
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			ws := &ergonv1alpha1.Workspace{}
-			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "desk"}, ws); err != nil {
-				return err
-			}
-			ws.Spec.Image = fakeLLMImage() // no shell at all: the pod runs Ergon's entrypoint
-			return k8sClient.Update(ctx, ws)
-		})).To(Succeed())
-		next := runningWorkspace(ctx, ns, "desk", string(pod.UID))
-		Expect(next.Spec.Containers[0].Image).To(Equal(fakeLLMImage()))
-		Expect(readFile(ctx, files, ns, "desk", "notes/a.txt")).To(Equal("kept\n"))
-	})
+			By("a new image replaces the pod and reattaches the same volume")
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				ws := &ergonv1alpha1.Workspace{}
+				if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "desk"}, ws); err != nil {
+					return err
+				}
+				ws.Spec.Image = fakeLLMImage() // no shell at all: the pod runs Ergon's entrypoint
+				return k8sClient.Update(ctx, ws)
+			})).To(Succeed())
+			next := runningWorkspace(ctx, ns, "desk", string(pod.UID))
+			Expect(next.Spec.Containers[0].Image).To(Equal(fakeLLMImage()))
+			Expect(readFile(ctx, files, ns, "desk", "notes/a.txt")).To(Equal("kept\n"))
+		})
 
-	It("stops after its idle timeout, wakes on a touch with its files, and keeps its volume for the user's next Workspace", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		ws := e2eWorkspace(ns, "desk", "bob")
-		ws.Spec.IdleTimeout = &metav1.Duration{Duration: time.Minute}
-		Expect(k8sClient.Create(ctx, ws)).To(Succeed())
-		pod := runningWorkspace(ctx, ns, "desk", "")
-		shell(ctx, ns, pod.Name, "echo kept > /workspace/a.txt")
+	It("stops after its idle timeout, wakes on a touch with its files, and keeps its volume for the user's next Workspace",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			ws := e2eWorkspace(ns, "desk", "bob")
+			ws.Spec.IdleTimeout = &metav1.Duration{Duration: time.Minute}
+			Expect(k8sClient.Create(ctx, ws)).To(Succeed())
+			pod := runningWorkspace(ctx, ns, "desk", "")
+			shell(ctx, ns, pod.Name, "echo kept > /workspace/a.txt")
 
-		Eventually(func(g Gomega) ergonv1alpha1.WorkspacePhase {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws)).To(Succeed())
-			return ws.Status.Phase
-		}).WithTimeout(100 * time.Second).WithPolling(2 * time.Second).Should(Equal(ergonv1alpha1.WorkspaceIdle))
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
-		}).WithTimeout(30 * time.Second).Should(BeTrue())
+			Eventually(func(g Gomega) ergonv1alpha1.WorkspacePhase {
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws)).To(Succeed())
+				return ws.Status.Phase
+			}).WithTimeout(100 * time.Second).WithPolling(2 * time.Second).Should(Equal(ergonv1alpha1.WorkspaceIdle))
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+			}).WithTimeout(30 * time.Second).Should(BeTrue())
 
-		files, err := browse.New(cfg)
-		Expect(err).NotTo(HaveOccurred())
-		var out bytes.Buffer
-		Expect(files.Read(ctx, ns, "desk", "a.txt", &out)).To(MatchError(browse.ErrNotRunning))
-		files.Wake = 90 * time.Second
-		Expect(readFile(ctx, files, ns, "desk", "a.txt")).To(Equal("kept\n"), "a touch wakes it with its volume")
+			files, err := browse.New(cfg)
+			Expect(err).NotTo(HaveOccurred())
+			var out bytes.Buffer
+			Expect(files.Read(ctx, ns, "desk", "a.txt", &out)).To(MatchError(browse.ErrNotRunning))
+			files.Wake = 90 * time.Second
+			Expect(readFile(ctx, files, ns, "desk", "a.txt")).To(Equal("kept\n"), "a touch wakes it with its volume")
 
-		By("deleted with Retain, its volume waits for the user's next Workspace")
-		Expect(k8sClient.Delete(ctx, ws)).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws))
-		}).WithTimeout(30 * time.Second).Should(BeTrue())
-		claim := &corev1.PersistentVolumeClaim{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName("bob")}, claim)).To(Succeed())
-		Expect(claim.DeletionTimestamp).To(BeNil())
+			By("deleted with Retain, its volume waits for the user's next Workspace")
+			Expect(k8sClient.Delete(ctx, ws)).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws))
+			}).WithTimeout(30 * time.Second).Should(BeTrue())
+			claim := &corev1.PersistentVolumeClaim{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName("bob")}, claim)).To(Succeed())
+			Expect(claim.DeletionTimestamp).To(BeNil())
 
-		again := e2eWorkspace(ns, "desk-again", "bob")
-		again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
-		Expect(k8sClient.Create(ctx, again)).To(Succeed())
-		runningWorkspace(ctx, ns, "desk-again", "")
-		Expect(readFile(ctx, files, ns, "desk-again", "a.txt")).To(Equal("kept\n"))
-		Expect(k8sClient.Delete(ctx, again)).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim))
-		}).WithTimeout(60*time.Second).Should(BeTrue(), "reclaimPolicy Delete deletes the volume")
-	})
+			again := e2eWorkspace(ns, "desk-again", "bob")
+			again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
+			Expect(k8sClient.Create(ctx, again)).To(Succeed())
+			runningWorkspace(ctx, ns, "desk-again", "")
+			Expect(readFile(ctx, files, ns, "desk-again", "a.txt")).To(Equal("kept\n"))
+			Expect(k8sClient.Delete(ctx, again)).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim))
+			}).WithTimeout(60*time.Second).Should(BeTrue(), "reclaimPolicy Delete deletes the volume")
+		})
 })

@@ -50,7 +50,7 @@ func TestListAndReadStayInTheWorkspace(t *testing.T) {
 		t.Fatalf("ls / exited %d", code)
 	}
 	var names []string
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
 		var e Entry
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatal(err)
