@@ -1,0 +1,217 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// The agent side of a Scene: the models its agent steps call and what an agent step is.
+
+// ModelSpec points at an OpenAI-compatible chat completions API.
+type ModelSpec struct {
+	// baseURL of the API, for example http://llm.example/v1.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +required
+	BaseURL string `json:"baseURL"`
+
+	// model is the model name the API expects.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +required
+	Model string `json:"model"`
+
+	// apiKeySecretRef selects the API key. It reaches the agent's pod as an environment
+	// variable from the Secret and nowhere else.
+	// +optional
+	APIKeySecretRef *corev1.SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+
+	// temperature as a decimal string from "0" to "2", for example "0.2".
+	// +kubebuilder:validation:Pattern=`^(0(\.[0-9]{1,3})?|1(\.[0-9]{1,3})?|2(\.0{1,3})?)$`
+	// +optional
+	Temperature *string `json:"temperature,omitempty"`
+
+	// seed asks the API for reproducible sampling where it supports it.
+	// +optional
+	Seed *int64 `json:"seed,omitempty"`
+
+	// contextBudget bounds what each request to the model sends. Before each turn the agent
+	// runtime keeps the system prompt, the context and the task whole, and trims the oldest
+	// tool results, then the oldest whole exchanges, until the conversation fits (see
+	// docs/step-contract.md). Unset sends the whole conversation.
+	// +optional
+	ContextBudget *ContextBudget `json:"contextBudget,omitempty"`
+}
+
+// ContextBudget is a budget in characters or in tokens; a token budget counts four
+// characters a token, an estimate that errs on the side of sending less.
+// +kubebuilder:validation:XValidation:rule="has(self.chars) != has(self.tokens)",message="set exactly one of contextBudget.chars or contextBudget.tokens"
+type ContextBudget struct {
+	// chars is the budget in characters, at least 1000.
+	// +kubebuilder:validation:Minimum=1000
+	// +kubebuilder:validation:Maximum=100000000
+	// +optional
+	Chars *int64 `json:"chars,omitempty"`
+
+	// tokens is the budget in tokens, at least 250; set it somewhat below the model's context
+	// window, to leave room for the tools' definitions and the answer.
+	// +kubebuilder:validation:Minimum=250
+	// +kubebuilder:validation:Maximum=25000000
+	// +optional
+	Tokens *int64 `json:"tokens,omitempty"`
+}
+
+// CharsBudget is the budget in characters.
+func (b *ContextBudget) CharsBudget() int64 {
+	switch {
+	case b == nil:
+		return 0
+	case b.Chars != nil:
+		return *b.Chars
+	case b.Tokens != nil:
+		return *b.Tokens * 4
+	}
+	return 0
+}
+
+// AgentTool names a tool an agent step may call.
+// +kubebuilder:validation:Enum=read_file;write_file;list_files;shell;http_fetch
+type AgentTool string
+
+// Tools agent steps may use. The filesystem and shell tools need a Workspace.
+const (
+	ToolReadFile  AgentTool = "read_file"
+	ToolWriteFile AgentTool = "write_file"
+	ToolListFiles AgentTool = "list_files"
+	ToolShell     AgentTool = "shell"
+	ToolHTTPFetch AgentTool = "http_fetch"
+)
+
+// AgentStep runs Ergon's agent loop in the step's pod.
+type AgentStep struct {
+	// model names an entry of the Scene's models.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:default=default
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// system is the system prompt, a template.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	System string `json:"system,omitempty"`
+
+	// prompt is the task, a template. Context it takes from the Scene is wrapped in
+	// delimiters and the model is told to treat it as data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=262144
+	// +required
+	Prompt string `json:"prompt"`
+
+	// tools the agent may call.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Tools []AgentTool `json:"tools,omitempty"`
+
+	// output is the contract the agent's answer must meet.
+	// +optional
+	Output *OutputContract `json:"output,omitempty"`
+
+	// maxTurns bounds the model calls of one attempt.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=500
+	// +kubebuilder:default=20
+	// +optional
+	MaxTurns *int32 `json:"maxTurns,omitempty"`
+
+	// maxTokens bounds the tokens of one attempt, as the API reports them.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxTokens *int64 `json:"maxTokens,omitempty"`
+
+	// allowHosts are hosts that http_fetch may reach although they resolve to private
+	// addresses, such as in-cluster Services: a host name (llm.team.svc) or host:port, in
+	// addition to the Scene's spec.allowHosts. Every other destination must be a public
+	// address; loopback, private, link-local, CGNAT, multicast and cloud metadata addresses
+	// are refused.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
+	// +optional
+	AllowHosts []string `json:"allowHosts,omitempty"`
+}
+
+// OutputContract is the type an agent's answer must have. Invalid answers are sent back to
+// the model for repair, at most maxRepairs times, before the step fails.
+// +kubebuilder:validation:XValidation:rule="!has(self.outputs) || !has(self.schema)",fieldPath=".schema",reason="FieldValueForbidden",message="with outputs, give each output its own schema; remove output.schema"
+type OutputContract struct {
+	// format of the answer: text, markdown, json, yaml, or another registered format.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,31}$`
+	// +kubebuilder:default=text
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// schema is a JSON Schema the parsed answer must satisfy (json and yaml formats).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
+
+	// maxRepairs is how many times an invalid answer is sent back for repair.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=2
+	// +optional
+	MaxRepairs *int32 `json:"maxRepairs,omitempty"`
+
+	// outputs declares several named outputs instead of one. The model answers with one
+	// labelled section per output (a line "## [name]" starts it); each is checked against its
+	// own format and schema, and the step's output is a JSON object keyed by name, so later
+	// steps read .steps.STEP.outputs.NAME. format and schema above are then not used.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Outputs []NamedOutput `json:"outputs,omitempty"`
+}
+
+// NamedOutput is one of several outputs of an agent step.
+type NamedOutput struct {
+	// name of the output, also the label of its section.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
+	Name string `json:"name"`
+
+	// format of this output: text, markdown, json, yaml, or another registered format.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9-]{0,31}$`
+	// +kubebuilder:default=text
+	// +optional
+	Format string `json:"format,omitempty"`
+
+	// schema is a JSON Schema this output must satisfy (json and yaml formats).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
+}
