@@ -61,7 +61,7 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	testKubelet.Client = k8sClient
-	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, ProgressInterval: 300 * time.Millisecond})
+	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 })
 
 var _ = AfterSuite(func() {
@@ -75,6 +75,11 @@ var _ = AfterSuite(func() {
 // that function returns once the manager has stopped. tune changes its options (sharding,
 // leader election: shard_test.go).
 func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.CancelFunc {
+	if runConfig.ProgressInterval == 0 {
+		// Every manager of the suite reads a running agent's progress often, whichever spec
+		// started it (run_checkpoint_test.go waits for it).
+		runConfig.ProgressInterval = 300 * time.Millisecond
+	}
 	options := testEnv.ManagerOptions(scheme)
 	options.Cache = CacheOptions()
 	// The restart test starts managers again and again in one process.
