@@ -98,17 +98,25 @@ func slim(o client.Object) {
 	}
 }
 
+// writeItems answers with a list's items, slimmed and sorted by cmp.
+func writeItems[T any, PT interface {
+	*T
+	client.Object
+}](w http.ResponseWriter, items []T, cmp func(a, b PT) int) {
+	for i := range items {
+		slim(PT(&items[i]))
+	}
+	slices.SortFunc(items, func(a, b T) int { return cmp(&a, &b) })
+	writeJSON(w, map[string]any{itemsKey: items})
+}
+
 func (s *Server) scenes(w http.ResponseWriter, r *http.Request, v *viewer) {
 	var list ergonv1alpha1.SceneList
 	if err := v.c.List(r.Context(), &list, client.InNamespace(r.PathValue("ns"))); err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	for i := range list.Items {
-		slim(&list.Items[i])
-	}
-	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Scene) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, map[string]any{itemsKey: list.Items})
+	writeItems(w, list.Items, func(a, b *ergonv1alpha1.Scene) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func (s *Server) scene(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -318,13 +326,9 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeAPIError(w, err)
 		return
 	}
-	for i := range list.Items {
-		slim(&list.Items[i])
-	}
-	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Gate) int {
+	writeItems(w, list.Items, func(a, b *ergonv1alpha1.Gate) int {
 		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 	})
-	writeJSON(w, map[string]any{itemsKey: list.Items})
 }
 
 func (s *Server) triggers(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -333,11 +337,7 @@ func (s *Server) triggers(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeAPIError(w, err)
 		return
 	}
-	for i := range list.Items {
-		slim(&list.Items[i])
-	}
-	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Trigger) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, map[string]any{itemsKey: list.Items})
+	writeItems(w, list.Items, func(a, b *ergonv1alpha1.Trigger) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func (s *Server) workspaces(w http.ResponseWriter, r *http.Request, v *viewer) {
@@ -346,9 +346,5 @@ func (s *Server) workspaces(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeAPIError(w, err)
 		return
 	}
-	for i := range list.Items {
-		slim(&list.Items[i])
-	}
-	slices.SortFunc(list.Items, func(a, b ergonv1alpha1.Workspace) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, map[string]any{itemsKey: list.Items})
+	writeItems(w, list.Items, func(a, b *ergonv1alpha1.Workspace) int { return strings.Compare(a.Name, b.Name) })
 }
