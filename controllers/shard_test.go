@@ -62,19 +62,23 @@ func stepPods(ctx context.Context, ns string) []corev1.Pod {
 	return pods.Items
 }
 
-// podMakers counts the step pods created in each namespace by the manager image that made them
-// (finished Runs delete their pods, so this watches rather than lists).
+// podMakers counts the step pods created in each of the given namespaces by the manager image
+// that made them (finished Runs delete their pods, so this watches rather than lists). Other
+// namespaces are ignored: the shards also reconcile what earlier specs left behind.
 type podMakers struct {
 	mu sync.Mutex
 	by map[string]map[string]int
 }
 
-func watchPodMakers(ctx context.Context) *podMakers {
+func watchPodMakers(ctx context.Context, namespaces []string) *podMakers {
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(ctx, &corev1.PodList{}, client.HasLabels{ergonv1alpha1.LabelAttempt})
 	Expect(err).NotTo(HaveOccurred())
 	pm := &podMakers{by: map[string]map[string]int{}}
+	for _, ns := range namespaces {
+		pm.by[ns] = map[string]int{}
+	}
 	go func() {
 		defer GinkgoRecover()
 		for e := range w.ResultChan() {
@@ -82,16 +86,19 @@ func watchPodMakers(ctx context.Context) *podMakers {
 			if !ok || e.Type != watch.Added {
 				continue
 			}
-			pm.mu.Lock()
-			if pm.by[pod.Namespace] == nil {
-				pm.by[pod.Namespace] = map[string]int{}
-			}
-			pm.by[pod.Namespace][madeBy(pod)]++
-			pm.mu.Unlock()
+			pm.add(pod)
 		}
 	}()
 	DeferCleanup(w.Stop)
 	return pm
+}
+
+func (pm *podMakers) add(pod *corev1.Pod) {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if by, ok := pm.by[pod.Namespace]; ok {
+		by[madeBy(pod)]++
+	}
 }
 
 func (pm *podMakers) of(ns string) map[string]int {
@@ -100,9 +107,11 @@ func (pm *podMakers) of(ns string) map[string]int {
 	return maps.Clone(pm.by[ns])
 }
 
-// madeBy is the manager image of a step pod.
+// madeBy is the manager image of a step pod: the image of its entrypoint init container.
 func madeBy(pod *corev1.Pod) string {
-	Expect(pod.Spec.InitContainers).NotTo(BeEmpty(), pod.Name)
+	if len(pod.Spec.InitContainers) == 0 {
+		return "(no init container)"
+	}
 	return pod.Spec.InitContainers[0].Image
 }
 
@@ -141,7 +150,7 @@ var _ = Describe("Sharding", Serial, func() {
 		}
 		namespaces := append(append([]string{}, byShard[0]...), byShard[1]...)
 		created := map[string]*podCreations{}
-		makers := watchPodMakers(ctx)
+		makers := watchPodMakers(ctx, namespaces)
 		for _, ns := range namespaces {
 			created[ns] = watchPodCreations(ctx, ns)
 			createScene(ctx, ns, "chain", container("a", "a"), container("b", "b", "a"), container("c", "c", "b"))

@@ -47,7 +47,16 @@ var (
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Controller suite")
+	suite, reporter := GinkgoConfiguration()
+	// A stuck spec names itself and where it waits, and the suite ends (stopping its API server
+	// and etcd) well before go test's own timeout would kill the binary without either.
+	if suite.PollProgressAfter == 0 {
+		suite.PollProgressAfter = 2 * time.Minute
+	}
+	if deadline, ok := t.Deadline(); ok && time.Until(deadline)-time.Minute < suite.Timeout {
+		suite.Timeout = time.Until(deadline) - time.Minute
+	}
+	RunSpecs(t, "Controller suite", suite, reporter)
 }
 
 var _ = BeforeSuite(func() {
