@@ -138,10 +138,10 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
 	}
 	if _, conflict := errors.AsType[*conflictError](err); conflict {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, err.Error())
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, err.Error())
 	}
 	if err != nil {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene, err.Error())
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidScene, err.Error())
 	}
 	facts, plan, err := r.plan(ctx, r.Client, run, scene)
 	if err != nil {

@@ -47,14 +47,14 @@ func (e *retryError) Error() string { return e.msg }
 func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
 	original, spec, err := r.retried(ctx, run)
 	if rerr, ok := errors.AsType[*retryError](err); ok {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	scene, errs := compile.Compile(spec)
 	if len(errs) > 0 {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("the snapshot of Run %s does not compile: %v", original.Name, errs.ToAggregate()))
 	}
 	base := run.DeepCopy()
@@ -62,16 +62,16 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 	snapshot.Generation = original.Status.SceneGeneration
 	if err := r.takeSnapshot(ctx, run, snapshot); err != nil {
 		if conflict, ok := errors.AsType[*conflictError](err); ok {
-			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, conflict.Error())
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 		}
 		return ctrl.Result{}, err
 	}
 	steps, err := r.reuse(ctx, run, original, scene)
 	if rerr, ok := errors.AsType[*retryError](err); ok {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
 	if conflict, ok := errors.AsType[*conflictError](err); ok {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, conflict.Error())
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -21,96 +21,52 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
-// sceneNotFoundRetry is how often a Run looks again for a Scene that does not exist yet
-// (GitOps may apply the Run before its Scene), besides being woken when the Scene appears.
-const sceneNotFoundRetry = time.Minute
-
 // reconcileStart resolves the Run's Scene and params and takes the snapshot the Run executes
-// to its end.
+// to its end: it gathers the Scene, planner.DecideStart decides, and this acts.
 func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	if run.Spec.Cancel {
-		// Nothing has run yet: a Run waiting for its Scene, or cancelled as it was created,
-		// ends here instead of waiting on.
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled,
-			"the Run was cancelled before it started")
+	facts := planner.StartFacts{Run: run, Now: r.Clock.Now(), PendingTimeout: r.Config.PendingTimeout}
+	if !run.Spec.Cancel && run.Spec.RetryOf == nil {
+		scene := &ergonv1alpha1.Scene{}
+		key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
+		err := r.Get(ctx, key, scene)
+		if apierrors.IsNotFound(err) {
+			// A Scene created just before its Run may not be in the cache yet.
+			err = r.APIReader.Get(ctx, key, scene)
+		}
+		switch {
+		case err == nil:
+			facts.Scene = scene
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
 	}
-	if run.Spec.RetryOf != nil {
+	plan := planner.DecideStart(facts)
+	switch plan.Action {
+	case planner.StartRetry:
 		return r.startRetry(ctx, run)
-	}
-	scene := &ergonv1alpha1.Scene{}
-	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
-	err := r.Get(ctx, key, scene)
-	if apierrors.IsNotFound(err) {
-		// A Scene created just before its Run may not be in the cache yet.
-		err = r.APIReader.Get(ctx, key, scene)
-	}
-	if apierrors.IsNotFound(err) {
-		return r.waitForScene(ctx, run)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if errs := compile.CheckParams(&scene.Spec, run.Spec.Params); len(errs) > 0 {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidParams, errs.ToAggregate().Error())
-	}
-	if _, errs := compile.Compile(&scene.Spec); len(errs) > 0 {
-		return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
-			fmt.Sprintf("Scene %s does not compile: %v", scene.Name, errs.ToAggregate()))
-	}
-	base := run.DeepCopy()
-	if err := r.takeSnapshot(ctx, run, scene); err != nil {
-		if conflict, ok := errors.AsType[*conflictError](err); ok {
-			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonNameConflict, conflict.Error())
+	case planner.StartScene:
+		base := run.DeepCopy()
+		if err := r.takeSnapshot(ctx, run, facts.Scene); err != nil {
+			if conflict, ok := errors.AsType[*conflictError](err); ok {
+				return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
+			}
+			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, err
+		return r.reconcileRunning(ctx, base, run)
 	}
-	return r.reconcileRunning(ctx, base, run)
-}
-
-// waitForScene says in the Run's condition, and once in an Event, that its Scene does not
-// exist, and fails the Run when the Scene has not appeared within the manager's pending
-// timeout of the Run's creation.
-func (r *RunReconciler) waitForScene(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	missing := fmt.Sprintf("Scene %q does not exist in namespace %s", run.Spec.SceneRef.Name, run.Namespace)
-	retry := sceneNotFoundRetry
-	message := missing + "; the Run starts when it does"
-	if bound := r.Config.PendingTimeout; bound > 0 {
-		deadline := run.CreationTimestamp.Add(bound)
-		left := deadline.Sub(r.Clock.Now())
-		if left <= 0 {
-			return r.finishUnstarted(ctx, run, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonSceneNotFound,
-				fmt.Sprintf("%s; the Run waited %s for it (the manager's --pending-timeout)", missing, bound))
-		}
-		retry = min(retry, left)
-		message = fmt.Sprintf("%s; the Run starts when it does, or fails if it does not by %s",
-			missing, deadline.UTC().Format(time.RFC3339))
-	}
-	told := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
-	status := run.Status.DeepCopy()
-	status.Phase = ergonv1alpha1.RunPending
-	status.ObservedGeneration = run.Generation
-	r.setSucceeded(status, run, metav1.ConditionUnknown, ergonv1alpha1.ReasonSceneNotFound, message)
-	if err := r.patchStatus(ctx, run.DeepCopy(), run, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	if told == nil || told.Reason != ergonv1alpha1.ReasonSceneNotFound {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonSceneNotFound, "Start", "Run %s waits: %s", run.Name, message)
-	}
-	return ctrl.Result{RequeueAfter: retry}, nil
+	return r.actStart(ctx, run, plan)
 }
 
 // snapshotInlineLimit is the largest Scene spec a Run keeps in its status; a larger one goes
@@ -174,30 +130,22 @@ func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 	return spec, nil
 }
 
-// finishUnstarted ends a Run before it starts: cancelled, or unable to execute.
-func (r *RunReconciler) finishUnstarted(ctx context.Context, run *ergonv1alpha1.Run, phase ergonv1alpha1.RunPhase,
-	reason, message string) (ctrl.Result, error) {
-	status := run.Status.DeepCopy()
-	now := metav1.NewTime(r.Clock.Now())
-	status.Phase = phase
-	status.ObservedGeneration = run.Generation
-	status.FinishedAt = &now
-	r.setSucceeded(status, run, metav1.ConditionFalse, reason, message)
-	if err := r.patchStatus(ctx, run.DeepCopy(), run, status); err != nil {
-		return ctrl.Result{}, err
-	}
-	if phase == ergonv1alpha1.RunCancelled {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, reason, "Start", "Run %s: %s", run.Name, message)
-	} else {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "Start", "Run %s cannot start: %s", run.Name, message)
-	}
-	return ctrl.Result{}, nil
+// failUnstarted fails a Run before it starts, for what the start path finds while acting.
+func (r *RunReconciler) failUnstarted(ctx context.Context, run *ergonv1alpha1.Run, reason, message string) (ctrl.Result, error) {
+	return r.actStart(ctx, run, planner.Unstarted(run, r.Clock.Now(), ergonv1alpha1.RunFailed, reason, message))
 }
 
-func (r *RunReconciler) setSucceeded(status *ergonv1alpha1.RunStatus, run *ergonv1alpha1.Run,
-	s metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: ergonv1alpha1.ConditionSucceeded, Status: s, Reason: reason, Message: message,
-		ObservedGeneration: run.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
-	})
+// actStart writes the status of a Run that ends or waits before it starts, then its Events.
+func (r *RunReconciler) actStart(ctx context.Context, run *ergonv1alpha1.Run, plan planner.StartPlan) (ctrl.Result, error) {
+	if err := r.patchStatus(ctx, run.DeepCopy(), run, plan.Status); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, e := range plan.Events {
+		eventType := corev1.EventTypeNormal
+		if e.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Start", "%s", e.Message)
+	}
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
