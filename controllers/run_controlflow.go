@@ -96,7 +96,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			switch {
 			case apierrors.IsNotFound(err):
 				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,
-					Reason: planner.ReasonPodDeleted, Message: "the instance's pod was deleted before it finished"})
+					Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the instance's pod was deleted before it finished"})
 			case err != nil:
 				return err
 			case !controlledBy(pod, run.UID):

@@ -103,7 +103,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		switch {
 		case apierrors.IsNotFound(err):
 			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
-				Reason: planner.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
+				Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
 		case err != nil:
 			return nil, err
 		case !controlledBy(pod, run.UID):

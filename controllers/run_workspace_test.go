@@ -34,7 +34,6 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // workspaceFor creates a Workspace of user in ns.
@@ -152,7 +151,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Eventually(func(g Gomega) {
 			build := stepNow(g, runNow(ctx, g, ns, "edit-1"), "build")
 			g.Expect(build.Phase).To(Equal(ergonv1alpha1.StepWaiting))
-			g.Expect(build.Reason).To(Equal(planner.ReasonWorkspaceBusy))
+			g.Expect(build.Reason).To(Equal(ergonv1alpha1.ReasonWorkspaceBusy))
 		}).Should(Succeed())
 
 		By("running the container step with /workspace mounted once the agent step ends")
@@ -187,7 +186,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 			Eventually(func(g Gomega) {
 				s := stepNow(g, runNow(ctx, g, ns, name), "build")
 				g.Expect(s.Phase).To(Equal(ergonv1alpha1.StepWaiting))
-				g.Expect(s.Reason).To(Equal(planner.ReasonWorkspaceBusy))
+				g.Expect(s.Reason).To(Equal(ergonv1alpha1.ReasonWorkspaceBusy))
 				g.Expect(s.StartedAt).To(BeNil())
 				g.Expect(runNow(ctx, g, ns, name).Status.Phase).To(Equal(ergonv1alpha1.RunWaiting))
 			}).Should(Succeed())
@@ -220,7 +219,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Eventually(func(g Gomega) {
 			s := stepNow(g, runNow(ctx, g, ns, "early"), "build")
 			g.Expect(s.Phase).To(Equal(ergonv1alpha1.StepWaiting))
-			g.Expect(s.Reason).To(Equal(planner.ReasonWorkspaceNotFound))
+			g.Expect(s.Reason).To(Equal(ergonv1alpha1.ReasonWorkspaceNotFound))
 			g.Expect(s.Message).To(ContainSubstring("Workspace later does not exist"))
 		}).Should(Succeed())
 		workspaceFor(ctx, ns, "later", "carol", nil)

@@ -16,28 +16,9 @@ limitations under the License.
 
 package v1alpha1
 
-// Condition types and their reasons, grouped per condition. Reasons are CamelCase words that
+// Condition types and their reasons, grouped per kind (Run, step, Gate, Trigger, Workspace,
+// Scene), then the kstatus conditions every kind sets. Reasons are CamelCase words that
 // say why a condition has its status; every condition carries one.
-
-// Labels and annotations Ergon puts on the objects it creates.
-const (
-	// LabelManagedBy marks every object Ergon creates.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedByErgon is the value of LabelManagedBy.
-	ManagedByErgon = "ergon"
-	// LabelRun names the Run a step pod, Gate, ConfigMap or child Run belongs to.
-	LabelRun = "ergon.dev/run"
-	// LabelStep names the step a pod, Gate or child Run belongs to.
-	LabelStep = "ergon.dev/step"
-	// LabelAttempt is the attempt number of a step pod.
-	LabelAttempt = "ergon.dev/attempt"
-	// LabelParentRun names the parent of a child Run.
-	LabelParentRun = "ergon.dev/parent-run"
-	// LabelTrigger names the Trigger that started a Run.
-	LabelTrigger = "ergon.dev/trigger"
-	// LabelScene names the Scene a Run executes.
-	LabelScene = "ergon.dev/scene"
-)
 
 // ConditionSucceeded is a Run's outcome: Unknown while it runs, True when it succeeded, False
 // when it failed or was cancelled. `kubectl wait --for=condition=Succeeded` waits on it.
@@ -66,14 +47,84 @@ const (
 	ReasonRunTimedOut = "RunTimedOut"
 	// ReasonCancelled: spec.cancel was set.
 	ReasonCancelled = "Cancelled"
-	// ReasonGateRejected: a Gate's decision stopped the Run.
-	ReasonGateRejected = "GateRejected"
 	// ReasonDepthExceeded: sub-scene calls nested deeper than the limit.
 	ReasonDepthExceeded = "DepthExceeded"
 	// ReasonNameConflict: an object the Run would create or use under its deterministic name
 	// exists and is not the Run's (another controller, or no Run, is its owner; or an output
 	// does not hold what the Run recorded). Ergon never adopts an object by name.
 	ReasonNameConflict = "NameConflict"
+)
+
+// Reasons of a step (status.steps[].reason, and of fan-out instances and loop iterations),
+// besides the Run's own (StepFailed, StepTimedOut, Cancelled, NameConflict, ...) and the
+// kubelet's waiting reasons (ImagePullBackOff, ErrImagePull, CreateContainerConfigError, ...),
+// which a step's status repeats as they are.
+const (
+	// ReasonRunFailing: the Run is failing, so the step does not start.
+	ReasonRunFailing = "RunFailing"
+	// ReasonDependencyFailed: a step this one depends on failed.
+	ReasonDependencyFailed = "DependencyFailed"
+	// ReasonDependenciesSkipped: none of the steps this one depends on succeeded.
+	ReasonDependenciesSkipped = "DependenciesSkipped"
+	// ReasonWhenFalse: the step's when expression is false.
+	ReasonWhenFalse = "WhenFalse"
+	// ReasonWhenError: the step's when expression cannot be evaluated.
+	ReasonWhenError = "WhenError"
+	// ReasonTemplateError: a template of the step cannot be rendered.
+	ReasonTemplateError = "TemplateError"
+	// ReasonChildRunFailed: the child Run of a scene step failed.
+	ReasonChildRunFailed = "ChildRunFailed"
+	// ReasonDecided: the step's Gate was decided.
+	ReasonDecided = "Decided"
+	// ReasonGateTimedOut: the step's Gate timed out.
+	ReasonGateTimedOut = "GateTimedOut"
+	// ReasonOutputError: the step's output cannot be read or kept.
+	ReasonOutputError = "OutputError"
+	// ReasonPodDeleted: the step's pod was deleted before it ended.
+	ReasonPodDeleted = "PodDeleted"
+	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
+	// and nothing is known to be wrong.
+	ReasonPodStarting = "PodStarting"
+	// ReasonUnschedulable: the scheduler finds no node for the pod.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonInitContainerFailed: Ergon's init container, which copies the entrypoint, failed.
+	ReasonInitContainerFailed = "InitContainerFailed"
+	// ReasonOOMKilled: the step's container ran out of memory and was killed.
+	ReasonOOMKilled = "OOMKilled"
+	// ReasonEvicted: the kubelet or the Eviction API (a node drain) evicted the pod.
+	ReasonEvicted = "Evicted"
+	// ReasonPreempted: the scheduler preempted the pod for one of higher priority.
+	ReasonPreempted = "Preempted"
+	// ReasonNodeLost: the pod's node stopped reporting or was deleted.
+	ReasonNodeLost = "NodeLost"
+	// ReasonPendingTimeout: the pod did not start within the step's pendingTimeout, and
+	// nothing more precise was known.
+	ReasonPendingTimeout = "PendingTimeout"
+	// ReasonDeadlineExceeded is the kubelet's reason for a pod past activeDeadlineSeconds.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonNoItems: a forEach step's list is empty, so the step is skipped.
+	ReasonNoItems = "NoItems"
+	// ReasonForEachError: a forEach step's list cannot be evaluated or is not a list.
+	ReasonForEachError = "ForEachError"
+	// ReasonInstanceFailed: an instance of a forEach step failed.
+	ReasonInstanceFailed = "InstanceFailed"
+	// ReasonUntilError: a loop's until expression cannot be evaluated.
+	ReasonUntilError = "UntilError"
+	// ReasonUntilTrue: a loop ended because its until expression became true.
+	ReasonUntilTrue = "UntilTrue"
+	// ReasonExhausted: a loop ran maxIterations times without until becoming true.
+	ReasonExhausted = "LoopExhausted"
+	// ReasonWorkspaceBusy: another step writes to the Workspace; this one starts after it
+	// and after the steps that asked before it.
+	ReasonWorkspaceBusy = "WorkspaceBusy"
+	// ReasonWorkspaceNotFound: the Scene names a Workspace that does not exist.
+	ReasonWorkspaceNotFound = "WorkspaceNotFound"
+	// ReasonWorkspaceNotReady: the Workspace is being deleted or has failed.
+	ReasonWorkspaceNotReady = "WorkspaceNotReady"
+	// ReasonOutcomeNotMet: the step's after entry names an outcome its step did not have.
+	ReasonOutcomeNotMet = "OutcomeNotMet"
+	// ReasonFinallyTimedOut: a finally step still ran at spec.finallyTimeout.
+	ReasonFinallyTimedOut = "FinallyTimedOut"
 )
 
 // ConditionDecided is a Gate's state: False while it waits, True once decided.
@@ -92,9 +143,10 @@ const (
 
 // ConditionReady says a Scene can run, a Trigger is set up as its spec says (suspended
 // included), or a Workspace's pod serves.
-const (
-	ConditionReady = "Ready"
+const ConditionReady = "Ready"
 
+// Ready reasons of a Trigger.
+const (
 	// ReasonScheduled: the Trigger waits for its next time.
 	ReasonScheduled = "Scheduled"
 	// ReasonSuspended: spec.suspend is set.
@@ -107,12 +159,27 @@ const (
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonWatching: a runCompleted Trigger waits for Runs of its source Scene to end.
 	ReasonWatching = "Watching"
+)
+
+// Ready reasons of a Workspace.
+const (
 	// ReasonPodRunning: the workspace pod is running.
 	ReasonPodRunning = "PodRunning"
 	// ReasonPodPending: the workspace pod is starting.
 	ReasonPodPending = "PodPending"
 	// ReasonIdle: the workspace pod was stopped after its idle timeout.
 	ReasonIdle = "Idle"
+	// ReasonPodFailed: the workspace pod cannot run, for example its image cannot be pulled or
+	// its container keeps crashing; a change of spec (such as the image) fixes it.
+	ReasonPodFailed = "PodFailed"
+	// ReasonPodReplacing: the workspace pod is being replaced by one of the current spec (a
+	// new image, resources or env); the volume stays.
+	ReasonPodReplacing = "PodReplacing"
+	// ReasonClaimConflict: a PersistentVolumeClaim of the Workspace's name exists and Ergon did
+	// not create it, so Ergon will not mount it.
+	ReasonClaimConflict = "ClaimConflict"
+	// ReasonVolumeLost: the Workspace's PersistentVolumeClaim lost its volume.
+	ReasonVolumeLost = "VolumeLost"
 )
 
 // Ready reasons of a Scene.

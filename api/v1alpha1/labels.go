@@ -18,6 +18,26 @@ package v1alpha1
 
 import "strings"
 
+// Labels and annotations Ergon puts on the objects it creates.
+const (
+	// LabelManagedBy marks every object Ergon creates.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByErgon is the value of LabelManagedBy.
+	ManagedByErgon = "ergon"
+	// LabelRun names the Run a step pod, Gate, ConfigMap or child Run belongs to.
+	LabelRun = "ergon.dev/run"
+	// LabelStep names the step a pod, Gate or child Run belongs to.
+	LabelStep = "ergon.dev/step"
+	// LabelAttempt is the attempt number of a step pod.
+	LabelAttempt = "ergon.dev/attempt"
+	// LabelParentRun names the parent of a child Run.
+	LabelParentRun = "ergon.dev/parent-run"
+	// LabelTrigger names the Trigger that started a Run.
+	LabelTrigger = "ergon.dev/trigger"
+	// LabelScene names the Scene a Run executes.
+	LabelScene = "ergon.dev/scene"
+)
+
 // Annotations the engine relies on. Admission reserves every annotation under
 // AnnotationPrefix on Runs to the manager: nobody else can set, change or remove one.
 const (
@@ -46,3 +66,7 @@ const LabelWorkspace = AnnotationPrefix + "workspace"
 func IsReservedAnnotation(key string) bool {
 	return strings.HasPrefix(key, AnnotationPrefix)
 }
+
+// FinalizerWorkspaceVolume keeps a Workspace until its reclaimPolicy has been applied to
+// its volume: kept (Retain) or deleted (Delete).
+const FinalizerWorkspaceVolume = "ergon.dev/workspace-volume"

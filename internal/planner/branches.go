@@ -25,9 +25,6 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 )
 
-// ReasonOutcomeNotMet skips a step whose after entry names an outcome its step did not have.
-const ReasonOutcomeNotMet = "OutcomeNotMet"
-
 // branch is one after entry: the step that has it, and what it needs.
 type branch struct {
 	step    string

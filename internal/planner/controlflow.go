@@ -40,16 +40,6 @@ type StoreRequest struct {
 	Value     string
 }
 
-// Reasons of fan-out and loop steps.
-const (
-	ReasonNoItems        = "NoItems"
-	ReasonForEachError   = "ForEachError"
-	ReasonInstanceFailed = "InstanceFailed"
-	ReasonUntilError     = "UntilError"
-	ReasonUntilTrue      = "UntilTrue"
-	ReasonExhausted      = "LoopExhausted"
-)
-
 func isControlFlow(step *compile.Step) bool {
 	return step != nil && (step.Spec.ForEach != nil || step.Spec.Loop != nil)
 }

@@ -317,7 +317,7 @@ func TestForEachEmptyOrTooLongOrFailing(t *testing.T) {
 		w := newFlowWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
 			fanStep(&ergonv1alpha1.ForEach{Items: jsonOf(t, []any{})})}}, echoItem)
 		w.runToEnd()
-		if s := w.status("fan"); s.Phase != ergonv1alpha1.StepSkipped || s.Reason != ReasonNoItems {
+		if s := w.status("fan"); s.Phase != ergonv1alpha1.StepSkipped || s.Reason != ergonv1alpha1.ReasonNoItems {
 			t.Fatalf("fan = %s %s", s.Phase, s.Reason)
 		}
 	})
@@ -327,7 +327,7 @@ func TestForEachEmptyOrTooLongOrFailing(t *testing.T) {
 				"[" + strings.Repeat("0,", 1000) + "0]"})}}, echoItem)
 		w.runToEnd()
 		s := w.status("fan")
-		if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonForEachError || !strings.Contains(s.Message, "at most 1000") {
+		if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonForEachError || !strings.Contains(s.Message, "at most 1000") {
 			t.Fatalf("fan = %s %s %s", s.Phase, s.Reason, s.Message)
 		}
 	})
@@ -351,7 +351,7 @@ func TestForEachEmptyOrTooLongOrFailing(t *testing.T) {
 		})
 		w.runToEnd()
 		s := w.status("fan")
-		if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonInstanceFailed || s.Instances.States != "SFKKK" {
+		if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonInstanceFailed || s.Instances.States != "SFKKK" {
 			t.Fatalf("fan = %s %s %s %+v", s.Phase, s.Reason, s.Message, s.Instances)
 		}
 		if !strings.Contains(s.Message, "instance fan-1") || len(s.Instances.Failures) != 1 || s.Instances.Failures[0].Index != 1 {
@@ -441,7 +441,7 @@ func TestLoopExhaustion(t *testing.T) {
 			loopStep("outputs.ok", 2, ergonv1alpha1.LoopExhaustedSucceed)}}, verdict(9))
 		w.runToEnd()
 		s := w.status("draft")
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Reason != ReasonExhausted || !strings.HasPrefix(s.Output.Preview, `{"ok":false,"seen":"2|`) {
+		if s.Phase != ergonv1alpha1.StepSucceeded || s.Reason != ergonv1alpha1.ReasonExhausted || !strings.HasPrefix(s.Output.Preview, `{"ok":false,"seen":"2|`) {
 			t.Fatalf("draft = %s %s %+v", s.Phase, s.Reason, s.Output)
 		}
 	})

@@ -27,9 +27,6 @@ import (
 // DefaultFinallyTimeout bounds a Scene's finally steps together when it sets no finallyTimeout.
 const DefaultFinallyTimeout = 10 * time.Minute
 
-// ReasonFinallyTimedOut ends the finally steps still running at spec.finallyTimeout.
-const ReasonFinallyTimedOut = "FinallyTimedOut"
-
 // outcomeState is what one pass knows of finally steps and failure branches.
 type outcomeState struct {
 	// finalizing is true while the planner decides finally steps: the graph has ended.
@@ -62,7 +59,7 @@ func (p *planner) decideFinally() {
 	defer func() { p.stopReason, p.outcomes.finalizing, p.outcomes.graphStop = graphStop, false, "" }()
 	p.stopReason, p.outcomes.finalizing, p.outcomes.graphStop = "", true, graphStop
 	if deadline := p.graphEndedAt().Add(p.finallyTimeout()); !p.f.Now.Before(deadline) {
-		p.stopReason = ReasonFinallyTimedOut
+		p.stopReason = ergonv1alpha1.ReasonFinallyTimedOut
 	} else {
 		p.wakeAt(deadline)
 	}

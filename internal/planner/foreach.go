@@ -74,11 +74,11 @@ func (f *flow) begin() bool {
 	if step.FanOut != nil {
 		items, err := f.list()
 		if err != nil {
-			p.fail(f.s, step, ReasonForEachError, err.Error())
+			p.fail(f.s, step, ergonv1alpha1.ReasonForEachError, err.Error())
 			return false
 		}
 		if len(items) == 0 {
-			p.end(f.s, ergonv1alpha1.StepSkipped, ReasonNoItems, "its forEach list is empty, so no instance ran")
+			p.end(f.s, ergonv1alpha1.StepSkipped, ergonv1alpha1.ReasonNoItems, "its forEach list is empty, so no instance ran")
 			return false
 		}
 		f.s.Instances = &ergonv1alpha1.InstancesStatus{Total: int32(len(items)),
@@ -190,7 +190,7 @@ func (f *flow) settle() {
 			return // unitFailed ended the step
 		}
 		first := s.Instances.Failures[0]
-		p.fail(s, f.step, ReasonInstanceFailed, fmt.Sprintf("%s of %d failed; instance %s: %s",
+		p.fail(s, f.step, ergonv1alpha1.ReasonInstanceFailed, fmt.Sprintf("%s of %d failed; instance %s: %s",
 			plural(int(n), "instance", "instances"), len(u.states),
 			naming.UnitName(s.Name, first.Index, 0), first.Message))
 		return
@@ -213,8 +213,8 @@ func (f *flow) settle() {
 	if u.fan {
 		message = fmt.Sprintf("all %d instances succeeded", len(u.states))
 	}
-	if s.Reason == ReasonExhausted {
-		reason, message = ReasonExhausted, s.Message
+	if s.Reason == ergonv1alpha1.ReasonExhausted {
+		reason, message = ergonv1alpha1.ReasonExhausted, s.Message
 	}
 	p.end(s, ergonv1alpha1.StepSucceeded, reason, message)
 }

@@ -77,7 +77,7 @@ func (f *flow) follow(i int) {
 			f.succeeded(i, child.Value)
 		case ergonv1alpha1.RunFailed, ergonv1alpha1.RunCancelled:
 			p.active--
-			f.failed(i, ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", name, child.Phase, child.Message))
+			f.failed(i, ergonv1alpha1.ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", name, child.Phase, child.Message))
 		}
 		return
 	}
@@ -105,7 +105,7 @@ func (f *flow) follow(i int) {
 		}
 		p.active--
 		if out.Err != "" {
-			reason := ReasonOutputError
+			reason := ergonv1alpha1.ReasonOutputError
 			if out.Reason != "" {
 				reason = out.Reason
 			}
@@ -188,7 +188,7 @@ func (f *flow) succeeded(i int, value string) {
 	loop := f.step.Spec.Loop
 	switch {
 	case err != nil:
-		f.failed(i, ReasonUntilError, err.Error())
+		f.failed(i, ergonv1alpha1.ReasonUntilError, err.Error())
 	case done:
 		u.states[i], f.held[i] = ergonv1alpha1.InstanceSucceeded, value
 	case un.Iteration < loop.MaxIterations:
@@ -199,7 +199,7 @@ func (f *flow) succeeded(i int, value string) {
 	case loop.OnExhausted == ergonv1alpha1.LoopExhaustedSucceed:
 		u.states[i], f.held[i] = ergonv1alpha1.InstanceSucceeded, value
 		if !u.fan {
-			f.s.Reason, f.s.Message = ReasonExhausted, fmt.Sprintf("until was still false after %d iterations; onExhausted is succeed", un.Iteration)
+			f.s.Reason, f.s.Message = ergonv1alpha1.ReasonExhausted, fmt.Sprintf("until was still false after %d iterations; onExhausted is succeed", un.Iteration)
 		}
 	default:
 		f.failed(i, ergonv1alpha1.ReasonMaxIterationsExceeded, fmt.Sprintf(
@@ -251,7 +251,7 @@ func (f *flow) startUnit(i int) bool {
 	maps.Copy(d, data)
 	if u.fan {
 		if _, err := f.list(); err != nil {
-			f.failed(i, ReasonForEachError, err.Error())
+			f.failed(i, ergonv1alpha1.ReasonForEachError, err.Error())
 			return false
 		}
 		d[template.KindItem] = template.Value(f.item(i))
@@ -265,11 +265,11 @@ func (f *flow) startUnit(i int) bool {
 	}
 	r, err := step.Render(d)
 	if err != nil {
-		f.failed(i, ReasonTemplateError, err.Error())
+		f.failed(i, ergonv1alpha1.ReasonTemplateError, err.Error())
 		return false
 	}
 	if n := len(r.AgentSystem) + len(r.AgentPrompt); n > MaxAgentPrompt {
-		f.failed(i, ReasonTemplateError, fmt.Sprintf("the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod", n, MaxAgentPrompt))
+		f.failed(i, ergonv1alpha1.ReasonTemplateError, fmt.Sprintf("the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod", n, MaxAgentPrompt))
 		return false
 	}
 	p.take()

@@ -161,7 +161,7 @@ func TestFinallyStepsAfterTheRunTimedOutAndTheirOwnTimeout(t *testing.T) {
 	if p.Status.Phase != ergonv1alpha1.RunFailed || p.Status.Conditions[0].Reason != ergonv1alpha1.ReasonRunTimedOut {
 		t.Fatalf("phase = %s (%s), want Failed (RunTimedOut)", p.Status.Phase, p.Status.Conditions[0].Reason)
 	}
-	if s := w.status("notify"); s.Phase != ergonv1alpha1.StepCancelled || s.Reason != ReasonFinallyTimedOut || len(p.DeletePods) != 1 {
+	if s := w.status("notify"); s.Phase != ergonv1alpha1.StepCancelled || s.Reason != ergonv1alpha1.ReasonFinallyTimedOut || len(p.DeletePods) != 1 {
 		t.Errorf("notify is %s (%s), pods deleted %v: want Cancelled (FinallyTimedOut), its pod deleted", s.Phase, s.Reason, p.DeletePods)
 	}
 }

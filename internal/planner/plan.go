@@ -253,7 +253,7 @@ func stopMessage(reason string) string {
 	switch reason {
 	case ergonv1alpha1.ReasonRunTimedOut:
 		return "it ran past its timeout"
-	case ReasonFinallyTimedOut:
+	case ergonv1alpha1.ReasonFinallyTimedOut:
 		return "its finally steps ran past spec.finallyTimeout"
 	}
 	return "it was cancelled"
@@ -305,14 +305,14 @@ func (p *planner) ready(step *compile.Step) bool {
 	}
 	switch {
 	case p.failedStep != "" && !p.outcomes.finalizing:
-		return skip(ReasonRunFailing, "step %s failed, so no new step starts", p.failedStep)
+		return skip(ergonv1alpha1.ReasonRunFailing, "step %s failed, so no new step starts", p.failedStep)
 	case failed != "":
-		return skip(ReasonDependencyFailed, "its dependency %s failed", failed)
+		return skip(ergonv1alpha1.ReasonDependencyFailed, "its dependency %s failed", failed)
 	case len(step.Spec.DependsOn) > 0 && succeeded == 0:
-		return skip(ReasonDependenciesSkipped, "none of its dependencies succeeded")
+		return skip(ergonv1alpha1.ReasonDependenciesSkipped, "none of its dependencies succeeded")
 	}
 	if unmet := p.outcomeUnmet(step); unmet != "" {
-		return skip(ReasonOutcomeNotMet, "%s", unmet)
+		return skip(ergonv1alpha1.ReasonOutcomeNotMet, "%s", unmet)
 	}
 	for _, d := range deps {
 		if out := p.state(d).Output; out != nil && out.Ref != nil {
@@ -326,11 +326,11 @@ func (p *planner) ready(step *compile.Step) bool {
 	if step.When != nil {
 		ok, err := step.When.Eval(p.exprVars())
 		if err != nil {
-			p.fail(p.record(step.Name), step, ReasonWhenError, fmt.Sprintf("when: %v", err))
+			p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonWhenError, fmt.Sprintf("when: %v", err))
 			return false
 		}
 		if !ok {
-			return skip(ReasonWhenFalse, "its condition %q is false", step.Spec.When)
+			return skip(ergonv1alpha1.ReasonWhenFalse, "its condition %q is false", step.Spec.When)
 		}
 	}
 	return true
@@ -348,11 +348,11 @@ func (p *planner) fail(s *ergonv1alpha1.StepStatus, step *compile.Step, reason, 
 func (p *planner) render(step *compile.Step) (*compile.Rendered, bool) {
 	r, err := step.Render(p.templateData())
 	if err != nil {
-		p.fail(p.record(step.Name), step, ReasonTemplateError, err.Error())
+		p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonTemplateError, err.Error())
 		return nil, false
 	}
 	if n := len(r.AgentSystem) + len(r.AgentPrompt); n > MaxAgentPrompt {
-		p.fail(p.record(step.Name), step, ReasonTemplateError, fmt.Sprintf(
+		p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonTemplateError, fmt.Sprintf(
 			"the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod: "+
 				"hand large data over as context (the outputs of dependencies) instead of through a template", n, MaxAgentPrompt))
 		return nil, false
@@ -425,7 +425,7 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case ergonv1alpha1.RunFailed, ergonv1alpha1.RunCancelled:
 		p.active--
-		p.fail(s, step, ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", s.ChildRun, child.Phase, child.Message))
+		p.fail(s, step, ergonv1alpha1.ReasonChildRunFailed, fmt.Sprintf("child Run %s ended %s: %s", s.ChildRun, child.Phase, child.Message))
 	}
 }
 
@@ -458,11 +458,11 @@ func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus
 		return
 	}
 	if gate.TimedOut && gate.Option == "" {
-		p.fail(s, step, ReasonGateTimedOut, fmt.Sprintf("Gate %s timed out and names no onTimeout option", s.Gate))
+		p.fail(s, step, ergonv1alpha1.ReasonGateTimedOut, fmt.Sprintf("Gate %s timed out and names no onTimeout option", s.Gate))
 		return
 	}
 	s.Decision = gate.Option
-	p.end(s, ergonv1alpha1.StepSucceeded, ReasonDecided, fmt.Sprintf("%s decided %s", gate.DecidedBy, gate.Option))
+	p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonDecided, fmt.Sprintf("%s decided %s", gate.DecidedBy, gate.Option))
 }
 
 func isPodStep(step *compile.Step) bool {
@@ -474,19 +474,3 @@ func isPodStep(step *compile.Step) bool {
 func usesCapacity(step *compile.Step) bool {
 	return isPodStep(step) || (step != nil && step.Spec.Scene != nil)
 }
-
-// Reasons of step phases, besides the Run's condition reasons in the API package.
-const (
-	ReasonRunFailing          = "RunFailing"
-	ReasonDependencyFailed    = "DependencyFailed"
-	ReasonDependenciesSkipped = "DependenciesSkipped"
-	ReasonWhenFalse           = "WhenFalse"
-	ReasonWhenError           = "WhenError"
-	ReasonTemplateError       = "TemplateError"
-	ReasonChildRunFailed      = "ChildRunFailed"
-	ReasonDecided             = "Decided"
-	ReasonGateTimedOut        = "GateTimedOut"
-	ReasonError               = "Error"
-	ReasonOutputError         = "OutputError"
-	ReasonPodDeleted          = "PodDeleted"
-)

@@ -226,7 +226,7 @@ func TestSkipsAndFailuresPropagate(t *testing.T) {
 			phase:   ergonv1alpha1.RunSucceeded,
 			steps: map[string]ergonv1alpha1.StepPhase{"b": ergonv1alpha1.StepSkipped, "d": ergonv1alpha1.StepSucceeded,
 				"e": ergonv1alpha1.StepSkipped},
-			reasons: map[string]string{"b": ReasonWhenFalse, "e": ReasonDependenciesSkipped},
+			reasons: map[string]string{"b": ergonv1alpha1.ReasonWhenFalse, "e": ergonv1alpha1.ReasonDependenciesSkipped},
 		},
 		{
 			name:    "a failed step skips its dependents, stops new steps and fails the Run",
@@ -235,7 +235,7 @@ func TestSkipsAndFailuresPropagate(t *testing.T) {
 			phase:   ergonv1alpha1.RunFailed,
 			steps: map[string]ergonv1alpha1.StepPhase{"a": ergonv1alpha1.StepFailed, "b": ergonv1alpha1.StepSkipped,
 				"c": ergonv1alpha1.StepSucceeded, "d": ergonv1alpha1.StepSkipped},
-			reasons: map[string]string{"b": ReasonRunFailing, "d": ReasonRunFailing},
+			reasons: map[string]string{"b": ergonv1alpha1.ReasonRunFailing, "d": ergonv1alpha1.ReasonRunFailing},
 		},
 		{
 			name:    "a step that may fail skips its dependents but not the Run",
@@ -244,7 +244,7 @@ func TestSkipsAndFailuresPropagate(t *testing.T) {
 			phase:   ergonv1alpha1.RunSucceeded,
 			steps: map[string]ergonv1alpha1.StepPhase{"a": ergonv1alpha1.StepFailed, "b": ergonv1alpha1.StepSkipped,
 				"d": ergonv1alpha1.StepSucceeded},
-			reasons: map[string]string{"b": ReasonDependencyFailed},
+			reasons: map[string]string{"b": ergonv1alpha1.ReasonDependencyFailed},
 		},
 	}
 	for _, tc := range cases {

@@ -26,32 +26,6 @@ import (
 	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
-// Reasons a step pod gives for not running, or for how it ended, besides the kubelet's own
-// waiting reasons (ImagePullBackOff, ErrImagePull, CreateContainerConfigError, ...), which a
-// step's status repeats as they are.
-const (
-	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
-	// and nothing is known to be wrong.
-	ReasonPodStarting = "PodStarting"
-	// ReasonUnschedulable: the scheduler finds no node for the pod.
-	ReasonUnschedulable = "Unschedulable"
-	// ReasonInitContainerFailed: Ergon's init container, which copies the entrypoint, failed.
-	ReasonInitContainerFailed = "InitContainerFailed"
-	// ReasonOOMKilled: the step's container ran out of memory and was killed.
-	ReasonOOMKilled = "OOMKilled"
-	// ReasonEvicted: the kubelet or the Eviction API (a node drain) evicted the pod.
-	ReasonEvicted = "Evicted"
-	// ReasonPreempted: the scheduler preempted the pod for one of higher priority.
-	ReasonPreempted = "Preempted"
-	// ReasonNodeLost: the pod's node stopped reporting or was deleted.
-	ReasonNodeLost = "NodeLost"
-	// ReasonPendingTimeout: the pod did not start within the step's pendingTimeout, and
-	// nothing more precise was known.
-	ReasonPendingTimeout = "PendingTimeout"
-	// ReasonDeadlineExceeded is the kubelet's reason for a pod past activeDeadlineSeconds.
-	ReasonDeadlineExceeded = "DeadlineExceeded"
-)
-
 // maxPodMessage bounds a message taken from the kubelet or the scheduler: an image pull's
 // error can be long, and the Run keeps it in every attempt's history.
 const maxPodMessage = 512
@@ -105,7 +79,7 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 // PendingProblem reports whether a reason of a pod that has not started says something is
 // wrong, rather than that the pod is on its way.
 func PendingProblem(reason string) bool {
-	return reason != "" && reason != ReasonPodStarting
+	return reason != "" && reason != ergonv1alpha1.ReasonPodStarting
 }
 
 func containerStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
@@ -130,7 +104,7 @@ func pendingReason(pod *corev1.Pod, container string) (string, string) {
 			return w.Reason, waitingMessage(pod, &cs, true, container)
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return ReasonInitContainerFailed, initFailedMessage(&cs)
+			return ergonv1alpha1.ReasonInitContainerFailed, initFailedMessage(&cs)
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -139,9 +113,9 @@ func pendingReason(pod *corev1.Pod, container string) (string, string) {
 		}
 	}
 	if pod.Spec.NodeName == "" {
-		return ReasonPodStarting, "the pod waits to be scheduled"
+		return ergonv1alpha1.ReasonPodStarting, "the pod waits to be scheduled"
 	}
-	return ReasonPodStarting, "the pod is starting on node " + pod.Spec.NodeName
+	return ergonv1alpha1.ReasonPodStarting, "the pod is starting on node " + pod.Spec.NodeName
 }
 
 // waitingProblem reports whether a container's waiting reason is a problem rather than
@@ -207,8 +181,8 @@ func initFailedMessage(cs *corev1.ContainerStatus) string {
 func failedReason(pod *corev1.Pod, step *corev1.ContainerStatus) (string, string) {
 	switch pod.Status.Reason {
 	case "":
-	case ReasonEvicted:
-		return ReasonEvicted, "the pod was evicted: " + clip(pod.Status.Message)
+	case ergonv1alpha1.ReasonEvicted:
+		return ergonv1alpha1.ReasonEvicted, "the pod was evicted: " + clip(pod.Status.Message)
 	default:
 		// DeadlineExceeded, and what the kubelet refuses a pod for (OutOfcpu,
 		// NodeAffinity, UnexpectedAdmissionError, Terminated for a node shutdown, ...).
@@ -220,15 +194,15 @@ func failedReason(pod *corev1.Pod, step *corev1.ContainerStatus) (string, string
 	if step != nil && step.State.Terminated != nil {
 		t := step.State.Terminated
 		switch t.Reason {
-		case ReasonOOMKilled:
-			return ReasonOOMKilled, oomMessage(pod, step.Name, t.ExitCode)
+		case ergonv1alpha1.ReasonOOMKilled:
+			return ergonv1alpha1.ReasonOOMKilled, oomMessage(pod, step.Name, t.ExitCode)
 		case "ContainerStatusUnknown":
 			return t.Reason, clip(t.Message)
 		}
 	}
 	for _, cs := range pod.Status.InitContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return ReasonInitContainerFailed, initFailedMessage(&cs)
+			return ergonv1alpha1.ReasonInitContainerFailed, initFailedMessage(&cs)
 		}
 	}
 	if step != nil && step.State.Terminated != nil {
@@ -269,16 +243,16 @@ func disruption(pod *corev1.Pod) (string, string) {
 		}
 		switch c.Reason {
 		case "DeletionByTaintManager":
-			return ReasonNodeLost, fmt.Sprintf("the pod's node %s stopped reporting (or was tainted NoExecute) "+
+			return ergonv1alpha1.ReasonNodeLost, fmt.Sprintf("the pod's node %s stopped reporting (or was tainted NoExecute) "+
 				"and Kubernetes evicted its pods", orUnknown(pod.Spec.NodeName))
 		case "DeletionByPodGC":
-			return ReasonNodeLost, fmt.Sprintf("the pod's node %s no longer exists", orUnknown(pod.Spec.NodeName))
+			return ergonv1alpha1.ReasonNodeLost, fmt.Sprintf("the pod's node %s no longer exists", orUnknown(pod.Spec.NodeName))
 		case "EvictionByEvictionAPI":
-			return ReasonEvicted, "the pod was evicted through the Eviction API, as a node drain does"
+			return ergonv1alpha1.ReasonEvicted, "the pod was evicted through the Eviction API, as a node drain does"
 		case "PreemptionByScheduler":
-			return ReasonPreempted, "the scheduler preempted the pod to make room for one of higher priority: " + clip(c.Message)
+			return ergonv1alpha1.ReasonPreempted, "the scheduler preempted the pod to make room for one of higher priority: " + clip(c.Message)
 		case "TerminationByKubelet":
-			return ReasonEvicted, "the kubelet ended the pod: " + clip(c.Message)
+			return ergonv1alpha1.ReasonEvicted, "the kubelet ended the pod: " + clip(c.Message)
 		}
 	}
 	return "", ""
@@ -290,10 +264,10 @@ func deletedReason(pod *corev1.Pod) (string, string) {
 	if reason, message := disruption(pod); reason != "" {
 		return reason, message
 	}
-	if pod.Status.Reason == ReasonNodeLost {
-		return ReasonNodeLost, fmt.Sprintf("the pod's node %s stopped reporting", orUnknown(pod.Spec.NodeName))
+	if pod.Status.Reason == ergonv1alpha1.ReasonNodeLost {
+		return ergonv1alpha1.ReasonNodeLost, fmt.Sprintf("the pod's node %s stopped reporting", orUnknown(pod.Spec.NodeName))
 	}
-	return ReasonPodDeleted, messageDeleted
+	return ergonv1alpha1.ReasonPodDeleted, messageDeleted
 }
 
 func orUnknown(node string) string {

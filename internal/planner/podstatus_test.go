@@ -90,7 +90,7 @@ func TestObservePod(t *testing.T) {
 			name:    "a pod no scheduler has looked at waits to be scheduled",
 			pod:     func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending },
 			phase:   PodPending,
-			reason:  ReasonPodStarting,
+			reason:  ergonv1alpha1.ReasonPodStarting,
 			message: []string{"the pod waits to be scheduled"},
 		},
 		{
@@ -102,7 +102,7 @@ func TestObservePod(t *testing.T) {
 					ContainerStatuses:     []corev1.ContainerStatus{waiting("step", "ContainerCreating", "")}}
 			},
 			phase:   PodPending,
-			reason:  ReasonPodStarting,
+			reason:  ergonv1alpha1.ReasonPodStarting,
 			message: []string{"starting on node worker-1"},
 		},
 		{
@@ -115,7 +115,7 @@ func TestObservePod(t *testing.T) {
 				}}}
 			},
 			phase:   PodPending,
-			reason:  ReasonUnschedulable,
+			reason:  ergonv1alpha1.ReasonUnschedulable,
 			message: []string{"cannot be scheduled", "0/3 nodes are available: 3 Insufficient memory"},
 		},
 		{
@@ -181,7 +181,7 @@ func TestObservePod(t *testing.T) {
 					terminated("ergon-init", 1, "Error", "cp: can't create '/ergon/bin/entrypoint': Read-only file system")}}
 			},
 			phase:   PodPending,
-			reason:  ReasonInitContainerFailed,
+			reason:  ergonv1alpha1.ReasonInitContainerFailed,
 			message: []string{"ergon-init", "exited with code 1", "Read-only file system"},
 		},
 		{
@@ -192,7 +192,7 @@ func TestObservePod(t *testing.T) {
 					ContainerStatuses: []corev1.ContainerStatus{waiting("step", "PodInitializing", "")}}
 			},
 			phase:   PodFailed,
-			reason:  ReasonInitContainerFailed,
+			reason:  ergonv1alpha1.ReasonInitContainerFailed,
 			message: []string{"exited with code 126 (ContainerCannotRun)", "permission denied"},
 		},
 		{
@@ -203,7 +203,7 @@ func TestObservePod(t *testing.T) {
 			},
 			memory:  "64Mi",
 			phase:   PodFailed,
-			reason:  ReasonOOMKilled,
+			reason:  ergonv1alpha1.ReasonOOMKilled,
 			message: []string{"ran out of memory", "memory limit of 64Mi", "exit code 137"},
 			exit:    new(int32(137)),
 		},
@@ -215,7 +215,7 @@ func TestObservePod(t *testing.T) {
 						report(outputs.Result{ExitCode: 137}))}}
 			},
 			phase:   PodFailed,
-			reason:  ReasonOOMKilled,
+			reason:  ergonv1alpha1.ReasonOOMKilled,
 			message: []string{"it has no memory limit"},
 			exit:    new(int32(137)),
 		},
@@ -229,7 +229,7 @@ func TestObservePod(t *testing.T) {
 					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 137, "ContainerStatusUnknown", "")}}
 			},
 			phase:   PodFailed,
-			reason:  ReasonEvicted,
+			reason:  ergonv1alpha1.ReasonEvicted,
 			message: []string{"the pod was evicted: The node was low on resource: memory"},
 			exit:    new(int32(137)),
 		},
@@ -240,7 +240,7 @@ func TestObservePod(t *testing.T) {
 					Message: "Pod was active on the node longer than the specified deadline"}
 			},
 			phase:   PodFailed,
-			reason:  ReasonDeadlineExceeded,
+			reason:  ergonv1alpha1.ReasonDeadlineExceeded,
 			message: []string{"longer than the specified deadline"},
 		},
 		{
@@ -272,7 +272,7 @@ func TestObservePod(t *testing.T) {
 					Name: "step", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
 			},
 			phase:   PodGone,
-			reason:  ReasonPodDeleted,
+			reason:  ergonv1alpha1.ReasonPodDeleted,
 			message: []string{"deleted before it finished"},
 		},
 		{
@@ -285,7 +285,7 @@ func TestObservePod(t *testing.T) {
 					Message: "Taint manager: deleting due to NoExecute taint"}}}
 			},
 			phase:   PodGone,
-			reason:  ReasonNodeLost,
+			reason:  ergonv1alpha1.ReasonNodeLost,
 			message: []string{"node worker-2 stopped reporting"},
 		},
 		{
@@ -298,7 +298,7 @@ func TestObservePod(t *testing.T) {
 					Message: "PodGC: node no longer exists"}}}
 			},
 			phase:   PodGone,
-			reason:  ReasonNodeLost,
+			reason:  ergonv1alpha1.ReasonNodeLost,
 			message: []string{"node worker-3 no longer exists"},
 		},
 		{
@@ -310,7 +310,7 @@ func TestObservePod(t *testing.T) {
 					Message: "Eviction API: evicting"}}}
 			},
 			phase:   PodGone,
-			reason:  ReasonEvicted,
+			reason:  ergonv1alpha1.ReasonEvicted,
 			message: []string{"Eviction API"},
 		},
 		{
@@ -322,7 +322,7 @@ func TestObservePod(t *testing.T) {
 					Message: "default-scheduler: preempting to accommodate a higher priority pod"}}}
 			},
 			phase:   PodGone,
-			reason:  ReasonPreempted,
+			reason:  ergonv1alpha1.ReasonPreempted,
 			message: []string{"higher priority"},
 		},
 		{
@@ -333,7 +333,7 @@ func TestObservePod(t *testing.T) {
 					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 137, "OOMKilled", "")}}
 			},
 			phase:  PodFailed,
-			reason: ReasonOOMKilled,
+			reason: ergonv1alpha1.ReasonOOMKilled,
 			exit:   new(int32(137)),
 		},
 		{

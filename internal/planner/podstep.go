@@ -65,7 +65,7 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 		// The pod of the current attempt is gone: the controller looked it up live, so
 		// it was deleted by someone else.
 		p.attemptFailed(step, s, PodState{Name: s.PodName, Attempt: s.Attempts, Phase: PodGone,
-			Reason: ReasonPodDeleted, Message: messageDeleted})
+			Reason: ergonv1alpha1.ReasonPodDeleted, Message: messageDeleted})
 	}
 }
 
@@ -97,7 +97,7 @@ func (p *planner) startAttempt(step *compile.Step, s *ergonv1alpha1.StepStatus, 
 	}
 	p.take()
 	// The pod is asked for, not running: the step is Pending until the kubelet starts it.
-	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepPending, ReasonPodStarting, "the attempt's pod was created"
+	s.Phase, s.Reason, s.Message = ergonv1alpha1.StepPending, ergonv1alpha1.ReasonPodStarting, "the attempt's pod was created"
 	s.Attempts, s.PodName, s.NextAttemptAt = attempt, name, nil
 	p.start(s)
 	p.plan.Pods = append(p.plan.Pods, PodRequest{Name: name, Step: step, Attempt: attempt, Rendered: r, Inputs: p.inputs(step)})
@@ -152,7 +152,7 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 			return // the controller collects it before the next plan
 		}
 		if out.Err != "" {
-			pod.Phase, pod.Reason, pod.Message = PodFailed, ReasonOutputError, out.Err
+			pod.Phase, pod.Reason, pod.Message = PodFailed, ergonv1alpha1.ReasonOutputError, out.Err
 			if out.Reason != "" {
 				pod.Reason = out.Reason
 			}

@@ -35,7 +35,7 @@ func (p *planner) waitForPod(step *compile.Step, s *ergonv1alpha1.StepStatus, po
 	}
 	reason, message := pod.Reason, pod.Message
 	if reason == "" {
-		reason, message = ReasonPodStarting, "the attempt's pod was created"
+		reason, message = ergonv1alpha1.ReasonPodStarting, "the attempt's pod was created"
 	}
 	s.Phase, s.Reason, s.Message, s.NextAttemptAt = ergonv1alpha1.StepPending, reason, message, nil
 	p.start(s)
@@ -81,7 +81,7 @@ func (p *planner) pendingTimedOut(step *compile.Step, s *ergonv1alpha1.StepStatu
 	failed := *pod
 	failed.Phase, failed.Reason = PodFailed, pod.Reason
 	if !PendingProblem(failed.Reason) {
-		failed.Reason = ReasonPendingTimeout
+		failed.Reason = ergonv1alpha1.ReasonPendingTimeout
 	}
 	waiting := pod.Message
 	if waiting == "" {

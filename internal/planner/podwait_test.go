@@ -58,7 +58,7 @@ func retrying(limit int32) *ergonv1alpha1.RetryPolicy {
 func TestAStepWhosePodCannotStartIsPendingWithTheReasonToldOnce(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a"), step("b", "a")}}, stay)
 	w.plan()
-	if s := w.status("a"); s.Phase != ergonv1alpha1.StepPending || s.Reason != ReasonPodStarting || s.PodName != naming.StepPodName("r", "a", 1) {
+	if s := w.status("a"); s.Phase != ergonv1alpha1.StepPending || s.Reason != ergonv1alpha1.ReasonPodStarting || s.PodName != naming.StepPodName("r", "a", 1) {
 		t.Fatalf("a just created pod: step %+v, want Pending PodStarting", s)
 	}
 	w.set(func(p *PodState) { p.Phase, p.CreatedAt = PodPending, t0 })
@@ -143,7 +143,7 @@ func TestAPodThatDoesNotStartInTimeFailsTheAttemptWithTheReasonItWaitedFor(t *te
 	w.set(func(p *PodState) { p.CreatedAt = w.now; p.Phase = PodPending })
 	w.now = w.now.Add(2 * time.Minute)
 	w.plan()
-	if s := w.status("a"); s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonPendingTimeout ||
+	if s := w.status("a"); s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonPendingTimeout ||
 		!strings.Contains(s.Message, "(attempt 2 of 2)") {
 		t.Fatalf("step %+v, want Failed PendingTimeout after its retry", s)
 	}
@@ -185,9 +185,9 @@ func TestAPodThatVanishesFailsTheAttemptAndTheNextWaitsForItToEnd(t *testing.T) 
 	for _, tc := range []struct {
 		name, reason string
 	}{
-		{"deleted by someone", ReasonPodDeleted},
-		{"lost with its node", ReasonNodeLost},
-		{"evicted by a drain", ReasonEvicted},
+		{"deleted by someone", ergonv1alpha1.ReasonPodDeleted},
+		{"lost with its node", ergonv1alpha1.ReasonNodeLost},
+		{"evicted by a drain", ergonv1alpha1.ReasonEvicted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := step("a")
@@ -230,7 +230,7 @@ func TestAPodStuckTerminatingOnALostNodeHoldsTheNextAttemptOnlyForItsGracePeriod
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{a}}, stay)
 	w.plan()
 	w.set(func(p *PodState) {
-		p.Phase, p.Reason, p.TerminatingUntil = PodGone, ReasonNodeLost, t0.Add(30*time.Second)
+		p.Phase, p.Reason, p.TerminatingUntil = PodGone, ergonv1alpha1.ReasonNodeLost, t0.Add(30*time.Second)
 	})
 	w.plan()
 	w.now = t0.Add(30 * time.Second)
@@ -244,12 +244,12 @@ func TestAnOOMKilledStepFailsWithThatReason(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, stay)
 	w.plan()
 	w.set(func(p *PodState) {
-		p.Phase, p.Reason, p.ExitCode = PodFailed, ReasonOOMKilled, new(int32(137))
+		p.Phase, p.Reason, p.ExitCode = PodFailed, ergonv1alpha1.ReasonOOMKilled, new(int32(137))
 		p.Message = "the step ran out of memory: it reached its memory limit of 64Mi and was killed (exit code 137)"
 	})
 	w.plan()
 	s := w.status("a")
-	if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonOOMKilled || !strings.Contains(s.Message, "64Mi") {
+	if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonOOMKilled || !strings.Contains(s.Message, "64Mi") {
 		t.Fatalf("step %+v", s)
 	}
 	if h := s.History; len(h) != 1 || h[0].ExitCode == nil || *h[0].ExitCode != 137 {

@@ -47,17 +47,6 @@ type LeaseRequest struct {
 	Step string
 }
 
-// Reasons of a step that waits for its Workspace.
-const (
-	// ReasonWorkspaceBusy: another step writes to the Workspace; this one starts after it
-	// and after the steps that asked before it.
-	ReasonWorkspaceBusy = "WorkspaceBusy"
-	// ReasonWorkspaceNotFound: the Scene names a Workspace that does not exist.
-	ReasonWorkspaceNotFound = "WorkspaceNotFound"
-	// ReasonWorkspaceNotReady: the Workspace is being deleted or has failed.
-	ReasonWorkspaceNotReady = "WorkspaceNotReady"
-)
-
 // workspaceRecheck is how often a step that waits for its Workspace looks again, besides
 // being woken when the Workspace's lease changes: a holder that died wakes nobody.
 const workspaceRecheck = 10 * time.Second
@@ -83,11 +72,11 @@ func (w *WorkspaceFacts) unusable() (reason, message string) {
 	o := w.Object
 	switch {
 	case o == nil:
-		return ReasonWorkspaceNotFound, fmt.Sprintf("Workspace %s does not exist; the step starts when it does", w.Name)
+		return ergonv1alpha1.ReasonWorkspaceNotFound, fmt.Sprintf("Workspace %s does not exist; the step starts when it does", w.Name)
 	case !o.DeletionTimestamp.IsZero():
-		return ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s is being deleted", w.Name)
+		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s is being deleted", w.Name)
 	case o.Status.Phase == ergonv1alpha1.WorkspaceFailed:
-		return ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has failed; the step starts when it is repaired", w.Name)
+		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has failed; the step starts when it is repaired", w.Name)
 	}
 	return "", ""
 }
@@ -114,7 +103,7 @@ func (p *planner) workspaceAllows(step *compile.Step, s *ergonv1alpha1.StepStatu
 	if w.Holder == "" {
 		holder = "nobody yet"
 	}
-	p.wait(step, s, ReasonWorkspaceBusy, fmt.Sprintf(
+	p.wait(step, s, ergonv1alpha1.ReasonWorkspaceBusy, fmt.Sprintf(
 		"Workspace %s takes one writing step at a time and %s holds it; this step starts in turn, after the steps that asked before it",
 		w.Name, holder))
 	p.plan.TakeLeases = append(p.plan.TakeLeases, LeaseRequest{Pod: pod, Step: step.Name})
@@ -139,7 +128,7 @@ func (p *planner) waitForWorkspace(step *compile.Step, s *ergonv1alpha1.StepStat
 // wait records that a step waits for its Workspace, telling it once per reason.
 func (p *planner) wait(step *compile.Step, s *ergonv1alpha1.StepStatus, reason, message string) {
 	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != reason {
-		p.event(reason != ReasonWorkspaceBusy, reason, "Step %s waits: %s", step.Name, message)
+		p.event(reason != ergonv1alpha1.ReasonWorkspaceBusy, reason, "Step %s waits: %s", step.Name, message)
 	}
 	s.Phase, s.Reason, s.Message, s.NextAttemptAt = ergonv1alpha1.StepWaiting, reason, message, nil
 	p.wakeAt(p.f.Now.Add(workspaceRecheck))

@@ -99,7 +99,7 @@ func TestAWritingStepWaitsForTheLeaseThenStartsAndGivesItBack(t *testing.T) {
 	// Another Run holds the lease: the step waits in line, and asks for its turn.
 	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), Holder: "other-pod", HolderRun: "other"})
 	s := stepOf(t, p.Status, "edit")
-	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ReasonWorkspaceBusy || !strings.Contains(s.Message, "Run other") {
+	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ergonv1alpha1.ReasonWorkspaceBusy || !strings.Contains(s.Message, "Run other") {
 		t.Fatalf("step = %s %s %q, want Waiting WorkspaceBusy naming the holder", s.Phase, s.Reason, s.Message)
 	}
 	if s.StartedAt != nil || len(p.Pods) != 0 {
@@ -155,7 +155,7 @@ func TestAStepWaitsForAMissingWorkspaceUntilItsPendingTimeout(t *testing.T) {
 	missing := &WorkspaceFacts{Name: "ws"}
 	p := w.planBound(missing)
 	s := stepOf(t, p.Status, "build")
-	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ReasonWorkspaceNotFound || !strings.Contains(s.Message, "Workspace ws does not exist") {
+	if s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ergonv1alpha1.ReasonWorkspaceNotFound || !strings.Contains(s.Message, "Workspace ws does not exist") {
 		t.Fatalf("step = %s %s %q", s.Phase, s.Reason, s.Message)
 	}
 	if len(p.Pods) != 0 || len(p.TakeLeases) != 0 || len(p.Events) == 0 || !p.Events[0].Warning {
@@ -163,14 +163,14 @@ func TestAStepWaitsForAMissingWorkspaceUntilItsPendingTimeout(t *testing.T) {
 	}
 	// It appears: the step goes on to the lease.
 	w.now = w.now.Add(time.Minute)
-	if p = w.planBound(&WorkspaceFacts{Name: "ws", Object: usable()}); stepOf(t, p.Status, "build").Reason != ReasonWorkspaceBusy {
+	if p = w.planBound(&WorkspaceFacts{Name: "ws", Object: usable()}); stepOf(t, p.Status, "build").Reason != ergonv1alpha1.ReasonWorkspaceBusy {
 		t.Errorf("with the Workspace there, the step waits %s", stepOf(t, p.Status, "build").Reason)
 	}
 	// Gone again, past the pendingTimeout counted from the Run's start: the step fails.
 	w.now = t0.Add(5 * time.Minute)
 	p = w.planBound(missing)
 	s = stepOf(t, p.Status, "build")
-	if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ReasonWorkspaceNotFound || p.Status.Phase != ergonv1alpha1.RunFailed {
+	if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonWorkspaceNotFound || p.Status.Phase != ergonv1alpha1.RunFailed {
 		t.Errorf("step %s %s, Run %s: want the step and Run failed for the missing Workspace", s.Phase, s.Reason, p.Status.Phase)
 	}
 }
@@ -180,7 +180,7 @@ func TestAFailedWorkspaceHoldsStepsBack(t *testing.T) {
 	ws := usable()
 	ws.Status.Phase = ergonv1alpha1.WorkspaceFailed
 	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: ws})
-	if s := stepOf(t, p.Status, "read"); s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ReasonWorkspaceNotReady || len(p.Pods) != 0 {
+	if s := stepOf(t, p.Status, "read"); s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ergonv1alpha1.ReasonWorkspaceNotReady || len(p.Pods) != 0 {
 		t.Errorf("step %s %s, pods %v", s.Phase, s.Reason, p.Pods)
 	}
 }
