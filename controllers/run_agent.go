@@ -30,6 +30,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // The pieces of an agent step pod.
@@ -75,7 +76,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		}
 	}
 	if m.APIKeySecretRef != nil {
-		s.APIKeyEnv = agentspec.EnvAPIKey
+		s.APIKeyEnv = stepcontract.EnvAgentAPIKey
 	}
 	for _, t := range a.Tools {
 		s.Tools = append(s.Tools, string(t))
@@ -109,10 +110,10 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		s.Timeout.Duration = t.Duration - min(10*time.Second, t.Duration/10)
 	}
 	if scene.Spec.Workspace != nil {
-		s.Workspace = agentspec.DefaultWorkspace
+		s.Workspace = stepcontract.DefaultWorkspace
 	}
 	if len(req.Inputs) > 0 {
-		s.ContextDir = inputsDir
+		s.ContextDir = stepcontract.InputsDir
 	}
 	return s
 }
@@ -127,20 +128,20 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
 
 	env := []corev1.EnvVar{
-		{Name: "ERGON_OUTPUT", Value: outputDir + "/value"},
-		{Name: agentspec.EnvTranscript, Value: outputDir + "/transcript"},
-		{Name: agentspec.EnvFailure, Value: outputDir + "/failure"},
-		{Name: agentspec.EnvSpec, Value: agentDir + "/" + agentSpecKey},
-		{Name: "ERGON_RUN", Value: run.Name},
-		{Name: "ERGON_STEP", Value: req.Step.Name},
-		{Name: "ERGON_ATTEMPT", Value: strconv.Itoa(int(req.Attempt))},
+		{Name: stepcontract.EnvOutput, Value: stepcontract.OutputDir + "/value"},
+		{Name: stepcontract.EnvTranscript, Value: stepcontract.OutputDir + "/transcript"},
+		{Name: stepcontract.EnvFailure, Value: stepcontract.OutputDir + "/failure"},
+		{Name: stepcontract.EnvAgentSpec, Value: agentDir + "/" + agentSpecKey},
+		{Name: stepcontract.EnvRun, Value: run.Name},
+		{Name: stepcontract.EnvStep, Value: req.Step.Name},
+		{Name: stepcontract.EnvAttempt, Value: strconv.Itoa(int(req.Attempt))},
 	}
 	model := scene.Spec.Models[req.Step.Spec.Agent.Model]
 	if req.Step.Spec.Agent.Model == "" {
 		model = scene.Spec.Models[defaultModel]
 	}
 	if ref := model.APIKeySecretRef; ref != nil {
-		env = append(env, corev1.EnvVar{Name: agentspec.EnvAPIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
+		env = append(env, corev1.EnvVar{Name: stepcontract.EnvAgentAPIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -170,7 +171,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 				},
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "ergon-output", MountPath: outputDir},
+					{Name: "ergon-output", MountPath: stepcontract.OutputDir},
 					{Name: "tmp", MountPath: "/tmp"},
 					{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true},
 				},

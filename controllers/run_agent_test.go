@@ -32,6 +32,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 const (
@@ -122,14 +123,14 @@ var _ = Describe("An agent step", func() {
 		for _, e := range c.Env {
 			env[e.Name] = e
 		}
-		Expect(env).To(HaveKey(agentspec.EnvAPIKey))
-		Expect(env[agentspec.EnvAPIKey].Value).To(BeEmpty())
-		Expect(env[agentspec.EnvAPIKey].ValueFrom.SecretKeyRef.Name).To(Equal("llm"))
-		Expect(env[agentspec.EnvAPIKey].ValueFrom.SecretKeyRef.Key).To(Equal("apiKey"))
+		Expect(env).To(HaveKey(stepcontract.EnvAgentAPIKey))
+		Expect(env[stepcontract.EnvAgentAPIKey].Value).To(BeEmpty())
+		Expect(env[stepcontract.EnvAgentAPIKey].ValueFrom.SecretKeyRef.Name).To(Equal("llm"))
+		Expect(env[stepcontract.EnvAgentAPIKey].ValueFrom.SecretKeyRef.Key).To(Equal("apiKey"))
 		Expect(env).NotTo(HaveKey("ERGON_PARAM_token"), "an agent step has no use for secret params")
-		Expect(env[agentspec.EnvSpec].Value).To(Equal("/ergon/agent/spec.json"))
-		Expect(env[agentspec.EnvTranscript].Value).To(HavePrefix(outputDir))
-		Expect(env["ERGON_INPUTS"].Value).To(Equal(inputsDir))
+		Expect(env[stepcontract.EnvAgentSpec].Value).To(Equal("/ergon/agent/spec.json"))
+		Expect(env[stepcontract.EnvTranscript].Value).To(HavePrefix(stepcontract.OutputDir))
+		Expect(env["ERGON_INPUTS"].Value).To(Equal(stepcontract.InputsDir))
 
 		var spec agentspec.Spec
 		Expect(json.Unmarshal([]byte(pod.Annotations[annotationAgentSpec]), &spec)).To(Succeed())
@@ -148,9 +149,9 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.Output.Format).To(Equal("json"))
 		Expect(spec.Output.MaxRepairs).To(Equal(2))
 		Expect(string(spec.Output.Schema)).To(MatchJSON(`{"type":"object","required":["title"]}`))
-		Expect(spec.ContextDir).To(Equal(inputsDir))
+		Expect(spec.ContextDir).To(Equal(stepcontract.InputsDir))
 		Expect(spec.SecretEnv).To(BeEmpty())
-		Expect(spec.APIKeyEnv).To(Equal(agentspec.EnvAPIKey))
+		Expect(spec.APIKeyEnv).To(Equal(stepcontract.EnvAgentAPIKey))
 		Expect(spec.Workspace).To(BeEmpty())
 
 		var specVolume *corev1.Volume

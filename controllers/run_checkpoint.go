@@ -29,11 +29,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=update
@@ -216,5 +216,5 @@ func mountCheckpoint(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
 		}}})
 	c := &pod.Spec.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-checkpoint", MountPath: checkpointDir, ReadOnly: true})
-	c.Env = append(c.Env, corev1.EnvVar{Name: agentspec.EnvCheckpoint, Value: checkpointDir + "/" + checkpointKey})
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvCheckpoint, Value: checkpointDir + "/" + checkpointKey})
 }

@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // progressLog is an agent pod's log after some turns: a progress line with a checkpoint
@@ -121,7 +121,7 @@ var _ = Describe("A running agent step", func() {
 		for _, e := range second.Spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
-		Expect(env).To(HaveKeyWithValue(agentspec.EnvCheckpoint, "/ergon/checkpoint/checkpoint"))
+		Expect(env).To(HaveKeyWithValue(stepcontract.EnvCheckpoint, "/ergon/checkpoint/checkpoint"))
 		Expect(second.Spec.Containers[0].VolumeMounts).To(ContainElement(And(
 			HaveField("Name", "ergon-checkpoint"), HaveField("ReadOnly", true))))
 

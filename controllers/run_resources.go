@@ -29,18 +29,16 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // The pieces of a step pod.
 const (
 	stepContainer = "step"
 	initContainer = "ergon-init"
-	binDir        = "/ergon/bin"
-	outputDir     = "/ergon/output"
-	inputsDir     = "/ergon/inputs"
 	// annotationInputPrefix holds small inputs on the pod, for the downward API to project.
 	annotationInputPrefix = "inputs.ergon.dev/"
-	entrypointPath        = binDir + "/entrypoint"
+	entrypointPath        = stepcontract.BinDir + "/entrypoint"
 	// binVolume holds what the init container copies in; entrypointRun is the entrypoint's
 	// subcommand that runs a step's program.
 	binVolume     = "ergon-bin"
@@ -110,10 +108,10 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
 
 	env := []corev1.EnvVar{
-		{Name: "ERGON_OUTPUT", Value: outputDir + "/value"},
-		{Name: "ERGON_RUN", Value: run.Name},
-		{Name: "ERGON_STEP", Value: req.Step.Name},
-		{Name: "ERGON_ATTEMPT", Value: strconv.Itoa(int(req.Attempt))},
+		{Name: stepcontract.EnvOutput, Value: stepcontract.OutputDir + "/value"},
+		{Name: stepcontract.EnvRun, Value: run.Name},
+		{Name: stepcontract.EnvStep, Value: req.Step.Name},
+		{Name: stepcontract.EnvAttempt, Value: strconv.Itoa(int(req.Attempt))},
 	}
 	// Params come before the step's own env, which may name them as $(ERGON_PARAM_NAME); a
 	// secret param only to a step that names it.
@@ -144,8 +142,8 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 				Command: []string{entrypointPath}, Args: args,
 				Env: env, EnvFrom: c.EnvFrom, WorkingDir: c.WorkingDir, Resources: c.Resources,
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: binVolume, MountPath: binDir, ReadOnly: true},
-					{Name: "ergon-output", MountPath: outputDir},
+					{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true},
+					{Name: "ergon-output", MountPath: stepcontract.OutputDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 				SecurityContext:          restrictedContainer(),
@@ -166,7 +164,7 @@ func copyInit(ergonImage string, files ...string) corev1.Container {
 	return corev1.Container{
 		Name: initContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         append([]string{EntrypointInImage, "copy", entrypointPath}, files...),
-		VolumeMounts:    []corev1.VolumeMount{{Name: binVolume, MountPath: binDir}},
+		VolumeMounts:    []corev1.VolumeMount{{Name: binVolume, MountPath: stepcontract.BinDir}},
 		SecurityContext: restrictedContainer(),
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
@@ -209,8 +207,8 @@ func addInputs(pod *corev1.Pod, inputs []planner.Input) {
 		Projected: &corev1.ProjectedVolumeSource{Sources: sources},
 	}})
 	c := &pod.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-inputs", MountPath: inputsDir, ReadOnly: true})
-	c.Env = append(c.Env, corev1.EnvVar{Name: "ERGON_INPUTS", Value: inputsDir})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-inputs", MountPath: stepcontract.InputsDir, ReadOnly: true})
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvInputs, Value: stepcontract.InputsDir})
 }
 
 // childRun builds the Run of a scene step, created by the person behind its parent.

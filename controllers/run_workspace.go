@@ -31,10 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/internal/wslease"
 )
 
@@ -47,7 +47,7 @@ const (
 	// workspaceUID is the user and group of a Workspace's pod and of the steps bound to it,
 	// so that files written by either belong to the other.
 	workspaceUID = 1000
-	agentPath    = binDir + "/agent"
+	agentPath    = stepcontract.BinDir + "/agent"
 	// annotationLease holds a Workspace lease's state: who holds it and who waits, in order.
 	annotationLease = ergonv1alpha1.AnnotationPrefix + "lease"
 )
@@ -258,9 +258,9 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 	}})
 	c := &spec.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts,
-		corev1.VolumeMount{Name: workspaceVolume, MountPath: agentspec.DefaultWorkspace, ReadOnly: !writes})
+		corev1.VolumeMount{Name: workspaceVolume, MountPath: stepcontract.DefaultWorkspace, ReadOnly: !writes})
 	if c.WorkingDir == "" {
-		c.WorkingDir = agentspec.DefaultWorkspace
+		c.WorkingDir = stepcontract.DefaultWorkspace
 	}
 	if node != "" {
 		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -275,7 +275,7 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 	c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
 	c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
 	c.Resources = *ws.Spec.Resources.DeepCopy()
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
 	spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
 	spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
 }

@@ -34,8 +34,8 @@ import (
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/agent"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/nodump"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 func main() {
@@ -51,7 +51,7 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	spec, err := readSpec(os.Getenv(agentspec.EnvSpec))
+	spec, err := readSpec(os.Getenv(stepcontract.EnvAgentSpec))
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
 	}
@@ -68,7 +68,7 @@ func run() int {
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
 	}
-	resume, err := readCheckpoint(os.Getenv(agentspec.EnvCheckpoint))
+	resume, err := readCheckpoint(os.Getenv(stepcontract.EnvCheckpoint))
 	if err != nil {
 		// A checkpoint that cannot be read costs the turns it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
@@ -103,7 +103,7 @@ func cmp(a, b string) string {
 
 func readSpec(path string) (*agent.Spec, error) {
 	if path == "" {
-		return nil, fmt.Errorf("$%s names no spec file", agentspec.EnvSpec)
+		return nil, fmt.Errorf("$%s names no spec file", stepcontract.EnvAgentSpec)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -166,7 +166,7 @@ func finish(red *agent.Redactor, out string, transcript *agent.Transcript, f *ag
 	code := 0
 	if transcript != nil {
 		if b, err := json.Marshal(transcript); err == nil {
-			if err := writeEnvFile(agentspec.EnvTranscript, b); err != nil {
+			if err := writeEnvFile(stepcontract.EnvTranscript, b); err != nil {
 				fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 			}
 		}
@@ -174,12 +174,12 @@ func finish(red *agent.Redactor, out string, transcript *agent.Transcript, f *ag
 	if f != nil {
 		msg := red.String(f.Message)
 		b, _ := json.Marshal(map[string]string{"reason": f.Reason, "message": msg})
-		if err := writeEnvFile(agentspec.EnvFailure, b); err != nil {
+		if err := writeEnvFile(stepcontract.EnvFailure, b); err != nil {
 			fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 		}
 		fmt.Fprintf(os.Stderr, "agent: %s: %s\n", f.Reason, msg)
 		code = f.ExitCode
-	} else if err := writeEnvFile("ERGON_OUTPUT", []byte(out)); err != nil {
+	} else if err := writeEnvFile(stepcontract.EnvOutput, []byte(out)); err != nil {
 		fmt.Fprintf(os.Stderr, "agent: %v\n", err)
 		code = 1
 	}

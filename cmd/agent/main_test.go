@@ -28,6 +28,7 @@ import (
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/test/fakellm"
 )
 
@@ -63,7 +64,7 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 		}
 		spec := agentspec.Spec{Model: agentspec.ModelConfig{BaseURL: llm.URL + "/v1", Model: "m"}, Prompt: prompt,
 			MaxTurns: 3, Output: agentspec.Contract{Format: "json", MaxRepairs: 1}, ContextDir: inputs,
-			SecretEnv: []string{"ERGON_PARAM_token"}, APIKeyEnv: agentspec.EnvAPIKey}
+			SecretEnv: []string{"ERGON_PARAM_token"}, APIKeyEnv: stepcontract.EnvAgentAPIKey}
 		b, _ := json.Marshal(spec)
 		specPath := filepath.Join(dir, "spec.json")
 		if err := os.WriteFile(specPath, b, 0o644); err != nil {
@@ -72,14 +73,14 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 		cmd := exec.Command(filepath.Join(bin, "entrypoint"), "run", "--", filepath.Join(bin, "agent"))
 		cmd.Env = []string{
 			"ERGON_OUTPUT=" + filepath.Join(dir, "value"),
-			agentspec.EnvTranscript + "=" + filepath.Join(dir, "transcript"),
-			agentspec.EnvFailure + "=" + filepath.Join(dir, "failure"),
-			agentspec.EnvSpec + "=" + specPath,
-			agentspec.EnvAPIKey + "=sk-key-under-test",
+			stepcontract.EnvTranscript + "=" + filepath.Join(dir, "transcript"),
+			stepcontract.EnvFailure + "=" + filepath.Join(dir, "failure"),
+			stepcontract.EnvAgentSpec + "=" + specPath,
+			stepcontract.EnvAgentAPIKey + "=sk-key-under-test",
 			"ERGON_PARAM_token=s3cr3t-param",
 			"ERGON_TERMINATION_LOG=" + filepath.Join(dir, "termination-log"),
 			// The first attempt: the controller's checkpoint volume holds nothing yet.
-			agentspec.EnvCheckpoint + "=" + filepath.Join(dir, "checkpoint", "checkpoint"),
+			stepcontract.EnvCheckpoint + "=" + filepath.Join(dir, "checkpoint", "checkpoint"),
 		}
 		var log bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &log, &log

@@ -41,10 +41,9 @@ import (
 
 	"github.com/ergon-dev/ergon/internal/nodump"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/internal/workspace/files"
 )
-
-const defaultTerminationLog = "/dev/termination-log"
 
 // reasonPattern is what a failure reason must look like to reach the Run's status.
 var reasonPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
@@ -200,16 +199,16 @@ func readLimited(env string, limit int64) ([]byte, error) {
 // ($ERGON_FAILURE, JSON {"reason","message"}).
 func report(code int) error {
 	// Read one byte past the limit, so an oversized output is reported as such.
-	output, err := readLimited("ERGON_OUTPUT", outputs.MaxSize+1)
+	output, err := readLimited(stepcontract.EnvOutput, outputs.MaxSize+1)
 	if err != nil {
 		return err
 	}
 	res := outputs.Result{Output: output, ExitCode: code}
-	if res.Transcript, err = readLimited("ERGON_TRANSCRIPT", outputs.MaxSize); err != nil {
+	if res.Transcript, err = readLimited(stepcontract.EnvTranscript, outputs.MaxSize); err != nil {
 		return err
 	}
 	if code != 0 {
-		if b, _ := readLimited("ERGON_FAILURE", 4096); len(b) > 0 {
+		if b, _ := readLimited(stepcontract.EnvFailure, 4096); len(b) > 0 {
 			var f struct{ Reason, Message string }
 			if json.Unmarshal(b, &f) == nil && reasonPattern.MatchString(f.Reason) {
 				res.Reason, res.Message = f.Reason, f.Message
@@ -220,9 +219,9 @@ func report(code int) error {
 	if err != nil {
 		return err
 	}
-	path := os.Getenv("ERGON_TERMINATION_LOG")
+	path := os.Getenv(stepcontract.EnvTerminationLog)
 	if path == "" {
-		path = defaultTerminationLog
+		path = stepcontract.DefaultTerminationLog
 	}
 	return os.WriteFile(path, msg, 0o644)
 }

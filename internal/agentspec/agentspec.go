@@ -15,31 +15,14 @@ limitations under the License.
 */
 
 // Package agentspec is the contract between the Run controller and the agent runtime: the
-// rendered agent step, handed to the step pod as a JSON file. It is a package of its own so
+// rendered agent step, handed to the step pod as a JSON file (its environment variables are in
+// internal/stepcontract). It is a package of its own so
 // that the manager does not link the runtime.
 package agentspec
 
 import (
 	"encoding/json"
 	"time"
-)
-
-// File names and environment variables of an agent step pod.
-const (
-	// EnvSpec names the spec file.
-	EnvSpec = "ERGON_AGENT_SPEC"
-	// EnvAPIKey holds the model API's key, from the Secret the model names.
-	EnvAPIKey = "ERGON_AGENT_API_KEY"
-	// EnvTranscript and EnvFailure name the files the runtime leaves for the entrypoint:
-	// the transcript, and why it failed.
-	EnvTranscript = "ERGON_TRANSCRIPT"
-	EnvFailure    = "ERGON_FAILURE"
-	// EnvCheckpoint names the file of the last checkpoint of an earlier attempt of the step,
-	// which the controller mounts from the step's checkpoint ConfigMap; a missing or empty
-	// file means the attempt starts from turn 0.
-	EnvCheckpoint = "ERGON_CHECKPOINT"
-	// DefaultWorkspace is where a Workspace's volume is mounted in a step pod.
-	DefaultWorkspace = "/workspace"
 )
 
 // Spec is the rendered agent step, as the controller hands it to the pod (a JSON file). It

@@ -33,6 +33,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/dag"
 	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/internal/template"
 )
 
@@ -265,7 +266,7 @@ func detail(err error) string {
 // SecretParamEnv is the environment variable that carries a param into step pods: a secret
 // one from its Secret, by the kubelet, and the others with their values.
 func SecretParamEnv(param string) string {
-	return "ERGON_PARAM_" + param
+	return stepcontract.EnvParamPrefix + param
 }
 
 // usedSecretParams are the secret params whose variable one of texts names, as a whole name

@@ -32,6 +32,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // The pieces of a workspace pod.
@@ -39,7 +40,7 @@ const (
 	// Container is the name of the workspace pod's container.
 	Container = "workspace"
 	// MountPath is where the Workspace's volume is mounted, the only persistent writable path.
-	MountPath = "/workspace"
+	MountPath = stepcontract.DefaultWorkspace
 	// VolumeName is the name of the volume of the Workspace's claim in a pod.
 	VolumeName = "workspace"
 	// UID is the user and group every pod that works on a Workspace's volume runs as, and the

@@ -1,0 +1,69 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package stepcontract names what a step's container sees and leaves behind: the environment
+// variables and directories the Run controller sets up, the entrypoint reads, and the agent
+// runtime writes (docs/step-contract.md). The manager, the entrypoint and the agent all use
+// it, so each name is written once.
+package stepcontract
+
+// Environment variables of a step's container.
+const (
+	// EnvOutput is the file the step writes its output to.
+	EnvOutput = "ERGON_OUTPUT"
+	// EnvRun, EnvStep and EnvAttempt name the Run, the step and the attempt (1, 2, ...).
+	EnvRun     = "ERGON_RUN"
+	EnvStep    = "ERGON_STEP"
+	EnvAttempt = "ERGON_ATTEMPT"
+	// EnvInputs is the directory of the outputs of the step's dependencies, a file per step.
+	EnvInputs = "ERGON_INPUTS"
+	// EnvParamPrefix prefixes the variable of each param the step's command or script uses.
+	EnvParamPrefix = "ERGON_PARAM_"
+	// EnvTerminationLog overrides where the entrypoint writes its report (tests only).
+	EnvTerminationLog = "ERGON_TERMINATION_LOG"
+)
+
+// Environment variables of an agent step's container, besides those of every step.
+const (
+	// EnvAgentSpec names the file of the rendered agent step (agentspec.Spec, JSON).
+	EnvAgentSpec = "ERGON_AGENT_SPEC"
+	// EnvAgentAPIKey holds the model API's key, from the Secret the model names.
+	EnvAgentAPIKey = "ERGON_AGENT_API_KEY"
+	// EnvTranscript and EnvFailure name the files the runtime leaves for the entrypoint: the
+	// transcript, and why it failed (JSON {"reason","message"}).
+	EnvTranscript = "ERGON_TRANSCRIPT"
+	EnvFailure    = "ERGON_FAILURE"
+	// EnvCheckpoint names the file of the last checkpoint of an earlier attempt of the step,
+	// which the controller mounts from the step's checkpoint ConfigMap; a missing or empty
+	// file means the attempt starts from turn 0.
+	EnvCheckpoint = "ERGON_CHECKPOINT"
+)
+
+// Directories and files of a step pod.
+const (
+	// BinDir holds Ergon's entrypoint (and the agent runtime), copied in by the init container.
+	BinDir = "/ergon/bin"
+	// OutputDir holds OutputFile, the value of EnvOutput.
+	OutputDir  = "/ergon/output"
+	OutputFile = OutputDir + "/value"
+	// InputsDir is the value of EnvInputs.
+	InputsDir = "/ergon/inputs"
+	// DefaultWorkspace is where a Workspace's volume is mounted in a step pod.
+	DefaultWorkspace = "/workspace"
+	// DefaultTerminationLog is where the entrypoint writes its report: the container's
+	// termination message.
+	DefaultTerminationLog = "/dev/termination-log"
+)
