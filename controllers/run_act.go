@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -38,9 +39,6 @@ import (
 // deterministic names, so doing it twice creates nothing twice.
 func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
 	logger := log.FromContext(ctx)
-	if err := r.storeStepOutputs(ctx, run, f, plan); err != nil {
-		return err
-	}
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
 	}
@@ -90,7 +88,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	// Only what the Run owns is stopped: a pod or Run under a name the Run uses may be
 	// someone else's (see run_ownership.go). The UID precondition makes sure of it.
 	owned := podUIDs(f)
-	for _, name := range plan.DeletePods {
+	for _, name := range slices.Concat(plan.DeletePods, plan.CleanupPods) {
 		if err := r.deletePod(ctx, run.Namespace, name, owned[name]); err != nil {
 			return err
 		}
@@ -110,37 +108,6 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			return err
 		}
 	}
-	return r.cleanupPods(ctx, run, f)
-}
-
-// storeStepOutputs keeps in ConfigMaps the outputs and transcripts of the steps the plan ends
-// that are too large for the status, before the status names them.
-func (r *RunReconciler) storeStepOutputs(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
-	stored := stepPhases(run)
-	for _, s := range plan.Status.Steps {
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || stored[s.Name].Finished() ||
-			(s.Output.Ref == nil && s.Transcript == nil) {
-			continue
-		}
-		out, ok := f.Outputs[s.PodName]
-		if !ok {
-			continue // a child Run's output, kept by the child
-		}
-		cm := outputConfigMap(run, s.Name, out.Value, out.Transcript)
-		if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
-			// Written by an earlier pass whose status write was lost, or someone else's:
-			// gather checked a moment ago, so the next pass will find which.
-			existing := &corev1.ConfigMap{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
-				return err
-			}
-			if _, err := checkOutput(existing, run.UID, run.Name, s.Output); err != nil {
-				return err
-			}
-		} else if err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -155,60 +122,23 @@ func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-// cleanupPods deletes the pods whose attempts the stored status records as ended: their
-// outputs are safe. With KeepFailedPods, the pods of failed attempts stay for debugging.
-func (r *RunReconciler) cleanupPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
-	var pods []string
-	uids := podUIDs(f)
-	if f != nil {
-		for _, states := range f.Pods {
-			for _, p := range states {
-				if p.Phase != planner.PodGone {
-					pods = append(pods, p.Name)
-				}
-			}
-		}
-		for _, byUnit := range f.UnitPods {
-			for _, states := range byUnit {
-				for _, p := range states {
-					if p.Phase != planner.PodGone {
-						pods = append(pods, p.Name)
-					}
-				}
-			}
-		}
-	} else {
-		list := &corev1.PodList{}
-		if err := r.List(ctx, list, client.InNamespace(run.Namespace),
-			client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
-			return err
-		}
-		for _, p := range list.Items {
-			if controlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
-				pods = append(pods, p.Name)
-				uids[p.Name] = string(p.UID)
-			}
+// cleanupFinished deletes the pods of a finished Run, but those of failed attempts when the
+// manager keeps them (planner.EndedPods decides).
+func (r *RunReconciler) cleanupFinished(ctx context.Context, run *ergonv1alpha1.Run) error {
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.InNamespace(run.Namespace),
+		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
+		return err
+	}
+	uids := map[string]string{}
+	var pods []planner.PodState
+	for _, p := range list.Items {
+		if controlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
+			pods = append(pods, planner.PodState{Name: p.Name, UID: string(p.UID), Phase: planner.PodRunning})
+			uids[p.Name] = string(p.UID)
 		}
 	}
-	ended := map[string]ergonv1alpha1.StepPhase{}
-	for name := range endedUnitPods(run, f) {
-		ended[name] = ergonv1alpha1.StepSucceeded
-	}
-	for _, s := range run.Status.Steps {
-		for _, h := range s.History {
-			ended[h.PodName] = h.Phase
-		}
-		if s.Phase.Finished() && s.PodName != "" {
-			ended[s.PodName] = s.Phase
-		}
-	}
-	// Once the Run has finished, its status is final: no pod of it is needed any more.
-	done := run.Status.Phase.Finished()
-	for _, name := range pods {
-		phase, ok := ended[name]
-		if (!ok && !done) || (r.Config.KeepFailedPods && phase == ergonv1alpha1.StepFailed) {
-			continue
-		}
+	for _, name := range planner.EndedPods(&run.Status, map[string][]planner.PodState{"": pods}, nil, r.Config.KeepFailedPods) {
 		if err := r.deletePod(ctx, run.Namespace, name, uids[name]); err != nil {
 			return err
 		}

@@ -176,7 +176,7 @@ func podSeen(states []planner.PodState, name string) bool {
 // an earlier pass whose status write was lost; it must be the Run's and hold the same value.
 func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.Store {
-		cm := outputConfigMap(run, req.Step, req.Value, "")
+		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
 		err := r.Create(ctx, cm)
 		if !apierrors.IsAlreadyExists(err) {
@@ -197,56 +197,4 @@ func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run
 		}
 	}
 	return nil
-}
-
-// endedUnitPods are the pods of units whose end the stored status records, by name: their
-// outputs are safe, so they may go.
-func endedUnitPods(run *ergonv1alpha1.Run, f *planner.Facts) map[string]bool {
-	ended := map[string]bool{}
-	if f == nil {
-		return ended
-	}
-	status := map[string]*ergonv1alpha1.StepStatus{}
-	for i := range run.Status.Steps {
-		status[run.Status.Steps[i].Name] = &run.Status.Steps[i]
-	}
-	for step, byUnit := range f.UnitPods {
-		s := status[step]
-		for un, pods := range byUnit {
-			for _, p := range pods {
-				if p.Phase == planner.PodGone {
-					continue
-				}
-				if s != nil && unitPodEnded(s, un, p) {
-					ended[p.Name] = true
-				}
-			}
-		}
-	}
-	return ended
-}
-
-// unitPodEnded reports whether the status records that a unit's pod has done its work: its
-// step ended, or its unit has moved past it (ended, a later attempt or a later iteration).
-func unitPodEnded(s *ergonv1alpha1.StepStatus, un planner.Unit, p planner.PodState) bool {
-	if s.Phase.Finished() {
-		return true
-	}
-	if in := s.Instances; in != nil {
-		i := int(un.Index)
-		if i < 0 || i >= len(in.States) {
-			return false
-		}
-		if st := in.States[i]; st != ergonv1alpha1.InstanceRunning && st != ergonv1alpha1.InstanceNotStarted {
-			return true
-		}
-		if i < len(in.Iterations) && in.Iterations[i] > un.Iteration {
-			return true
-		}
-		return i < len(in.Attempts) && in.Attempts[i] > p.Attempt
-	}
-	if s.Loop != nil && s.Loop.Iteration > un.Iteration {
-		return true
-	}
-	return s.Loop != nil && s.Loop.Iteration == un.Iteration && s.Attempts > p.Attempt
 }

@@ -189,6 +189,7 @@ func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *erg
 		return nil, nil, err
 	}
 	facts.PendingTimeout = r.Config.PendingTimeout
+	facts.KeepFailedPods = r.Config.KeepFailedPods
 	return facts, planner.Decide(facts), nil
 }
 
@@ -232,7 +233,7 @@ func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha
 // reconcileFinished deletes the pods a finished Run no longer needs, and the Run itself once
 // its time to live has passed.
 func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	if err := r.cleanupPods(ctx, run, nil); err != nil {
+	if err := r.cleanupFinished(ctx, run); err != nil {
 		return ctrl.Result{}, err
 	}
 	if run.Spec.TTLSecondsAfterFinished == nil || run.Status.FinishedAt == nil {

@@ -32,12 +32,14 @@ type Unit struct {
 	Index, Iteration int32
 }
 
-// StoreRequest asks for a value to be kept in a ConfigMap owned by the Run, under the key
-// output, before the status that relies on it is written.
+// StoreRequest asks for a value (and an agent step's transcript) to be kept in a ConfigMap
+// owned by the Run, under the keys OutputKey and TranscriptKey, before the status that
+// relies on it is written.
 type StoreRequest struct {
-	ConfigMap string
-	Step      string
-	Value     string
+	ConfigMap  string
+	Step       string
+	Value      string
+	Transcript string
 }
 
 func isControlFlow(step *compile.Step) bool {

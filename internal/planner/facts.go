@@ -65,6 +65,8 @@ type Facts struct {
 	// Workspace is what is known of the Workspace the Scene is bound to; nil when it is
 	// bound to none.
 	Workspace *WorkspaceFacts
+	// KeepFailedPods keeps the pods of failed attempts for debugging.
+	KeepFailedPods bool
 }
 
 // PodState is what was observed of one step pod.

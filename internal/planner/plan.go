@@ -39,8 +39,10 @@ type Plan struct {
 	Children []ChildRequest
 	// Gates to create.
 	Gates []GateRequest
-	// DeletePods are running pods to stop (cancellation, Run timeout).
-	DeletePods []string
+	// DeletePods are running pods to stop (cancellation, Run timeout); CleanupPods are pods
+	// whose work the stored status records as done (see EndedPods).
+	DeletePods  []string
+	CleanupPods []string
 	// CancelChildren are child Runs to cancel.
 	CancelChildren []string
 	// RequeueAfter is when time alone changes the plan (a retry is due, the Run times out).
@@ -48,8 +50,9 @@ type Plan struct {
 	RequeueAfter time.Duration
 	// Events are the transitions worth telling people about.
 	Events []Event
-	// Store are outputs of fan-out instances and loop iterations (and the steps they end)
-	// to keep in ConfigMaps before the status names them.
+	// Store are outputs to keep in ConfigMaps before the status names them: of steps too
+	// large for the status, and of fan-out instances and loop iterations (and the steps
+	// they end).
 	Store []StoreRequest
 	// TakeLeases ask for the Workspace's write lease for attempts that wait for it;
 	// ReleaseLease gives back the lease an attempt of this Run no longer needs.
@@ -160,6 +163,8 @@ func Decide(f *Facts) *Plan {
 		status.Steps = append(status.Steps, *p.steps[name])
 	}
 	p.finish(status)
+	p.decideStores(status)
+	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)
 	p.plan.Status = *status
 	if !p.requeue.IsZero() && !status.Phase.Finished() {
 		p.plan.RequeueAfter = max(p.requeue.Sub(f.Now), time.Millisecond)
