@@ -24,7 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
@@ -124,66 +123,37 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, ergonImage string) *corev1.Pod {
 	spec := agentSpec(scene, req)
 	specJSON, _ := json.Marshal(spec) // plain data: cannot fail
-	labels := childLabels(run, req.Step.Name)
-	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
-
-	env := []corev1.EnvVar{
-		{Name: stepcontract.EnvOutput, Value: stepcontract.OutputDir + "/value"},
-		{Name: stepcontract.EnvTranscript, Value: stepcontract.OutputDir + "/transcript"},
-		{Name: stepcontract.EnvFailure, Value: stepcontract.OutputDir + "/failure"},
-		{Name: stepcontract.EnvAgentSpec, Value: agentDir + "/" + agentSpecKey},
-		{Name: stepcontract.EnvRun, Value: run.Name},
-		{Name: stepcontract.EnvStep, Value: req.Step.Name},
-		{Name: stepcontract.EnvAttempt, Value: strconv.Itoa(int(req.Attempt))},
+	pod := basePod(run, req)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{} // addInputs may have set some
 	}
+	pod.Annotations[annotationAgentSpec] = string(specJSON)
+	main := &pod.Spec.Containers[0]
+	main.Env = append(main.Env,
+		corev1.EnvVar{Name: stepcontract.EnvTranscript, Value: stepcontract.OutputDir + "/transcript"},
+		corev1.EnvVar{Name: stepcontract.EnvFailure, Value: stepcontract.OutputDir + "/failure"},
+		corev1.EnvVar{Name: stepcontract.EnvAgentSpec, Value: agentDir + "/" + agentSpecKey},
+	)
 	model := scene.Spec.Models[req.Step.Spec.Agent.Model]
 	if req.Step.Spec.Agent.Model == "" {
 		model = scene.Spec.Models[defaultModel]
 	}
 	if ref := model.APIKeySecretRef; ref != nil {
-		env = append(env, corev1.EnvVar{Name: stepcontract.EnvAgentAPIKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
+		main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvAgentAPIKey,
+			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: req.Name, Namespace: run.Namespace, Labels: labels,
-			Annotations:     map[string]string{annotationAgentSpec: string(specJSON)},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			AutomountServiceAccountToken: new(false),
-			EnableServiceLinks:           new(false),
-			SecurityContext:              restrictedPod(),
-			Volumes: []corev1.Volume{
-				emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi"),
-				{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-					Items: []corev1.DownwardAPIVolumeFile{{Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{
-						FieldPath: "metadata.annotations['" + annotationAgentSpec + "']",
-					}}},
-				}}},
-			},
-			Containers: []corev1.Container{{
-				Name: stepContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{EntrypointInImage}, Args: []string{entrypointRun, "--", AgentInImage},
-				Env: env,
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "ergon-output", MountPath: stepcontract.OutputDir},
-					{Name: "tmp", MountPath: "/tmp"},
-					{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true},
-				},
-				SecurityContext:          restrictedContainer(),
-				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			}},
-		},
+	main.Image, main.ImagePullPolicy = ergonImage, corev1.PullIfNotPresent
+	main.Command, main.Args = []string{EntrypointInImage}, []string{entrypointRun, "--", AgentInImage}
+	main.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}
-	addInputs(pod, req.Inputs)
+	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true})
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+			Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAgentSpec + "']"},
+		}}},
+	}})
 	mountCheckpoint(pod, run, req.Step.Name)
-	if t := req.Step.Spec.Timeout; t != nil {
-		pod.Spec.ActiveDeadlineSeconds = new(max(int64(t.Seconds()), 1))
-	}
 	return pod
 }

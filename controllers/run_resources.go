@@ -104,27 +104,34 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 		return agentPod(run, scene, req, entrypointImage)
 	}
 	c := spec.Container
-	labels := childLabels(run, req.Step.Name)
-	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
-
-	env := []corev1.EnvVar{
-		{Name: stepcontract.EnvOutput, Value: stepcontract.OutputDir + "/value"},
-		{Name: stepcontract.EnvRun, Value: run.Name},
-		{Name: stepcontract.EnvStep, Value: req.Step.Name},
-		{Name: stepcontract.EnvAttempt, Value: strconv.Itoa(int(req.Attempt))},
-	}
+	pod := basePod(run, req)
+	main := &pod.Spec.Containers[0]
 	// Params come before the step's own env, which may name them as $(ERGON_PARAM_NAME); a
 	// secret param only to a step that names it.
 	for _, p := range req.Step.SecretParams {
-		env = append(env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
+		main.Env = append(main.Env, corev1.EnvVar{Name: compile.SecretParamEnv(p.Name), ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: p.ValueFrom.SecretKeyRef.DeepCopy(),
 		}})
 	}
-	env = append(env, req.Rendered.ParamEnv...)
-	env = append(env, req.Rendered.Env...)
+	main.Env = append(main.Env, req.Rendered.ParamEnv...)
+	main.Env = append(main.Env, req.Rendered.Env...)
+	main.Image, main.ImagePullPolicy = c.Image, c.ImagePullPolicy
+	main.Command = []string{entrypointPath}
+	main.Args = append(append([]string{entrypointRun, "--"}, req.Rendered.Command...), req.Rendered.Args...)
+	main.EnvFrom, main.WorkingDir, main.Resources = c.EnvFrom, c.WorkingDir, c.Resources
+	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
+	pod.Spec.Volumes = append(pod.Spec.Volumes, emptyDir(binVolume, "64Mi"))
+	pod.Spec.InitContainers = []corev1.Container{copyInit(entrypointImage)}
+	return pod
+}
 
-	args := append([]string{entrypointRun, "--"}, req.Rendered.Command...)
-	args = append(args, req.Rendered.Args...)
+// basePod is what the pods of container and agent steps share: names, labels and owner; no
+// credentials, the restricted Pod Security profile, no restarts; the step container with the
+// step contract's variables, its output and /tmp volumes and its inputs; the step's timeout as
+// the pod's deadline. The callers add the image, command and what their kind needs.
+func basePod(run *ergonv1alpha1.Run, req planner.PodRequest) *corev1.Pod {
+	labels := childLabels(run, req.Step.Name)
+	labels[ergonv1alpha1.LabelAttempt] = strconv.Itoa(int(req.Attempt))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: run.Namespace, Labels: labels,
@@ -135,14 +142,16 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 			AutomountServiceAccountToken: new(false),
 			EnableServiceLinks:           new(false),
 			SecurityContext:              restrictedPod(),
-			Volumes:                      []corev1.Volume{emptyDir(binVolume, "64Mi"), emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
-			InitContainers:               []corev1.Container{copyInit(entrypointImage)},
+			Volumes:                      []corev1.Volume{emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
 			Containers: []corev1.Container{{
-				Name: stepContainer, Image: c.Image, ImagePullPolicy: c.ImagePullPolicy,
-				Command: []string{entrypointPath}, Args: args,
-				Env: env, EnvFrom: c.EnvFrom, WorkingDir: c.WorkingDir, Resources: c.Resources,
+				Name: stepContainer,
+				Env: []corev1.EnvVar{
+					{Name: stepcontract.EnvOutput, Value: stepcontract.OutputFile},
+					{Name: stepcontract.EnvRun, Value: run.Name},
+					{Name: stepcontract.EnvStep, Value: req.Step.Name},
+					{Name: stepcontract.EnvAttempt, Value: strconv.Itoa(int(req.Attempt))},
+				},
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true},
 					{Name: "ergon-output", MountPath: stepcontract.OutputDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
@@ -152,8 +161,8 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 		},
 	}
 	addInputs(pod, req.Inputs)
-	if spec.Timeout != nil {
-		pod.Spec.ActiveDeadlineSeconds = new(max(int64(spec.Timeout.Seconds()), 1))
+	if t := req.Step.Spec.Timeout; t != nil {
+		pod.Spec.ActiveDeadlineSeconds = new(max(int64(t.Seconds()), 1))
 	}
 	return pod
 }
