@@ -131,6 +131,10 @@ bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, t
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/workspaces
 	$(MAKE) bench-scale
 
+.PHONY: bench-shards
+bench-shards: envtest-assets ## Run throughput of 1 and 2 manager shards (processes) on envtest (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -shards 1,2
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale

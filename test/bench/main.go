@@ -81,6 +81,8 @@ func main() {
 	flag.IntVar(&so.triggers, "scale-triggers", 1000, "scale: Triggers firing every minute")
 	flag.IntVar(&so.triggerMinutes, "scale-trigger-minutes", 2, "scale: minutes the Triggers are watched")
 	flag.StringVar(&so.workers, "scale-workers", "4", "scale: the manager's --run-workers")
+	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
+	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
 	flag.Parse()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(ergonv1alpha1.AddToScheme(scheme))
@@ -89,7 +91,7 @@ func main() {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
 	// A loaded machine may take a while to start kube-apiserver.
 	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = 3*time.Minute, time.Minute
-	if *scale {
+	if *scale || *shards != "" {
 		// The manager process serves no admission webhooks (nothing would answer them).
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{}
 	}
@@ -100,13 +102,17 @@ func main() {
 	cfg, err := env.Start()
 	must(err)
 	defer func() { _ = env.Stop() }()
-	if *scale {
+	if *scale || *shards != "" {
 		kcfg := rest.CopyConfig(cfg)
 		kcfg.QPS, kcfg.Burst = 1000, 2000
 		c, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
 		must(err)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		if *shards != "" {
+			shardThroughput(ctx, env, c, *shards, *shardRuns, so.workers)
+			return
+		}
 		scaleSuite(ctx, env, c, so)
 		return
 	}
