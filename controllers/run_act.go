@@ -88,10 +88,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	// Only what the Run owns is stopped: a pod or Run under a name the Run uses may be
 	// someone else's (see run_ownership.go). The UID precondition makes sure of it.
 	owned := podUIDs(f)
+	// A Run whose fan-in ends deletes many pods at once; one round trip each, side by side.
+	deletes, _ := errgroup.WithContext(ctx)
+	deletes.SetLimit(podCreators)
 	for _, name := range slices.Concat(plan.DeletePods, plan.CleanupPods) {
-		if err := r.deletePod(ctx, run.Namespace, name, owned[name]); err != nil {
-			return err
-		}
+		deletes.Go(func() error { return r.deletePod(ctx, run.Namespace, name, owned[name]) })
+	}
+	if err := deletes.Wait(); err != nil {
+		return err
 	}
 	for _, name := range plan.CancelChildren {
 		child, ok := f.Children[name]

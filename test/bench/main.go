@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,7 @@ func main() {
 	flag.IntVar(&so.triggers, "scale-triggers", 1000, "scale: Triggers firing every minute")
 	flag.IntVar(&so.triggerMinutes, "scale-trigger-minutes", 2, "scale: minutes the Triggers are watched")
 	flag.StringVar(&so.workers, "scale-workers", "4", "scale: the manager's --run-workers")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the many-Runs and fan-out phases (manager and bench together) to this file")
 	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
 	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
 	flag.Parse()
@@ -136,6 +138,12 @@ func main() {
 	webhookBurst(ctx, c, *applies)
 	fmt.Printf("\n%d Runs active; their steps finish at %d a second\n", *active, *rate)
 	activeRuns(ctx, c, k, *active, *rate)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Printf("\n%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
 	manyRuns(ctx, c, k, writes, *runs)
 	fmt.Printf("\nOne Run of %d steps (1 -> %d)\n", *fanOut, *fanOut-1)
