@@ -100,6 +100,8 @@ type Event struct {
 	Warning bool
 	Reason  string
 	Message string
+	// step is the step a transition Event is about, for foldEvents.
+	step string
 }
 
 // planner holds one planning pass.
@@ -164,6 +166,7 @@ func Decide(f *Facts) *Plan {
 	}
 	p.finish(status)
 	p.decideStores(status)
+	p.plan.Events = foldEvents(p.plan.Events)
 	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)
 	p.plan.Status = *status
 	if !p.requeue.IsZero() && !status.Phase.Finished() {
@@ -211,6 +214,11 @@ func (p *planner) wakeAt(t time.Time) {
 
 func (p *planner) event(warning bool, reason, format string, args ...any) {
 	p.plan.Events = append(p.plan.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// stepEvent records a step's transition, which foldEvents may fold with others of the plan.
+func (p *planner) stepEvent(reason, step, format string, args ...any) {
+	p.plan.Events = append(p.plan.Events, Event{Reason: reason, Message: fmt.Sprintf(format, args...), step: step})
 }
 
 // decide moves one step forward as far as the facts allow.
@@ -272,7 +280,7 @@ func (p *planner) end(s *ergonv1alpha1.StepStatus, phase ergonv1alpha1.StepPhase
 	p.refresh(s.Name)
 	switch phase {
 	case ergonv1alpha1.StepSucceeded:
-		p.event(false, "StepSucceeded", "Step %s succeeded", s.Name)
+		p.stepEvent("StepSucceeded", s.Name, "Step %s succeeded", s.Name)
 	case ergonv1alpha1.StepFailed:
 		p.event(true, "StepFailed", "Step %s failed: %s", s.Name, message)
 	case ergonv1alpha1.StepSkipped:
@@ -373,7 +381,7 @@ const MaxAgentPrompt = 200 << 10
 func (p *planner) start(s *ergonv1alpha1.StepStatus) {
 	if s.StartedAt == nil {
 		s.StartedAt = &p.now
-		p.event(false, "StepStarted", "Step %s started", s.Name)
+		p.stepEvent("StepStarted", s.Name, "Step %s started", s.Name)
 	}
 }
 
