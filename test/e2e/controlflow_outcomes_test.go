@@ -101,9 +101,9 @@ var _ = Describe("Control flow by outcome on a real cluster", func() {
 			busyboxStep("wait", "exec sleep 300"),
 			busyboxStep("after", `echo -n after > "$ERGON_OUTPUT"`, "wait"),
 		}
-		scene.Spec.Finally = []ergonv1alpha1.Step{
-			busyboxStep("notify", `echo -n "{{ .run.phase }}:{{ range .run.failedSteps }}{{ . }},{{ end }}" > "$ERGON_OUTPUT"`),
-		}
+		notify := busyboxStep("notify", `echo -n "$ENDED" > "$ERGON_OUTPUT"`)
+		notify.Container.Env = []corev1.EnvVar{{Name: "ENDED", Value: "{{ .run.phase }}:{{ range .run.failedSteps }}{{ . }},{{ end }}"}}
+		scene.Spec.Finally = []ergonv1alpha1.Step{notify}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "long-1", Namespace: ns},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "long"}}}
@@ -117,9 +117,8 @@ var _ = Describe("Control flow by outcome on a real cluster", func() {
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunCancelled), "%+v", run.Status)
 		Expect(stepOf(run, "wait").Phase).To(Equal(ergonv1alpha1.StepCancelled))
 		Expect(stepPhase(run, "after")).NotTo(Equal(ergonv1alpha1.StepSucceeded), "no step of the graph starts after a cancel")
-		notify := stepOf(run, "notify")
-		Expect(notify.Phase).To(Equal(ergonv1alpha1.StepSucceeded))
-		Expect(notify.Output.Preview).To(Equal("Cancelled:"))
+		Expect(stepOf(run, "notify").Phase).To(Equal(ergonv1alpha1.StepSucceeded))
+		Expect(stepOf(run, "notify").Output.Preview).To(Equal("Cancelled:"))
 		Expect(pods.of("long-1")).To(Equal([]string{"notify", "wait"}), "the finally step ran in a pod of its own")
 
 		By("keeping the Run Cancelled")
