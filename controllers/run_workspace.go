@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,6 +34,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/workspace"
 	"github.com/ergon-dev/ergon/internal/wslease"
 )
 
@@ -43,11 +43,8 @@ import (
 
 // The pieces of a step pod bound to a Workspace.
 const (
-	workspaceVolume = "workspace"
-	// workspaceUID is the user and group of a Workspace's pod and of the steps bound to it,
-	// so that files written by either belong to the other.
-	workspaceUID = 1000
-	agentPath    = stepcontract.BinDir + "/agent"
+	workspaceVolume = workspace.VolumeName
+	agentPath       = stepcontract.BinDir + "/agent"
 	// annotationLease holds a Workspace lease's state: who holds it and who waits, in order.
 	annotationLease = ergonv1alpha1.AnnotationPrefix + "lease"
 )
@@ -238,25 +235,21 @@ func (r *RunReconciler) workspaceNode(ctx context.Context, ws *ergonv1alpha1.Wor
 }
 
 // bindToWorkspace turns a step pod into one that works inside a Workspace: it mounts the
-// Workspace's volume at /workspace (read-only for a step that does not write), runs as the
-// Workspace's user with its runtime class, beside its pod, and carries the label that the
-// Workspace's NetworkPolicy selects and its controller counts as activity. An agent step runs
-// in the Workspace's own image, with the entrypoint and the agent runtime copied in, so its
-// tools find the user's programs.
+// Workspace's volume at /workspace (read-only for a step that does not write), carries the
+// Workspace's env under its own, runs beside the Workspace's pod, hardened as that pod is
+// (workspace.Harden: its user, so files written by either belong to the other, and its
+// runtime class), and carries the label that the Workspace's NetworkPolicy selects and its
+// controller counts as activity. An agent step runs in the Workspace's own image, with the
+// entrypoint and the agent runtime copied in, so its tools find the user's programs.
 func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Workspace, node, ergonImage string) {
 	writes := planner.WritesWorkspace(step)
 	pod.Labels[ergonv1alpha1.LabelWorkspace] = naming.LabelValue(ws.Name)
 	spec := &pod.Spec
-	spec.SecurityContext.RunAsUser = ptr.To[int64](workspaceUID)
-	spec.SecurityContext.RunAsGroup = ptr.To[int64](workspaceUID)
-	spec.SecurityContext.FSGroup = ptr.To[int64](workspaceUID)
-	// A large volume is not walked at every step: only when its top is not the group's yet.
-	spec.SecurityContext.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
-	spec.RuntimeClassName = ws.Spec.RuntimeClassName
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.WorkspaceName(ws.Spec.User), ReadOnly: !writes},
 	}})
 	c := &spec.Containers[0]
+	c.Env = workspace.StepEnv(ws, c.Env)
 	c.VolumeMounts = append(c.VolumeMounts,
 		corev1.VolumeMount{Name: workspaceVolume, MountPath: stepcontract.DefaultWorkspace, ReadOnly: !writes})
 	if c.WorkingDir == "" {
@@ -269,13 +262,13 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 			}}},
 		}}
 	}
-	if step.Spec.Agent == nil {
-		return
+	if step.Spec.Agent != nil {
+		c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
+		c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
+		c.Resources = *ws.Spec.Resources.DeepCopy()
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
+		spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
+		spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
 	}
-	c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
-	c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
-	c.Resources = *ws.Spec.Resources.DeepCopy()
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
-	spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
-	spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
+	workspace.Harden(spec, ws)
 }

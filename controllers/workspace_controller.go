@@ -32,6 +32,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -57,6 +58,8 @@ type WorkspaceReconciler struct {
 	Clock     clock.PassiveClock
 	// EntrypointImage is the image whose entrypoint the workspace pod runs: Ergon's own.
 	EntrypointImage string
+	// Workers is how many Workspaces are reconciled at once; at least one.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces,verbs=get;list;watch;update;patch
@@ -111,6 +114,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.workspaceOfStep),
 			builder.WithPredicates(predicate.NewPredicateFuncs(isStepOfWorkspace))).
 		Named("workspace").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
 

@@ -71,6 +71,7 @@ type options struct {
 	leaderElection, secureMetrics, http2                 bool
 	hooksRate                                            float64
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
+	workspaceWorkers                                     int
 	run                                                  controllers.RunConfig
 	webhooks                                             webhookOptions
 	scale                                                scaleOptions
@@ -92,6 +93,7 @@ func (o *options) bindFlags() {
 	flag.IntVar(&o.run.MaxActivePods, "max-step-pods", 0,
 		"The most step pods of all Runs that run at once; 0 means no limit.")
 	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
+	flag.IntVar(&o.workspaceWorkers, "workspace-workers", 2, "How many Workspaces are reconciled at once.")
 	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
 	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
 		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
@@ -167,7 +169,7 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := setupControllers(mgr, restConfig, o.run); err != nil {
+	if err := setupControllers(mgr, restConfig, o.run, o.workspaceWorkers); err != nil {
 		return err
 	}
 	if o.hooksAddr != "0" {
@@ -205,7 +207,7 @@ func run(o *options) error {
 }
 
 // setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers.
-func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig) error {
+func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig, workspaceWorkers int) error {
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
@@ -225,7 +227,7 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig contr
 			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}}},
 		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
-			EntrypointImage: runConfig.EntrypointImage}},
+			EntrypointImage: runConfig.EntrypointImage, Workers: workspaceWorkers}},
 	} {
 		if err := c.r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("creating the %s controller: %w", c.name, err)

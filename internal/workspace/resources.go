@@ -52,8 +52,7 @@ const (
 	binVolume  = "ergon-bin"
 	tmpVolume  = "tmp"
 	initName   = "ergon-init"
-	binDir     = "/ergon/bin"
-	entrypoint = binDir + "/entrypoint"
+	entrypoint = stepcontract.BinDir + "/entrypoint"
 	// entrypointInImage is where Ergon's image keeps the entrypoint binary.
 	entrypointInImage = "/ergon-entrypoint"
 
@@ -125,10 +124,13 @@ func VolumeMounts() []corev1.VolumeMount {
 	return []corev1.VolumeMount{{Name: VolumeName, MountPath: MountPath}, {Name: tmpVolume, MountPath: "/tmp"}}
 }
 
-// Harden makes a pod spec one that may work on a Workspace's volume: no Kubernetes
-// credentials, no service links, no host namespaces, the Workspace's runtime class, the
-// restricted security contexts on every container, and the Workspace's volume and /tmp.
-// The Workspace pod is built with it; step pods bound to a Workspace can be too.
+// Harden makes a pod spec one that may work on a Workspace's volume, the one hardening of
+// the Workspace's pod and of every step pod bound to it (Pod Security "restricted"): no
+// Kubernetes credentials, no service links, no host namespaces, user namespaces or host
+// ports, the Workspace's runtime class, and the restricted security contexts on every pod
+// and init container (uid and gid 1000, fsGroup 1000, read-only root, no privilege
+// escalation, every capability dropped, the runtime's default seccomp profile). It only
+// tightens what it touches and adds no volumes: the caller mounts the Workspace's.
 func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
 	spec.AutomountServiceAccountToken = new(false)
 	spec.EnableServiceLinks = new(false)
@@ -143,12 +145,11 @@ func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
 			}
 		}
 	}
-	spec.Volumes = append(spec.Volumes, Volumes(ws)...)
 }
 
 // Pod builds the workspace pod: the Workspace's image running Ergon's entrypoint (copied in
-// from entrypointImage by an init container), hardened by Harden, with the spec's resources
-// and env and HOME on the volume.
+// from entrypointImage by an init container), on the Workspace's volume and /tmp, hardened by
+// Harden, with the spec's resources and env and HOME on the volume.
 func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
 	env := append([]corev1.EnvVar{{Name: "HOME", Value: MountPath}}, ws.Spec.Env...)
 	pod := &corev1.Pod{
@@ -159,13 +160,13 @@ func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
-			Volumes: []corev1.Volume{{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Volumes: append([]corev1.Volume{{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 				SizeLimit: new(resource.MustParse("64Mi")),
-			}}}},
+			}}}}, Volumes(ws)...),
 			InitContainers: []corev1.Container{{
 				Name: initName, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:      []string{entrypointInImage, "copy", entrypoint},
-				VolumeMounts: []corev1.VolumeMount{{Name: binVolume, MountPath: binDir}},
+				VolumeMounts: []corev1.VolumeMount{{Name: binVolume, MountPath: stepcontract.BinDir}},
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
@@ -174,7 +175,7 @@ func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name: Container, Image: ws.Spec.Image, Command: EntrypointCommand,
 				Env: env, WorkingDir: MountPath, Resources: *ws.Spec.Resources.DeepCopy(),
-				VolumeMounts: append(VolumeMounts(), corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true}),
+				VolumeMounts: append(VolumeMounts(), corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true}),
 			}},
 		},
 	}
@@ -247,4 +248,23 @@ func Egress(ws *ergonv1alpha1.Workspace) ergonv1alpha1.EgressPolicy {
 		return ergonv1alpha1.EgressDeny
 	}
 	return ws.Spec.Network.Egress
+}
+
+// StepEnv is the environment of a step pod bound to the Workspace: the Workspace's env, then
+// the step's own (Ergon's variables, its params, its env), which wins where both name a
+// variable. The Workspace's entries come first so that the step's may refer to them as
+// $(NAME). They are copied as written: a value by value, a secretKeyRef or configMapKeyRef by
+// reference, for the kubelet to resolve; no Secret is read here.
+func StepEnv(ws *ergonv1alpha1.Workspace, step []corev1.EnvVar) []corev1.EnvVar {
+	own := make(map[string]bool, len(step))
+	for _, e := range step {
+		own[e.Name] = true
+	}
+	env := make([]corev1.EnvVar, 0, len(ws.Spec.Env)+len(step))
+	for _, e := range ws.Spec.Env {
+		if !own[e.Name] {
+			env = append(env, *e.DeepCopy())
+		}
+	}
+	return append(env, step...)
 }
