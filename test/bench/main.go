@@ -82,7 +82,8 @@ func main() {
 	flag.IntVar(&so.triggers, "scale-triggers", 1000, "scale: Triggers firing every minute")
 	flag.IntVar(&so.triggerMinutes, "scale-trigger-minutes", 2, "scale: minutes the Triggers are watched")
 	flag.StringVar(&so.workers, "scale-workers", "4", "scale: the manager's --run-workers")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the many-Runs and fan-out phases (manager and bench together) to this file")
+	cpuProfile := flag.String("cpuprofile", "",
+		"write a CPU profile of the many-Runs and fan-out phases (manager and bench together) to this file")
 	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
 	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
 	flag.Parse()
