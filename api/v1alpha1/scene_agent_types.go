@@ -57,6 +57,17 @@ type ModelSpec struct {
 	// docs/step-contract.md). Unset sends the whole conversation.
 	// +optional
 	ContextBudget *ContextBudget `json:"contextBudget,omitempty"`
+
+	// fallback names other entries of the Scene's models to switch to, in order, when this one
+	// fails: after a 5xx answer, or once a 429 or a connection error has used up its retries.
+	// Each fallback model uses its own baseURL, model, key and contextBudget; the switch is a
+	// note in the transcript. A model may not name itself.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Fallback []string `json:"fallback,omitempty"`
 }
 
 // ContextBudget is a budget in characters or in tokens; a token budget counts four

@@ -66,6 +66,10 @@ type Entry struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// DurationMS is how long the model call or the tool took.
 	DurationMS int64 `json:"durationMs,omitempty"`
+	// Model names the fallback model that answered, on assistant entries after a switch.
+	Model string `json:"model,omitempty"`
+	// Switch, on a note, records a switch to a fallback model.
+	Switch *ModelSwitch `json:"switch,omitempty"`
 }
 
 // ToolCallRecord is one tool call the model asked for.
