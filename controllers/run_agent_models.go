@@ -23,6 +23,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -30,6 +31,9 @@ import (
 func modelConfig(name string, m ergonv1alpha1.ModelSpec) agentspec.ModelConfig {
 	c := agentspec.ModelConfig{Name: name, BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed,
 		ContextBudget: m.ContextBudget.CharsBudget()}
+	if p := m.Pricing; p != nil {
+		c.Pricing = &cost.Pricing{InputPerMillion: p.InputPerMillion, OutputPerMillion: p.OutputPerMillion}
+	}
 	if m.Temperature != nil {
 		if t, err := strconv.ParseFloat(*m.Temperature, 64); err == nil {
 			c.Temperature = &t

@@ -31,6 +31,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -59,6 +60,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 		ContextBudget:   &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 		Fallback:        []string{"backup"},
+		Pricing:         &ergonv1alpha1.ModelPricing{InputPerMillion: "3.00", OutputPerMillion: "15.00"},
 	}, "backup": {
 		BaseURL: "http://backup.models.svc/v1", Model: "large",
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm-backup"}, Key: "key"},
@@ -163,6 +165,7 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.SecretEnv).To(BeEmpty())
 		Expect(spec.APIKeyEnv).To(Equal(stepcontract.EnvAgentAPIKey))
 		Expect(spec.Model.Name).To(Equal("default"))
+		Expect(spec.Model.Pricing).To(Equal(&cost.Pricing{InputPerMillion: "3.00", OutputPerMillion: "15.00"}))
 		Expect(spec.Fallbacks).To(Equal([]agentspec.ModelConfig{{Name: "backup", BaseURL: "http://backup.models.svc/v1",
 			Model: "large", APIKeyEnv: "ERGON_AGENT_API_KEY_FALLBACK_1"}}))
 		Expect(spec.Workspace).To(BeEmpty())

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -225,6 +227,10 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		l.t.Usage.PromptTokens += u.PromptTokens
 		l.t.Usage.CompletionTokens += u.CompletionTokens
 		l.t.Usage.TotalTokens += u.TotalTokens
+		if p := l.model().Pricing; p != nil {
+			u.Cost, _ = cost.Of(*p, u.PromptTokens, u.CompletionTokens) // CheckSpec checked the prices
+			l.t.Usage.Cost, _ = cost.Sum(l.t.Usage.Cost, u.Cost)        // both written by cost
+		}
 		msg := resp.Choices[0].Message
 		entry := Entry{Turn: turn, Role: RoleAssistant, Content: l.red.String(msg.Content), Usage: &u,
 			DurationMS: l.Now().Sub(start).Milliseconds()}

@@ -43,6 +43,8 @@ type Usage struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
+	// Cost of the calls, a decimal string, when the models called have a pricing.
+	Cost string `json:"cost,omitempty"`
 }
 
 // Entry is one message of the conversation.

@@ -23,6 +23,8 @@ package agentspec
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/ergon-dev/ergon/internal/cost"
 )
 
 // Spec is the rendered agent step, as the controller hands it to the pod (a JSON file). It
@@ -73,6 +75,8 @@ type ModelConfig struct {
 	// APIKeyEnv names the environment variable of a fallback model's key; the first model's
 	// is Spec.APIKeyEnv.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// Pricing, when set, has the runtime add up what its calls of this model cost.
+	Pricing *cost.Pricing `json:"pricing,omitempty"`
 }
 
 // HTTPConfig configures http_fetch.
