@@ -23,6 +23,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -86,5 +87,31 @@ var _ = Describe("A Run's usage", func() {
 			map[string]planner.ChildState{childRun.Name: {Usage: childRun.Status.Usage}})))
 		Expect(run.Status.Usage).To(Equal(&ergonv1alpha1.AgentUsage{Turns: 6, PromptTokens: 2300,
 			CompletionTokens: 470, TotalTokens: 2770, Cost: "0.01395"}))
+	})
+
+	It("fails new Runs of a Scene that spent its budget at start, with an Event", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			if isAgentPod(pod) {
+				return outcome{Output: "ok", Transcript: pricedTranscript(3, 900, 120, "")}
+			}
+			return echoLastArg(pod)
+		})
+		scene := &ergonv1alpha1.Scene{}
+		scene.Name, scene.Namespace = "thrifty", ns
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm.models.svc/v1", Model: "small"}}
+		scene.Spec.Budget = &ergonv1alpha1.SceneBudget{TokensPerDay: 1000}
+		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "think", Agent: &ergonv1alpha1.AgentStep{Prompt: "Think."}}}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+
+		createRun(ctx, ns, "thrifty-1", "thrifty", nil)
+		Expect(finished(ctx, ns, "thrifty-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "nothing was spent yet")
+		createRun(ctx, ns, "thrifty-2", "thrifty", nil)
+		run := finished(ctx, ns, "thrifty-2")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		Expect(run.Status.Steps).To(BeEmpty(), "no step started")
+		cond := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
+		Expect(cond.Reason).To(Equal(ergonv1alpha1.ReasonBudgetExceeded))
+		Expect(cond.Message).To(ContainSubstring("used 1020 tokens in the last 24 hours, its budget.tokensPerDay is 1000"))
+		Eventually(func() []string { return eventReasons(ctx, ns, "thrifty-2") }).Should(ContainElement(ergonv1alpha1.ReasonBudgetExceeded))
 	})
 })

@@ -33,7 +33,7 @@ func TokensSpent(runs []ergonv1alpha1.Run, self string, now time.Time) int64 {
 	since := now.Add(-BudgetWindow)
 	for i := range runs {
 		run := &runs[i]
-		if run.Name == self || !run.CreationTimestamp.Time.After(since) {
+		if run.Name == self || !run.CreationTimestamp.After(since) {
 			continue
 		}
 		for _, s := range run.Status.Steps {
