@@ -19,7 +19,6 @@ package controllers
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,20 +62,15 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	}
 	m := scene.Spec.Models[name] // admission checked that it exists
 	s := &agentspec.Spec{
-		Model: agentspec.ModelConfig{BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed,
-			ContextBudget: m.ContextBudget.CharsBudget()},
+		Model:  modelConfig(name, m),
 		System: req.Rendered.AgentSystem, Prompt: req.Rendered.AgentPrompt,
 		MaxTurns: defaultMaxTurns,
 		HTTP:     agentspec.HTTPConfig{AllowHosts: allowHosts(scene.Spec.AllowHosts, a.AllowHosts)},
 	}
-	if m.Temperature != nil {
-		if t, err := strconv.ParseFloat(*m.Temperature, 64); err == nil {
-			s.Model.Temperature = &t
-		}
-	}
 	if m.APIKeySecretRef != nil {
 		s.APIKeyEnv = stepcontract.EnvAgentAPIKey
 	}
+	s.Fallbacks = fallbackConfigs(scene.Spec.Models, m.Fallback)
 	for _, t := range a.Tools {
 		s.Tools = append(s.Tools, string(t))
 	}
@@ -142,6 +136,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvAgentAPIKey,
 			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
 	}
+	main.Env = append(main.Env, fallbackKeysEnv(scene.Spec.Models, model.Fallback)...)
 	main.Image, main.ImagePullPolicy = ergonImage, corev1.PullIfNotPresent
 	main.Command, main.Args = []string{EntrypointInImage}, []string{entrypointRun, "--", AgentInImage}
 	main.Resources = corev1.ResourceRequirements{

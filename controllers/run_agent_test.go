@@ -31,6 +31,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -42,7 +43,8 @@ const (
 
 // agentScene is a Scene whose agent step reads a container step's output and feeds another.
 func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) {
-	for name, kv := range map[string][2]string{"llm": {"apiKey", apiKeyValue}, "tracker": {"token", tokenValue}} {
+	for name, kv := range map[string][2]string{"llm": {"apiKey", apiKeyValue}, "tracker": {"token", tokenValue},
+		"llm-backup": {"key", "sk-backup-key"}} {
 		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			StringData: map[string]string{kv[0]: kv[1]}})).To(Succeed())
 	}
@@ -57,6 +59,11 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 		BaseURL: "http://llm.models.svc/v1", Model: "small", Temperature: new("0.2"), Seed: new(int64(7)),
 		ContextBudget:   &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
+		Fallback:        []string{"backup"},
+		Pricing:         &ergonv1alpha1.ModelPricing{InputPerMillion: "3.00", OutputPerMillion: "15.00"},
+	}, "backup": {
+		BaseURL: "http://backup.models.svc/v1", Model: "large",
+		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm-backup"}, Key: "key"},
 	}}
 	draft := ergonv1alpha1.Step{Name: "draft", DependsOn: []string{"fetch"}, Agent: agent,
 		Timeout: &metav1.Duration{Duration: 5 * time.Minute}}
@@ -127,6 +134,11 @@ var _ = Describe("An agent step", func() {
 		Expect(env[stepcontract.EnvAgentAPIKey].Value).To(BeEmpty())
 		Expect(env[stepcontract.EnvAgentAPIKey].ValueFrom.SecretKeyRef.Name).To(Equal("llm"))
 		Expect(env[stepcontract.EnvAgentAPIKey].ValueFrom.SecretKeyRef.Key).To(Equal("apiKey"))
+		// Each fallback model's key is its own variable, by reference too.
+		Expect(env).To(HaveKey("ERGON_AGENT_API_KEY_FALLBACK_1"))
+		Expect(env["ERGON_AGENT_API_KEY_FALLBACK_1"].Value).To(BeEmpty())
+		Expect(env["ERGON_AGENT_API_KEY_FALLBACK_1"].ValueFrom.SecretKeyRef.Name).To(Equal("llm-backup"))
+		Expect(env["ERGON_AGENT_API_KEY_FALLBACK_1"].ValueFrom.SecretKeyRef.Key).To(Equal("key"))
 		Expect(env).NotTo(HaveKey("ERGON_PARAM_token"), "an agent step has no use for secret params")
 		Expect(env[stepcontract.EnvAgentSpec].Value).To(Equal("/ergon/agent/spec.json"))
 		Expect(env[stepcontract.EnvTranscript].Value).To(HavePrefix(stepcontract.OutputDir))
@@ -152,6 +164,10 @@ var _ = Describe("An agent step", func() {
 		Expect(spec.ContextDir).To(Equal(stepcontract.InputsDir))
 		Expect(spec.SecretEnv).To(BeEmpty())
 		Expect(spec.APIKeyEnv).To(Equal(stepcontract.EnvAgentAPIKey))
+		Expect(spec.Model.Name).To(Equal("default"))
+		Expect(spec.Model.Pricing).To(Equal(&cost.Pricing{InputPerMillion: "3.00", OutputPerMillion: "15.00"}))
+		Expect(spec.Fallbacks).To(Equal([]agentspec.ModelConfig{{Name: "backup", BaseURL: "http://backup.models.svc/v1",
+			Model: "large", APIKeyEnv: "ERGON_AGENT_API_KEY_FALLBACK_1"}}))
 		Expect(spec.Workspace).To(BeEmpty())
 
 		var specVolume *corev1.Volume

@@ -133,7 +133,7 @@ func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progr
 			return // an older line than the one shown
 		}
 		s.Usage = &ergonv1alpha1.AgentUsage{Turns: int32(p.Turn), PromptTokens: p.PromptTokens,
-			CompletionTokens: p.CompletionTokens, TotalTokens: p.TotalTokens}
+			CompletionTokens: p.CompletionTokens, TotalTokens: p.TotalTokens, Cost: p.Cost}
 	}
 }
 

@@ -250,10 +250,11 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
 	var t struct {
 		Usage *struct {
-			Turns            int32 `json:"turns"`
-			PromptTokens     int64 `json:"promptTokens"`
-			CompletionTokens int64 `json:"completionTokens"`
-			TotalTokens      int64 `json:"totalTokens"`
+			Turns            int32  `json:"turns"`
+			PromptTokens     int64  `json:"promptTokens"`
+			CompletionTokens int64  `json:"completionTokens"`
+			TotalTokens      int64  `json:"totalTokens"`
+			Cost             string `json:"cost"`
 		} `json:"usage"`
 	}
 	if json.Unmarshal(transcript, &t) != nil || t.Usage == nil {
@@ -261,7 +262,7 @@ func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
 	}
 	u := t.Usage
 	return &ergonv1alpha1.AgentUsage{Turns: u.Turns, PromptTokens: u.PromptTokens,
-		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens, Cost: u.Cost}
 }
 
 // gatherChildren reads the Run's child Runs and their outputs.
@@ -276,7 +277,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		if !controlledBy(child, run.UID) {
 			continue
 		}
-		state := planner.ChildState{Phase: child.Status.Phase, UID: string(child.UID)}
+		state := planner.ChildState{Phase: child.Status.Phase, UID: string(child.UID), Usage: child.Status.Usage}
 		if c := meta.FindStatusCondition(child.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
 			state.Message = c.Message
 		}

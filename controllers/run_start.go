@@ -48,6 +48,9 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		switch {
 		case err == nil:
 			facts.Scene = scene
+			if facts.TokensSpent, err = r.tokensSpent(ctx, run, scene); err != nil {
+				return ctrl.Result{}, err
+			}
 		case !apierrors.IsNotFound(err):
 			return ctrl.Result{}, err
 		}

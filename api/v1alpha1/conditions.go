@@ -39,6 +39,8 @@ const (
 	ReasonInvalidParams = "InvalidParams"
 	// ReasonInvalidScene: the Scene's templates or expressions do not compile.
 	ReasonInvalidScene = "InvalidScene"
+	// ReasonBudgetExceeded: the Scene's Runs have spent its budget; the Run did not start.
+	ReasonBudgetExceeded = "BudgetExceeded"
 	// ReasonStepFailed: a step failed after its retries.
 	ReasonStepFailed = "StepFailed"
 	// ReasonStepTimedOut: a step ran past its timeout.

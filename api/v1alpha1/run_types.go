@@ -176,6 +176,10 @@ type RunStatus struct {
 	// +optional
 	Steps []StepStatus `json:"steps,omitempty"`
 
+	// usage sums the model use of the Run: that of its steps and of its child Runs.
+	// +optional
+	Usage *AgentUsage `json:"usage,omitempty"`
+
 	// outputs of the Run: those of its final steps (the steps no other step depends on),
 	// by step name, when it has at most 16 of them; a wider Run keeps them in its steps only.
 	// +mapType=atomic
@@ -329,7 +333,7 @@ type OutputRef struct {
 	Key string `json:"key"`
 }
 
-// AgentUsage sums the model use of an agent step.
+// AgentUsage sums model use: of an agent step, or of a whole Run.
 type AgentUsage struct {
 	// turns is the number of model calls.
 	// +optional
@@ -346,6 +350,12 @@ type AgentUsage struct {
 	// totalTokens as reported by the API; maxTokens bounds it.
 	// +optional
 	TotalTokens int64 `json:"totalTokens,omitempty"`
+
+	// cost of the model calls, a decimal string in the currency of the models' pricing; unset
+	// when no model called has a pricing.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Cost string `json:"cost,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -57,6 +57,37 @@ type ModelSpec struct {
 	// docs/step-contract.md). Unset sends the whole conversation.
 	// +optional
 	ContextBudget *ContextBudget `json:"contextBudget,omitempty"`
+
+	// fallback names other entries of the Scene's models to switch to, in order, when this one
+	// fails: after a 5xx answer, or once a 429 or a connection error has used up its retries.
+	// Each fallback model uses its own baseURL, model, key and contextBudget; the switch is a
+	// note in the transcript. A model may not name itself.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Fallback []string `json:"fallback,omitempty"`
+
+	// pricing is what the model costs, for the cost in the Run's usage.
+	// +optional
+	Pricing *ModelPricing `json:"pricing,omitempty"`
+}
+
+// ModelPricing is the price of a million tokens, as decimal strings such as "3.00", in
+// whatever currency the Scene's author chooses; a cost in a Run's status is in the same one.
+type ModelPricing struct {
+	// inputPerMillion is the price of a million prompt tokens.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,6}(\.[0-9]{1,6})?$`
+	// +kubebuilder:validation:MaxLength=13
+	// +required
+	InputPerMillion string `json:"inputPerMillion"`
+
+	// outputPerMillion is the price of a million completion tokens.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,6}(\.[0-9]{1,6})?$`
+	// +kubebuilder:validation:MaxLength=13
+	// +required
+	OutputPerMillion string `json:"outputPerMillion"`
 }
 
 // ContextBudget is a budget in characters or in tokens; a token budget counts four

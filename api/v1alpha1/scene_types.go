@@ -56,6 +56,11 @@ type SceneSpec struct {
 	// +optional
 	Models map[string]ModelSpec `json:"models,omitempty"`
 
+	// budget bounds the model use of the Scene's Runs; a new Run of a Scene that has spent
+	// it fails at start with BudgetExceeded.
+	// +optional
+	Budget *SceneBudget `json:"budget,omitempty"`
+
 	// allowHosts are hosts that the http_fetch tool of every agent step of the Scene may reach
 	// although they resolve to private addresses, such as in-cluster Services: a host name
 	// (tracker.tools.svc) or host:port. An agent step's own allowHosts add to these.

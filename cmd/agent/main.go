@@ -64,6 +64,13 @@ func run() int {
 		apiKey = os.Getenv(spec.APIKeyEnv)
 		_ = os.Unsetenv(spec.APIKeyEnv) // nothing this process starts inherits it
 	}
+	fallbackKeys := make([]string, len(spec.Fallbacks))
+	for i, fb := range spec.Fallbacks {
+		if fb.APIKeyEnv != "" {
+			fallbackKeys[i] = os.Getenv(fb.APIKeyEnv)
+			_ = os.Unsetenv(fb.APIKeyEnv)
+		}
+	}
 	items, err := readContext(spec.ContextDir)
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
@@ -74,7 +81,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
 	}
 	r := &agent.Runner{
-		Spec: spec, APIKey: apiKey, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
 		// The log is the channel the controller reads progress and checkpoints from.
 		Progress: os.Stdout, Resume: resume,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
@@ -86,7 +93,7 @@ func run() int {
 		},
 	}
 	out, transcript, runErr := r.Run(ctx)
-	red := agent.NewRedactor(append(secrets, apiKey)...)
+	red := agent.NewRedactor(slices.Concat(secrets, []string{apiKey}, fallbackKeys)...)
 	var f *agent.Failure
 	if runErr != nil && !errors.As(runErr, &f) {
 		f = &agent.Failure{Reason: agent.ReasonModelUnavailable, ExitCode: agent.ExitProvider, Message: runErr.Error()}

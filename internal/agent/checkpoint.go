@@ -120,7 +120,7 @@ func (l *loop) checkpoint(turn, repairs int) {
 func (l *loop) writeProgress(turn int, checkpoint []byte, reset bool) {
 	u := l.t.Usage
 	p := outputs.Progress{Turn: turn, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-		TotalTokens: u.TotalTokens, Reset: reset}
+		TotalTokens: u.TotalTokens, Cost: u.Cost, Reset: reset}
 	if err := outputs.WriteProgress(l.Progress, p, checkpoint); err != nil && l.Log != nil {
 		l.Log(fmt.Sprintf("writing the progress: %v", err))
 	}

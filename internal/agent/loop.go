@@ -24,12 +24,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
+
+	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -38,6 +40,8 @@ type Runner struct {
 	Spec *Spec
 	// APIKey for the model API; empty sends none.
 	APIKey string
+	// FallbackKeys are the API keys of Spec.Fallbacks, by index; empty sends none.
+	FallbackKeys []string
 	// Secrets are values redacted from everything written and sent to the model (the API key
 	// is always among them).
 	Secrets []string
@@ -89,7 +93,7 @@ var errTimeoutBudget = errors.New("timeout budget exhausted")
 // Run runs the loop. It returns the step's output, and a transcript whatever happened; the
 // error is a *Failure.
 func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
-	l := &loop{Runner: r, red: NewRedactor(append([]string{r.APIKey}, r.Secrets...)...)}
+	l := &loop{Runner: r, red: NewRedactor(slices.Concat([]string{r.APIKey}, r.FallbackKeys, r.Secrets)...)}
 	if l.Now == nil {
 		l.Now = time.Now
 	}
@@ -115,6 +119,9 @@ func (r *Runner) Run(ctx context.Context) (string, *Transcript, error) {
 	}
 	if r.Progress != nil {
 		l.t.Policies["checkpoint"] = CheckpointPolicy
+	}
+	if len(r.Spec.Fallbacks) > 0 {
+		l.t.Policies["fallback"] = FallbackPolicy
 	}
 	out, err := l.run(ctx)
 	l.t.FinishedAt = l.Now().UTC()
@@ -148,12 +155,15 @@ type loop struct {
 	// this one that reached the checkpoint it resumed from.
 	specDigest string
 	attempts   int
+	// ms are the step's model and its fallbacks; cur is the one called now.
+	ms  []model
+	cur int
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it
 // removed.
 func (l *loop) fitContext(turn int) error {
-	conv, t, err := fitContext(l.conv, l.Spec.Model.ContextBudget)
+	conv, t, err := fitContext(l.conv, l.model().ContextBudget)
 	l.conv = conv
 	if err != nil {
 		return err
@@ -175,16 +185,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout.Duration, errTimeoutBudget)
 		defer cancel()
 	}
-	opts := []option.RequestOption{option.WithBaseURL(s.Model.BaseURL), option.WithMaxRetries(0)}
-	// The SDK reads OPENAI_* variables; the spec alone decides.
-	opts = append(opts, option.WithAPIKey(l.APIKey))
-	if l.ProviderHTTP != nil {
-		opts = append(opts, option.WithHTTPClient(l.ProviderHTTP))
-	}
-	if l.Retry.CallTimeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(l.Retry.CallTimeout))
-	}
-	client := openai.NewClient(opts...)
+	l.ms = l.models()
 	l.specDigest = specDigest(s)
 	first, repairs := 1, 0
 	if turn, rep, ok := l.resume(); ok {
@@ -192,13 +193,8 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	} else {
 		l.conv = l.opening(c)
 	}
-	params := openai.ChatCompletionNewParams{Model: s.Model.Model}
-	if s.Model.Temperature != nil {
-		params.Temperature = openai.Float(*s.Model.Temperature)
-	}
-	if s.Model.Seed != nil {
-		params.Seed = openai.Int(*s.Model.Seed)
-	}
+	params := openai.ChatCompletionNewParams{}
+	l.useModel(&params)
 	for _, name := range s.Tools {
 		t := registry[name]
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
@@ -218,7 +214,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		}
 		params.Messages = toParams(l.conv)
 		start := l.Now()
-		resp, err := l.complete(ctx, &client, params)
+		resp, err := l.call(ctx, &params, turn)
 		if err != nil {
 			return "", err
 		}
@@ -231,9 +227,16 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		l.t.Usage.PromptTokens += u.PromptTokens
 		l.t.Usage.CompletionTokens += u.CompletionTokens
 		l.t.Usage.TotalTokens += u.TotalTokens
+		if p := l.model().Pricing; p != nil {
+			u.Cost, _ = cost.Of(*p, u.PromptTokens, u.CompletionTokens) // CheckSpec checked the prices
+			l.t.Usage.Cost, _ = cost.Sum(l.t.Usage.Cost, u.Cost)        // both written by cost
+		}
 		msg := resp.Choices[0].Message
 		entry := Entry{Turn: turn, Role: RoleAssistant, Content: l.red.String(msg.Content), Usage: &u,
 			DurationMS: l.Now().Sub(start).Milliseconds()}
+		if l.cur > 0 {
+			entry.Model = modelName(l.model())
+		}
 		for _, tc := range msg.ToolCalls {
 			entry.ToolCalls = append(entry.ToolCalls, ToolCallRecord{ID: tc.ID, Name: tc.Function.Name,
 				Arguments: l.red.String(tc.Function.Arguments)})

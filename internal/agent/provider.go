@@ -54,6 +54,9 @@ func (l *loop) complete(ctx context.Context, client *openai.Client, params opena
 				}
 			case code >= 500:
 				last = fmt.Sprintf("the model API failed (%d): %s", code, msg)
+				if l.canFallBack() { // another model is likelier to answer than this one soon
+					return nil, fail(ReasonModelUnavailable, ExitProvider, "%s", last)
+				}
 			case isContextLength(apiErr, msg):
 				return nil, fail(ReasonContextLength, ExitProvider,
 					"the conversation no longer fits the model's context window; shorten the prompt or context, or lower maxTurns: %s", msg)

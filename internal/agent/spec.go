@@ -25,6 +25,7 @@ import (
 	"fmt"
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/cost"
 )
 
 // The spec types are agentspec's; these names keep the runtime's code short.
@@ -59,6 +60,20 @@ func CheckSpec(s *Spec) error {
 			errs = append(errs, fmt.Errorf("tools: unknown tool %q", t))
 		case tool.NeedsWorkspace && s.Workspace == "":
 			errs = append(errs, fmt.Errorf("tools: %q needs a Workspace; bind the Scene to one", t))
+		}
+	}
+	for i, m := range append([]ModelConfig{s.Model}, s.Fallbacks...) {
+		if m.Pricing == nil {
+			continue
+		}
+		field := "model.pricing"
+		if i > 0 {
+			field = fmt.Sprintf("fallbacks[%d].pricing", i-1)
+		}
+		for name, v := range map[string]string{"inputPerMillion": m.Pricing.InputPerMillion, "outputPerMillion": m.Pricing.OutputPerMillion} {
+			if err := cost.Check(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %w", field, name, err))
+			}
 		}
 	}
 	if _, err := compileContract(s.Output); err != nil {

@@ -43,6 +43,8 @@ type Usage struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
+	// Cost of the calls, a decimal string, when the models called have a pricing.
+	Cost string `json:"cost,omitempty"`
 }
 
 // Entry is one message of the conversation.
@@ -66,6 +68,10 @@ type Entry struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// DurationMS is how long the model call or the tool took.
 	DurationMS int64 `json:"durationMs,omitempty"`
+	// Model names the fallback model that answered, on assistant entries after a switch.
+	Model string `json:"model,omitempty"`
+	// Switch, on a note, records a switch to a fallback model.
+	Switch *ModelSwitch `json:"switch,omitempty"`
 }
 
 // ToolCallRecord is one tool call the model asked for.

@@ -23,6 +23,8 @@ package agentspec
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/ergon-dev/ergon/internal/cost"
 )
 
 // Spec is the rendered agent step, as the controller hands it to the pod (a JSON file). It
@@ -53,6 +55,10 @@ type Spec struct {
 	SecretEnv []string `json:"secretEnv,omitempty"`
 	// APIKeyEnv names the environment variable that holds the API key, if any.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// Fallbacks are the models to switch to, in order, when the current one is unavailable
+	// (a 5xx, or a 429 or connection error past its retries). Each names the environment
+	// variable of its own key in its APIKeyEnv.
+	Fallbacks []ModelConfig `json:"fallbacks,omitempty"`
 }
 
 // ModelConfig selects the chat model.
@@ -64,6 +70,13 @@ type ModelConfig struct {
 	// ContextBudget bounds what each request sends, in characters (a token budget is
 	// rendered as four characters a token); 0 means no bound.
 	ContextBudget int64 `json:"contextBudget,omitempty"`
+	// Name is the model's name among the Scene's models.
+	Name string `json:"name,omitempty"`
+	// APIKeyEnv names the environment variable of a fallback model's key; the first model's
+	// is Spec.APIKeyEnv.
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// Pricing, when set, has the runtime add up what its calls of this model cost.
+	Pricing *cost.Pricing `json:"pricing,omitempty"`
 }
 
 // HTTPConfig configures http_fetch.

@@ -41,6 +41,8 @@ type Progress struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
+	// Cost of the calls so far, a decimal string, when the models have a pricing.
+	Cost string `json:"cost,omitempty"`
 	// Checkpoint is the frame printed just before the line: the conversation after the
 	// turn. Nil with Reset set says the step must not resume from any earlier checkpoint (the
 	// attempt failed in a way a retry must not repeat); nil without it keeps the last one.

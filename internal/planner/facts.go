@@ -115,6 +115,8 @@ type ChildState struct {
 	Output *ergonv1alpha1.OutputValue
 	// Value is the child's whole output, for templates of later steps.
 	Value string
+	// Usage is the model use the child reports in its status.
+	Usage *ergonv1alpha1.AgentUsage
 }
 
 // GateState is what was observed of one Gate.

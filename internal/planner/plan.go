@@ -165,6 +165,7 @@ func Decide(f *Facts) *Plan {
 		status.Steps = append(status.Steps, *p.steps[name])
 	}
 	p.finish(status)
+	status.Usage = RunUsage(status.Steps, f.Children)
 	p.decideStores(status)
 	p.plan.Events = foldEvents(p.plan.Events)
 	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)

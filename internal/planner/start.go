@@ -54,6 +54,9 @@ type StartFacts struct {
 	Now   time.Time
 	// PendingTimeout bounds how long a Run waits for its Scene; zero waits forever.
 	PendingTimeout time.Duration
+	// TokensSpent is what the Scene's other Runs used within BudgetWindow (TokensSpent);
+	// read only when the Scene has a budget.
+	TokensSpent int64
 }
 
 // StartPlan is the decision on a Run without a snapshot.
@@ -67,8 +70,8 @@ type StartPlan struct {
 }
 
 // DecideStart decides how a Run starts: cancelled before it started, failed because its
-// Scene is missing (past the pending timeout), its params are invalid or its Scene does not
-// compile, waiting for its Scene, or started.
+// Scene is missing (past the pending timeout), its params are invalid, its Scene does not
+// compile or has spent its budget, waiting for its Scene, or started.
 func DecideStart(f StartFacts) StartPlan {
 	run := f.Run
 	switch {
@@ -88,6 +91,11 @@ func DecideStart(f StartFacts) StartPlan {
 	if _, errs := compile.Compile(&f.Scene.Spec); len(errs) > 0 {
 		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("Scene %s does not compile: %v", f.Scene.Name, errs.ToAggregate()))
+	}
+	if b := f.Scene.Spec.Budget; b != nil && f.TokensSpent >= b.TokensPerDay {
+		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonBudgetExceeded,
+			fmt.Sprintf("the Runs of Scene %s used %d tokens in the last 24 hours, its budget.tokensPerDay is %d",
+				f.Scene.Name, f.TokensSpent, b.TokensPerDay))
 	}
 	return StartPlan{Action: StartScene}
 }

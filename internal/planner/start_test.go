@@ -35,6 +35,8 @@ func TestDecideStart(t *testing.T) {
 	}}
 	broken := good.DeepCopy()
 	broken.Spec.Steps[1].DependsOn = []string{"nope"}
+	budgeted := good.DeepCopy()
+	budgeted.Spec.Budget = &ergonv1alpha1.SceneBudget{TokensPerDay: 1000}
 	created := metav1.NewTime(t0)
 	run := func(mutate func(*ergonv1alpha1.Run)) *ergonv1alpha1.Run {
 		r := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", Generation: 2, CreationTimestamp: created},
@@ -55,6 +57,7 @@ func TestDecideStart(t *testing.T) {
 		scene   *ergonv1alpha1.Scene
 		now     time.Duration // after the Run's creation
 		pending time.Duration
+		spent   int64
 		// want
 		action  StartAction
 		phase   ergonv1alpha1.RunPhase
@@ -88,6 +91,13 @@ func TestDecideStart(t *testing.T) {
 			run: run(nil), scene: broken, action: StartEnd,
 			phase: ergonv1alpha1.RunFailed, reason: ergonv1alpha1.ReasonInvalidScene, message: "Scene s does not compile",
 			events: []string{"!" + ergonv1alpha1.ReasonInvalidScene}},
+		{name: "a Scene within its budget starts", run: run(nil), scene: budgeted, spent: 999, action: StartScene},
+		{name: "a Scene without a budget starts whatever was spent", run: run(nil), scene: good, spent: 1 << 40, action: StartScene},
+		{name: "a Scene that spent its budget fails the Run at start, with an Event",
+			run: run(nil), scene: budgeted, spent: 1000, action: StartEnd,
+			phase: ergonv1alpha1.RunFailed, reason: ergonv1alpha1.ReasonBudgetExceeded,
+			message: "used 1000 tokens in the last 24 hours, its budget.tokensPerDay is 1000",
+			events:  []string{"!" + ergonv1alpha1.ReasonBudgetExceeded}},
 		{name: "a missing Scene is waited for, told once",
 			run: run(nil), action: StartWait, now: time.Hour,
 			phase: ergonv1alpha1.RunPending, reason: ergonv1alpha1.ReasonSceneNotFound, message: "the Run starts when it does",
@@ -106,7 +116,8 @@ func TestDecideStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(tc.now)
-			p := DecideStart(StartFacts{Run: tc.run, Scene: tc.scene, Now: now, PendingTimeout: tc.pending})
+			p := DecideStart(StartFacts{Run: tc.run, Scene: tc.scene, Now: now, PendingTimeout: tc.pending,
+				TokensSpent: tc.spent})
 			if p.Action != tc.action {
 				t.Fatalf("action %v, want %v", p.Action, tc.action)
 			}

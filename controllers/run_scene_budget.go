@@ -1,0 +1,40 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// tokensSpent is what the other Runs of a Scene with a budget used within its window, from
+// their status (which only the manager writes); 0 for a Scene without a budget.
+func (r *RunReconciler) tokensSpent(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) (int64, error) {
+	if scene.Spec.Budget == nil {
+		return 0, nil
+	}
+	runs := &ergonv1alpha1.RunList{}
+	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{sceneRefField: scene.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	return planner.TokensSpent(runs.Items, run.Name, r.Clock.Now()), nil
+}
