@@ -131,6 +131,10 @@ bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, t
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/workspaces
 	$(MAKE) bench-scale
 
+.PHONY: bench-workspace-ready
+bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of $$KUBECONFIG with Ergon installed (a benchmark, not part of make test).
+	go run ./test/bench/workspaceready $(BENCH_ARGS)
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale
