@@ -135,6 +135,10 @@ bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, t
 bench-shards: envtest-assets ## Run throughput of 1 and 2 manager shards (processes) on envtest (docs/performance.md).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -shards 1,2
 
+.PHONY: bench-workspace-ready
+bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of $$KUBECONFIG with Ergon installed (a benchmark, not part of make test).
+	go run ./test/bench/workspaceready $(BENCH_ARGS)
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale

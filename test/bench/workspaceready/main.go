@@ -1,0 +1,131 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command workspaceready measures, on a real cluster with Ergon installed, how long a
+// Workspace takes from its creation to phase Running (its claim provisioned and bound, its
+// pod scheduled, its init container and container started), with a warm image: N Workspaces,
+// at most P at once, in a namespace of their own that it deletes afterwards. It reads the
+// usual kubeconfig ($KUBECONFIG). Run it with `make bench-workspace-ready`; it is not part
+// of make test or make bench, which need no cluster.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+func main() {
+	n := flag.Int("workspaces", 20, "Workspaces to create")
+	parallel := flag.Int("parallel", 2, "Workspaces starting at once")
+	image := flag.String("image", "ergon/busybox:dev", "image of the Workspaces; pull it onto the node first so it is warm")
+	class := flag.String("storage-class", "local-path", "storageClassName of their volumes")
+	timeout := flag.Duration("timeout", 3*time.Minute, "how long one Workspace may take")
+	flag.Parse()
+
+	scheme := k8sruntime.NewScheme()
+	must(clientgoscheme.AddToScheme(scheme))
+	must(ergonv1alpha1.AddToScheme(scheme))
+	cfg, err := ctrl.GetConfig()
+	must(err)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	must(err)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-ws-ready-"}}
+	must(c.Create(ctx, ns))
+	defer func() {
+		// Delete the Workspaces first, so their finalizer deletes their volumes.
+		_ = c.DeleteAllOf(ctx, &ergonv1alpha1.Workspace{}, client.InNamespace(ns.Name))
+		_ = c.Delete(ctx, ns)
+	}()
+
+	delays := make([]time.Duration, *n)
+	errs := make([]error, *n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(*parallel, 1))
+	start := time.Now()
+	for i := range *n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			delays[i], errs[i] = createAndWait(ctx, c, workspace(ns.Name, i, *image, *class), *timeout)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: Workspace %d: %v\n", i, err)
+			os.Exit(1)
+		}
+	}
+	slices.Sort(delays)
+	fmt.Printf("%d Workspaces (%s, %s volumes, %d at once) Running in %s\n",
+		*n, *image, *class, *parallel, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("create -> Running: p50 %s, p99 %s, max %s (polled every 100ms)\n",
+		delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)*99/100].Round(time.Millisecond),
+		delays[len(delays)-1].Round(time.Millisecond))
+}
+
+// createAndWait creates a Workspace and waits for its phase Running.
+func createAndWait(ctx context.Context, c client.Client, ws *ergonv1alpha1.Workspace, timeout time.Duration) (time.Duration, error) {
+	created := time.Now()
+	if err := c.Create(ctx, ws); err != nil {
+		return 0, err
+	}
+	for deadline := created.Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ws), ws); err != nil {
+			return 0, err
+		}
+		if ws.Status.Phase == ergonv1alpha1.WorkspaceRunning {
+			return time.Since(created), nil
+		}
+		if ws.Status.Phase == ergonv1alpha1.WorkspaceFailed {
+			return 0, fmt.Errorf("failed: %v", ws.Status.Conditions)
+		}
+	}
+	return 0, fmt.Errorf("not Running after %s: phase %q, %v", timeout, ws.Status.Phase, ws.Status.Conditions)
+}
+
+func workspace(ns string, i int, image, class string) *ergonv1alpha1.Workspace {
+	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ws-%d", i), Namespace: ns},
+		Spec: ergonv1alpha1.WorkspaceSpec{User: fmt.Sprintf("bench-%d@example.com", i), Image: image,
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+			Storage:       ergonv1alpha1.WorkspaceStorage{Size: resource.MustParse("16Mi"), StorageClassName: &class},
+			ReclaimPolicy: ergonv1alpha1.ReclaimDelete}}
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
