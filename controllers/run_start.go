@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +38,14 @@ import (
 // to its end: it gathers the Scene, planner.DecideStart decides, and this acts.
 func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
 	facts := planner.StartFacts{Run: run, Now: r.Clock.Now(), PendingTimeout: r.Config.PendingTimeout}
-	if !run.Spec.Cancel && run.Spec.RetryOf == nil {
+	if run.Spec.Cancel {
+		started, err := r.hasChildren(ctx, run)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		facts.Started = started
+	}
+	if (!run.Spec.Cancel || facts.Started) && run.Spec.RetryOf == nil {
 		scene := &ergonv1alpha1.Scene{}
 		key := client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}
 		err := r.Get(ctx, key, scene)
@@ -70,6 +78,28 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		return r.reconcileRunning(ctx, base, run)
 	}
 	return r.actStart(ctx, run, plan)
+}
+
+// hasChildren reports whether the Run already created a pod, child Run or Gate: a first pass
+// acted, and its status write was lost. Asked of the API server, only for a Run cancelled
+// before its status says it started.
+func (r *RunReconciler) hasChildren(ctx context.Context, run *ergonv1alpha1.Run) (bool, error) {
+	selector := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &ergonv1alpha1.RunList{}, &ergonv1alpha1.GateList{}} {
+		if err := r.APIReader.List(ctx, list, client.InNamespace(run.Namespace), selector); err != nil {
+			return false, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return false, err
+		}
+		for _, o := range items {
+			if obj, ok := o.(client.Object); ok && controlledBy(obj, run.UID) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // snapshotInlineLimit is the largest Scene spec a Run keeps in its status; a larger one goes

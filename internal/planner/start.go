@@ -52,6 +52,10 @@ type StartFacts struct {
 	// is cancelled or retries another.
 	Scene *ergonv1alpha1.Scene
 	Now   time.Time
+	// Started is true when the Run already created a pod, child Run or Gate although its
+	// status does not say it started: a first pass acted and its status write was lost. Only
+	// gathered for a cancelled Run.
+	Started bool
 	// PendingTimeout bounds how long a Run waits for its Scene; zero waits forever.
 	PendingTimeout time.Duration
 	// TokensSpent is what the Scene's other Runs used within BudgetWindow (TokensSpent);
@@ -75,9 +79,10 @@ type StartPlan struct {
 func DecideStart(f StartFacts) StartPlan {
 	run := f.Run
 	switch {
-	case run.Spec.Cancel:
+	case run.Spec.Cancel && (!f.Started || (run.Spec.RetryOf == nil && f.Scene == nil)):
 		// Nothing has run yet: a Run waiting for its Scene, or cancelled as it was created,
-		// ends here instead of waiting on.
+		// ends here instead of waiting on. A Run whose first pass acted but whose status write
+		// was lost starts, and the planner stops what it started, recording it.
 		return Unstarted(run, f.Now, ergonv1alpha1.RunCancelled, ergonv1alpha1.ReasonCancelled,
 			"the Run was cancelled before it started")
 	case run.Spec.RetryOf != nil:
@@ -92,7 +97,7 @@ func DecideStart(f StartFacts) StartPlan {
 		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("Scene %s does not compile: %v", f.Scene.Name, errs.ToAggregate()))
 	}
-	if b := f.Scene.Spec.Budget; b != nil && f.TokensSpent >= b.TokensPerDay {
+	if b := f.Scene.Spec.Budget; b != nil && f.TokensSpent >= b.TokensPerDay && !f.Started {
 		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonBudgetExceeded,
 			fmt.Sprintf("the Runs of Scene %s used %d tokens in the last 24 hours, its budget.tokensPerDay is %d",
 				f.Scene.Name, f.TokensSpent, b.TokensPerDay))

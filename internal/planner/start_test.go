@@ -55,6 +55,7 @@ func TestDecideStart(t *testing.T) {
 		name    string
 		run     *ergonv1alpha1.Run
 		scene   *ergonv1alpha1.Scene
+		started bool
 		now     time.Duration // after the Run's creation
 		pending time.Duration
 		spent   int64
@@ -73,6 +74,11 @@ func TestDecideStart(t *testing.T) {
 			run: run(func(r *ergonv1alpha1.Run) { r.Spec.Cancel = true; waiting(r) }), action: StartEnd,
 			phase: ergonv1alpha1.RunCancelled, reason: ergonv1alpha1.ReasonCancelled, message: "cancelled before it started",
 			events: []string{ergonv1alpha1.ReasonCancelled}},
+		{name: "cancelled after a first pass acted but lost its status write: it starts, so the planner stops and records it",
+			run: run(func(r *ergonv1alpha1.Run) { r.Spec.Cancel = true }), scene: good, started: true, action: StartScene},
+		{name: "cancelled after a first pass acted, its Scene gone: it ends",
+			run: run(func(r *ergonv1alpha1.Run) { r.Spec.Cancel = true }), started: true, action: StartEnd,
+			phase: ergonv1alpha1.RunCancelled, reason: ergonv1alpha1.ReasonCancelled, events: []string{ergonv1alpha1.ReasonCancelled}},
 		{name: "cancel wins over a retry",
 			run: run(func(r *ergonv1alpha1.Run) {
 				r.Spec.Cancel = true
@@ -116,7 +122,7 @@ func TestDecideStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(tc.now)
-			p := DecideStart(StartFacts{Run: tc.run, Scene: tc.scene, Now: now, PendingTimeout: tc.pending,
+			p := DecideStart(StartFacts{Run: tc.run, Scene: tc.scene, Started: tc.started, Now: now, PendingTimeout: tc.pending,
 				TokensSpent: tc.spent})
 			if p.Action != tc.action {
 				t.Fatalf("action %v, want %v", p.Action, tc.action)
