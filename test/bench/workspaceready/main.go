@@ -118,7 +118,7 @@ func workspace(ns string, i int, image, class string) *ergonv1alpha1.Workspace {
 	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ws-%d", i), Namespace: ns},
 		Spec: ergonv1alpha1.WorkspaceSpec{User: fmt.Sprintf("bench-%d@example.com", i), Image: image,
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+				corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 			Storage:       ergonv1alpha1.WorkspaceStorage{Size: resource.MustParse("16Mi"), StorageClassName: &class},
 			ReclaimPolicy: ergonv1alpha1.ReclaimDelete}}
 }
