@@ -153,9 +153,6 @@ func (r *RunReconciler) cleanupFinished(ctx context.Context, run *ergonv1alpha1.
 // podUIDs maps the names of the Run's pods that exist to their UIDs.
 func podUIDs(f *planner.Facts) map[string]string {
 	uids := map[string]string{}
-	if f == nil {
-		return uids
-	}
 	for _, states := range f.Pods {
 		for _, p := range states {
 			if p.UID != "" {

@@ -144,24 +144,8 @@ var _ = Describe("Fan-out and loops across restarts", Serial, func() {
 		for i := range runs {
 			createRun(ctx, ns, fmt.Sprintf("r%d", i), "both", nil)
 		}
-		allFinished := func() bool {
-			list := &ergonv1alpha1.RunList{}
-			Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			for _, r := range list.Items {
-				if !r.Status.Phase.Finished() {
-					return false
-				}
-			}
-			return len(list.Items) == runs
-		}
-		restarts := 0
-		deadline := time.Now().Add(120 * time.Second)
-		for !allFinished() && time.Now().Before(deadline) {
-			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
-			stop()
-			restarts++
-		}
+		allFinished := func() bool { return allRunsFinished(ctx, ns, runs) }
+		restarts := restartRandomly(rng, time.Now().Add(120*time.Second), allFinished)
 		GinkgoWriter.Printf("restarts: %d, pods created: %d\n", restarts, created.count())
 		Expect(allFinished()).To(BeTrue(), "every Run finishes across %d restarts", restarts)
 		Expect(restarts).To(BeNumerically(">", 3), "the manager was stopped mid-run several times")

@@ -117,27 +117,11 @@ var _ = Describe("The Run controller across restarts", Serial, func() {
 			createRun(ctx, ns, fmt.Sprintf("r%d", i), "diamond", nil)
 		}
 
-		allFinished := func() bool {
-			list := &ergonv1alpha1.RunList{}
-			Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			for _, r := range list.Items {
-				if !r.Status.Phase.Finished() {
-					return false
-				}
-			}
-			return len(list.Items) == runs
-		}
+		allFinished := func() bool { return allRunsFinished(ctx, ns, runs) }
 		// Stop the manager at random points for a minute, then let one manager finish what is
 		// left: on a loaded machine a manager that lives under a second may sync its caches and
 		// do little else, so the Runs need not all end while the restarts go on.
-		restarts := 0
-		restartUntil := time.Now().Add(60 * time.Second)
-		for !allFinished() && time.Now().Before(restartUntil) {
-			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
-			stop()
-			restarts++
-		}
+		restarts := restartRandomly(rng, time.Now().Add(60*time.Second), allFinished)
 		if !allFinished() {
 			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 			deadline := time.Now().Add(90 * time.Second)
@@ -176,3 +160,28 @@ var _ = Describe("The Run controller across restarts", Serial, func() {
 		Expect(created.duplicates()).To(BeEmpty(), "pods created more than once")
 	})
 })
+
+// allRunsFinished reports whether a namespace holds n Runs and every one of them has finished.
+func allRunsFinished(ctx context.Context, ns string, n int) bool {
+	list := &ergonv1alpha1.RunList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	for _, r := range list.Items {
+		if !r.Status.Phase.Finished() {
+			return false
+		}
+	}
+	return len(list.Items) == n
+}
+
+// restartRandomly starts the manager and stops it again after 100-800 ms, over and over, until
+// done reports true or until passes, and says how many times it stopped it.
+func restartRandomly(rng *rand.Rand, until time.Time, done func() bool) int {
+	restarts := 0
+	for !done() && time.Now().Before(until) {
+		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+		stop()
+		restarts++
+	}
+	return restarts
+}
