@@ -72,7 +72,9 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	}
 	s.Fallbacks = fallbackConfigs(scene.Spec.Models, m.Fallback)
 	for _, t := range a.Tools {
-		s.Tools = append(s.Tools, string(t))
+		if t.IsBuiltin() {
+			s.Tools = append(s.Tools, t.Name)
+		}
 	}
 	if a.MaxTurns != nil {
 		s.MaxTurns = int(*a.MaxTurns)

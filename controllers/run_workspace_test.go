@@ -58,8 +58,9 @@ func boundScene(ctx context.Context, ns, name, ws string, steps ...ergonv1alpha1
 	Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 }
 
-func agentWith(name string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "Work in the workspace.", Tools: tools}}
+func agentWith(name string, tools ...string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name,
+		Agent: &ergonv1alpha1.AgentStep{Prompt: "Work in the workspace.", Tools: ergonv1alpha1.Builtins(tools...)}}
 }
 
 func runNow(ctx context.Context, g Gomega, ns, name string) *ergonv1alpha1.Run {

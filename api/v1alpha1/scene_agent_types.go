@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
@@ -121,18 +123,115 @@ func (b *ContextBudget) CharsBudget() int64 {
 	return 0
 }
 
-// AgentTool names a tool an agent step may call.
-// +kubebuilder:validation:Enum=read_file;write_file;list_files;shell;http_fetch
-type AgentTool string
+// AgentTool is a tool an agent step may call. In YAML it is either the name of a built-in
+// tool (`http_fetch`), or an object that names exactly one kind of tool:
+//
+//	{name: shell, requireApproval: true}            a built-in tool, with options
+//	{scene: summarize, description: "..."}          another Scene, called as a tool
+//	{name: lint, container: {image: ..., ...}}      a one-shot container, called as a tool
+//	{mcp: {url: ..., allow: [search]}}              the tools of an MCP server
+//
+// Admission checks every entry and names the field of the one it refuses.
+// +kubebuilder:validation:Schemaless
+// +kubebuilder:validation:Type=""
+// +kubebuilder:pruning:PreserveUnknownFields
+type AgentTool struct {
+	// name is the built-in tool's name, or the name the model calls a Scene or container tool
+	// by (a Scene tool defaults to the Scene's name).
+	Name string `json:"name,omitempty"`
 
-// Tools agent steps may use. The filesystem and shell tools need a Workspace.
+	// description tells the model what the tool does (Scene, container and MCP tools).
+	Description string `json:"description,omitempty"`
+
+	// requireApproval makes every call of the tool wait for a person to approve it through a
+	// Gate; a rejected call returns the rejection to the model as the tool's result.
+	RequireApproval bool `json:"requireApproval,omitempty"`
+
+	// scene names a Scene of the same namespace to call as a tool: its params are the tool's
+	// arguments and its output is the tool's result.
+	Scene string `json:"scene,omitempty"`
+
+	// container runs a one-shot container as a tool.
+	Container *ContainerTool `json:"container,omitempty"`
+
+	// mcp offers the tools of a Model Context Protocol server.
+	MCP *MCPTool `json:"mcp,omitempty"`
+}
+
+// ContainerTool is a one-shot container an agent calls as a tool.
+type ContainerTool struct {
+	// image runs the tool.
+	Image string `json:"image"`
+
+	// command and args are the program, templates over the call's arguments
+	// (`{{ .args.NAME }}`).
+	Command []string `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+
+	// parameters is the JSON Schema of the tool's arguments (an object schema).
+	Parameters *apiextensionsv1.JSON `json:"parameters,omitempty"`
+}
+
+// MCPTool is a Model Context Protocol server whose tools an agent may call.
+type MCPTool struct {
+	// url is the server's streamable HTTP endpoint.
+	URL string `json:"url"`
+
+	// allow lists the server's tools the agent may call; the others are not offered.
+	Allow []string `json:"allow"`
+}
+
+// Built-in tools agent steps may use. The filesystem and shell tools need a Workspace.
 const (
-	ToolReadFile  AgentTool = "read_file"
-	ToolWriteFile AgentTool = "write_file"
-	ToolListFiles AgentTool = "list_files"
-	ToolShell     AgentTool = "shell"
-	ToolHTTPFetch AgentTool = "http_fetch"
+	ToolReadFile  = "read_file"
+	ToolWriteFile = "write_file"
+	ToolListFiles = "list_files"
+	ToolShell     = "shell"
+	ToolHTTPFetch = "http_fetch"
 )
+
+// BuiltinTools are the names of the built-in tools.
+var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch}
+
+// Builtins returns the AgentTools of built-in tools, by name.
+func Builtins(names ...string) []AgentTool {
+	tools := make([]AgentTool, 0, len(names))
+	for _, n := range names {
+		tools = append(tools, AgentTool{Name: n})
+	}
+	return tools
+}
+
+// IsBuiltin says whether the tool is a built-in one: a name and no other kind.
+func (t AgentTool) IsBuiltin() bool {
+	return t.Scene == "" && t.Container == nil && t.MCP == nil
+}
+
+// agentToolFields is AgentTool without its JSON methods.
+type agentToolFields AgentTool
+
+// UnmarshalJSON reads either form: a built-in tool's name, or an object.
+func (t *AgentTool) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*t = AgentTool{}
+		return json.Unmarshal(b, &t.Name)
+	}
+	var f agentToolFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*t = AgentTool(f)
+	return nil
+}
+
+// MarshalJSON writes a built-in tool without options as its name, so what a user wrote in
+// the short form reads back the same.
+func (t AgentTool) MarshalJSON() ([]byte, error) {
+	if t.IsBuiltin() && t.Description == "" && !t.RequireApproval {
+		return json.Marshal(t.Name)
+	}
+	return json.Marshal(agentToolFields(t))
+}
 
 // AgentStep runs Ergon's agent loop in the step's pod.
 type AgentStep struct {
@@ -154,8 +253,8 @@ type AgentStep struct {
 	// +required
 	Prompt string `json:"prompt"`
 
-	// tools the agent may call.
-	// +listType=set
+	// tools the agent may call: built-in tools by name, or objects (see AgentTool).
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	Tools []AgentTool `json:"tools,omitempty"`
@@ -245,4 +344,14 @@ type NamedOutput struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Schema *apiextensionsv1.JSON `json:"schema,omitempty"`
+}
+
+// HasBuiltin says whether the step may call the built-in tool of that name.
+func (a *AgentStep) HasBuiltin(name string) bool {
+	for _, t := range a.Tools {
+		if t.IsBuiltin() && t.Name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -59,9 +59,7 @@ func WritesWorkspace(step *compile.Step) bool {
 	case step.Spec.Container != nil:
 		return true
 	case step.Spec.Agent != nil:
-		return slices.ContainsFunc(step.Spec.Agent.Tools, func(t ergonv1alpha1.AgentTool) bool {
-			return t == ergonv1alpha1.ToolWriteFile || t == ergonv1alpha1.ToolShell
-		})
+		return step.Spec.Agent.HasBuiltin(ergonv1alpha1.ToolWriteFile) || step.Spec.Agent.HasBuiltin(ergonv1alpha1.ToolShell)
 	}
 	return false
 }

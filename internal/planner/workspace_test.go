@@ -29,8 +29,8 @@ import (
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
-func agentStep(name string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Tools: tools}}
+func agentStep(name string, tools ...string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Tools: ergonv1alpha1.Builtins(tools...)}}
 }
 
 func boundScene(steps ...ergonv1alpha1.Step) ergonv1alpha1.SceneSpec {

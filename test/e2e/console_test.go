@@ -244,7 +244,7 @@ var _ = Describe("The web console in a real browser", func() {
 		}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{
-				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{ergonv1alpha1.ToolHTTPFetch},
+				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
 				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
 			}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())

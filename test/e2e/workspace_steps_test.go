@@ -86,9 +86,9 @@ func agentWorkspace(ctx SpecContext, ns, name, user string) {
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the Workspace controller makes the volume claim")
 }
 
-func agentOn(name, prompt string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
+func agentOn(name, prompt string, tools ...string) ergonv1alpha1.Step {
 	return ergonv1alpha1.Step{Name: name, Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-		Agent: &ergonv1alpha1.AgentStep{Prompt: prompt, Tools: tools, MaxTurns: new(int32(5))}}
+		Agent: &ergonv1alpha1.AgentStep{Prompt: prompt, Tools: ergonv1alpha1.Builtins(tools...), MaxTurns: new(int32(5))}}
 }
 
 func runOf(ctx SpecContext, c client.Client, ns, name, scene string) (*ergonv1alpha1.Run, error) {

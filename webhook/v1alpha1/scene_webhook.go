@@ -101,11 +101,6 @@ func (v *SceneValidator) validate(ctx context.Context, scene *ergonv1alpha1.Scen
 	return warnings, nil
 }
 
-// fileTools are the agent tools that need a Workspace's volume.
-var fileTools = []ergonv1alpha1.AgentTool{
-	ergonv1alpha1.ToolReadFile, ergonv1alpha1.ToolWriteFile, ergonv1alpha1.ToolListFiles, ergonv1alpha1.ToolShell,
-}
-
 // ValidateSceneSpec checks what one Scene spec decides alone: its graph, templates and
 // conditions (compiled as the Run engine compiles them), that no param or output can rewrite
 // a container step's program (compile.CheckPrograms), the models its agent steps name, and the
@@ -129,15 +124,7 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 				fmt.Sprintf("no model %q in spec.models; define it there or name another", model)))
 		}
 		errs = append(errs, validateOutputContract(agent.Child("output"), s.Agent.Output)...)
-		if spec.Workspace != nil {
-			continue
-		}
-		for j, tool := range s.Agent.Tools {
-			if slices.Contains(fileTools, tool) {
-				errs = append(errs, field.Forbidden(agent.Child("tools").Index(j),
-					fmt.Sprintf("the tool %s works on a Workspace's files; set spec.workspace or remove it", tool)))
-			}
-		}
+		errs = append(errs, validateTools(agent.Child("tools"), spec, s.Agent.Tools)...)
 	}
 	return errs
 }

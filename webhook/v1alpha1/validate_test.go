@@ -24,12 +24,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-func agentStep(name string, tools ...ergonv1alpha1.AgentTool) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: tools}}
+func agentStep(name string, tools ...string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: ergonv1alpha1.Builtins(tools...)}}
 }
 
 func callStep(name, scene string) ergonv1alpha1.Step {
@@ -180,5 +181,55 @@ func expectErrors(t *testing.T, errs field.ErrorList, want []string) {
 		if !strings.Contains(errs.ToAggregate().Error(), w) {
 			t.Errorf("%q does not contain %q", errs.ToAggregate().Error(), w)
 		}
+	}
+}
+
+// TestAgentToolsAreCheckedEntryByEntry reads tools as a user writes them, in both forms, and
+// checks that admission names the entry it refuses.
+func TestAgentToolsAreCheckedEntryByEntry(t *testing.T) {
+	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
+	cases := []struct {
+		name, tools string
+		want        []string // substrings of the aggregated errors; none means valid
+	}{
+		{"names and options", `[http_fetch, {name: http_fetch2}]`,
+			[]string{`spec.steps[0].agent.tools[1].name: Unsupported value: "http_fetch2"`}},
+		{"an unknown built-in by name", `[rm_rf]`,
+			[]string{`spec.steps[0].agent.tools[0].name: Unsupported value: "rm_rf"`}},
+		{"the same tool twice", `[http_fetch, {name: http_fetch}]`,
+			[]string{`spec.steps[0].agent.tools[1].name: Duplicate value: "http_fetch"`}},
+		{"two kinds in one entry", `[{scene: s, mcp: {url: "https://x", allow: [a]}}]`,
+			[]string{`spec.steps[0].agent.tools[0]`, "set one of scene, container and mcp"}},
+		{"an entry of no kind", `[{}]`,
+			[]string{`spec.steps[0].agent.tools[0].name: Required value`}},
+		{"a built-in with a description of its own", `[{name: http_fetch, description: fetch}]`,
+			[]string{`spec.steps[0].agent.tools[0].description: Forbidden`}},
+		{"a file tool without a Workspace, in object form", `[{name: write_file}]`,
+			[]string{`spec.steps[0].agent.tools[0]`, "set spec.workspace"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var tools []ergonv1alpha1.AgentTool
+			if err := yaml.Unmarshal([]byte(c.tools), &tools); err != nil {
+				t.Fatalf("reading %s: %v", c.tools, err)
+			}
+			spec := ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{
+				{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: tools}}}}
+			got := ValidateSceneSpec(&spec).ToAggregate()
+			if len(c.want) == 0 {
+				if got != nil {
+					t.Fatalf("refused: %v", got)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("accepted, want %q", c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got.Error(), w) {
+					t.Errorf("the errors %q do not say %q", got.Error(), w)
+				}
+			}
+		})
 	}
 }

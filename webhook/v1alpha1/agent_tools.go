@@ -1,0 +1,116 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// fileTools are the built-in tools that need a Workspace's volume.
+var fileTools = []string{
+	ergonv1alpha1.ToolReadFile, ergonv1alpha1.ToolWriteFile, ergonv1alpha1.ToolListFiles, ergonv1alpha1.ToolShell,
+}
+
+// toolName is what chat APIs accept as a function's name.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// maxToolDescription bounds a tool's description, which is sent to the model with every turn.
+const maxToolDescription = 1024
+
+// validateTools checks an agent step's tools: each entry is one kind of tool, built-in tools
+// exist (and the file tools have a Workspace), and no two tools share the name the model
+// calls them by. Tools are a schemaless list in the CRD, so this is their only check.
+func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergonv1alpha1.AgentTool) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for j, t := range tools {
+		p := path.Index(j)
+		kinds := 0
+		for _, set := range []bool{t.Scene != "", t.Container != nil, t.MCP != nil} {
+			if set {
+				kinds++
+			}
+		}
+		if kinds > 1 {
+			errs = append(errs, field.Invalid(p, toolSummary(t), "set one of scene, container and mcp"))
+			continue
+		}
+		if t.RequireApproval {
+			errs = append(errs, field.Forbidden(p.Child("requireApproval"), "tool calls that need approval are not available yet"))
+		}
+		if len(t.Description) > maxToolDescription {
+			errs = append(errs, field.TooLong(p.Child("description"), t.Description, maxToolDescription))
+		}
+		name := t.Name
+		switch {
+		case t.IsBuiltin():
+			errs = append(errs, validateBuiltinTool(p, spec, t)...)
+		case t.Scene != "":
+			errs = append(errs, field.Forbidden(p.Child("scene"), "Scene tools are not available yet"))
+		case t.Container != nil:
+			errs = append(errs, field.Forbidden(p.Child("container"), "container tools are not available yet"))
+		case t.MCP != nil:
+			errs = append(errs, field.Forbidden(p.Child("mcp"), "MCP tools are not available yet"))
+		}
+		if name == "" {
+			continue
+		}
+		if !t.IsBuiltin() && !toolName.MatchString(name) {
+			errs = append(errs, field.Invalid(p.Child("name"), name, "a tool's name is 1 to 64 letters, digits, '_' or '-'"))
+		}
+		if seen[name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), name))
+		}
+		seen[name] = true
+	}
+	return errs
+}
+
+// validateBuiltinTool checks a built-in tool's entry.
+func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1alpha1.AgentTool) field.ErrorList {
+	if t.Name == "" {
+		return field.ErrorList{field.Required(p.Child("name"), "name a built-in tool, or set one of scene, container and mcp")}
+	}
+	if !slices.Contains(ergonv1alpha1.BuiltinTools, t.Name) {
+		return field.ErrorList{field.NotSupported(p.Child("name"), t.Name, ergonv1alpha1.BuiltinTools)}
+	}
+	if t.Description != "" {
+		return field.ErrorList{field.Forbidden(p.Child("description"), "a built-in tool has its own description")}
+	}
+	if spec.Workspace == nil && slices.Contains(fileTools, t.Name) {
+		return field.ErrorList{field.Forbidden(p,
+			fmt.Sprintf("the tool %s works on a Workspace's files; set spec.workspace or remove it", t.Name))}
+	}
+	return nil
+}
+
+// toolSummary names a tool entry in an error message.
+func toolSummary(t ergonv1alpha1.AgentTool) string {
+	switch {
+	case t.Name != "":
+		return t.Name
+	case t.Scene != "":
+		return "scene " + t.Scene
+	}
+	return "tool"
+}
