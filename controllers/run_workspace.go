@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -263,6 +264,7 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 		}}
 	}
 	if step.Spec.Agent != nil {
+		setToolEnv(pod, workspace.ToolEnv(ws))
 		c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
 		c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
 		c.Resources = *ws.Spec.Resources.DeepCopy()
@@ -271,4 +273,19 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 		spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
 	}
 	workspace.Harden(spec, ws)
+}
+
+// setToolEnv names, in an agent pod's spec, the variables its shell tool sees besides its
+// plain environment.
+func setToolEnv(pod *corev1.Pod, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	var spec agentspec.Spec
+	if err := json.Unmarshal([]byte(pod.Annotations[annotationAgentSpec]), &spec); err != nil {
+		return // agentPod wrote it: cannot happen
+	}
+	spec.ToolEnv = names
+	b, _ := json.Marshal(&spec) // plain data
+	pod.Annotations[annotationAgentSpec] = string(b)
 }

@@ -88,8 +88,9 @@ func run() int {
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
 			HTTP:      agent.NewHTTPClient(nil, spec.HTTP.AllowHosts),
-			// The shell sees a plain environment: not the API key, not the secret params.
-			Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + cmp(spec.Workspace, "/tmp"), "TMPDIR=/tmp"},
+			// The shell sees a plain environment and the Workspace's env: not the API keys,
+			// not the secret params.
+			Env: agent.ToolEnviron(spec, os.LookupEnv),
 		},
 	}
 	out, transcript, runErr := r.Run(ctx)
@@ -99,13 +100,6 @@ func run() int {
 		f = &agent.Failure{Reason: agent.ReasonModelUnavailable, ExitCode: agent.ExitProvider, Message: runErr.Error()}
 	}
 	return finish(red, out, transcript, f)
-}
-
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func readSpec(path string) (*agent.Spec, error) {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,39 @@ func TestShellSeesNoSecretOfTheRuntime(t *testing.T) {
 	}
 	if !strings.Contains(out, "HOME") {
 		t.Errorf("the command's environment lacks what the tool gives it:\n%s", out)
+	}
+}
+
+// TestToolEnvironKeepsKeysOut checks what the shell tool's commands see: the plain variables,
+// the Workspace's env (which may override them), never a model's key or Ergon's own variables.
+func TestToolEnvironKeepsKeysOut(t *testing.T) {
+	process := map[string]string{
+		"LANG": "C.UTF-8", "PATH": "/opt/go/bin:/usr/bin", "ERGON_AGENT_API_KEY": "sk-1",
+		"ERGON_AGENT_API_KEY_FALLBACK_1": "sk-2", "KEYISH": "sk-3", "ERGON_RUN": "r",
+	}
+	lookup := func(n string) (string, bool) { v, ok := process[n]; return v, ok }
+	cases := []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{"no Workspace env", Spec{Workspace: "/workspace"},
+			[]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp"}},
+		{"no Workspace at all", Spec{},
+			[]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp"}},
+		{"the Workspace's env, its PATH winning, a missing name skipped",
+			Spec{Workspace: "/workspace", ToolEnv: []string{"LANG", "PATH", "MISSING"}},
+			[]string{"PATH=/opt/go/bin:/usr/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8"}},
+		{"keys and Ergon's variables never, whatever ToolEnv says",
+			Spec{Workspace: "/workspace", APIKeyEnv: "KEYISH", ToolEnv: []string{"KEYISH", "ERGON_AGENT_API_KEY", "ERGON_RUN",
+				"ERGON_AGENT_API_KEY_FALLBACK_1"}, Fallbacks: []ModelConfig{{APIKeyEnv: "ERGON_AGENT_API_KEY_FALLBACK_1"}}},
+			[]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ToolEnviron(&c.spec, lookup); !slices.Equal(got, c.want) {
+				t.Errorf("ToolEnviron = %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -133,3 +133,35 @@ func executable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
+
+// ToolEnviron is the environment the shell tool runs with: a plain PATH, HOME and TMPDIR,
+// then the variables the spec's ToolEnv names (the Workspace's env, which may set its own
+// PATH or HOME), as lookup finds them. A name the step contract reserves (ERGON_*) or that
+// holds a model's key never reaches a tool, whatever ToolEnv says.
+func ToolEnviron(spec *Spec, lookup func(string) (string, bool)) []string {
+	home := spec.Workspace
+	if home == "" {
+		home = "/tmp"
+	}
+	vars := map[string]string{"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": "/tmp"}
+	order := []string{"PATH", "HOME", "TMPDIR"}
+	keys := map[string]bool{spec.APIKeyEnv: true}
+	for _, fb := range spec.Fallbacks {
+		keys[fb.APIKeyEnv] = true
+	}
+	for _, name := range spec.ToolEnv {
+		v, ok := lookup(name)
+		if !ok || keys[name] || strings.HasPrefix(name, "ERGON_") {
+			continue
+		}
+		if _, seen := vars[name]; !seen {
+			order = append(order, name)
+		}
+		vars[name] = v
+	}
+	env := make([]string, 0, len(order))
+	for _, name := range order {
+		env = append(env, name+"="+vars[name])
+	}
+	return env
+}

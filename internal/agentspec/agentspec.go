@@ -53,6 +53,9 @@ type Spec struct {
 	// SecretEnv names the environment variables whose values are secrets: they are
 	// redacted from everything the runtime writes.
 	SecretEnv []string `json:"secretEnv,omitempty"`
+	// ToolEnv names the environment variables the shell tool sees besides its plain
+	// environment: the Workspace's env. Those from Secrets are also in SecretEnv.
+	ToolEnv []string `json:"toolEnv,omitempty"`
 	// APIKeyEnv names the environment variable that holds the API key, if any.
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	// Fallbacks are the models to switch to, in order, when the current one is unavailable

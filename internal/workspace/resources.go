@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -267,4 +268,18 @@ func StepEnv(ws *ergonv1alpha1.Workspace, step []corev1.EnvVar) []corev1.EnvVar 
 		}
 	}
 	return append(env, step...)
+}
+
+// ToolEnv names the variables of the Workspace's env that an agent's tools see: those with a
+// value, or from a ConfigMap or the pod's own fields. Variables from Secrets are the step's
+// (its program may use them), never a tool's: what the model runs must not read a secret.
+func ToolEnv(ws *ergonv1alpha1.Workspace) []string {
+	var names []string
+	for _, e := range ws.Spec.Env {
+		if (e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil) || strings.HasPrefix(e.Name, "ERGON_") {
+			continue
+		}
+		names = append(names, e.Name)
+	}
+	return names
 }
