@@ -139,6 +139,10 @@ bench-shards: envtest-assets ## Run throughput of 1 and 2 manager shards (proces
 bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of $$KUBECONFIG with Ergon installed (a benchmark, not part of make test).
 	go run ./test/bench/workspaceready $(BENCH_ARGS)
 
+.PHONY: bench-workspace-wake
+bench-workspace-wake: ## Run created -> bound step running, with the Workspace Running and woken from Idle, on the cluster of $$KUBECONFIG (about 5 minutes; not part of make test).
+	go run ./test/bench/workspaceready -wake -workspaces 10 $(BENCH_ARGS)
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale

@@ -20,6 +20,10 @@ limitations under the License.
 // at most P at once, in a namespace of their own that it deletes afterwards. It reads the
 // usual kubeconfig ($KUBECONFIG). Run it with `make bench-workspace-ready`; it is not part
 // of make test or make bench, which need no cluster.
+//
+// With -wake it then measures a step bound to each Workspace: from the Run's creation to the
+// step's container running, first with the Workspace Running (warm), then again once the
+// Workspace has stopped for idleness (phase Idle), so the step's pod is what wakes it.
 package main
 
 import (
@@ -48,6 +52,7 @@ func main() {
 	image := flag.String("image", "ergon/busybox:dev", "image of the Workspaces; pull it onto the node first so it is warm")
 	class := flag.String("storage-class", "local-path", "storageClassName of their volumes")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long one Workspace may take")
+	wake := flag.Bool("wake", false, "also measure Run created -> bound step running, warm and from Idle (idleTimeout 1m)")
 	flag.Parse()
 
 	scheme := k8sruntime.NewScheme()
@@ -76,7 +81,11 @@ func main() {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			delays[i], errs[i] = createAndWait(ctx, c, workspace(ns.Name, i, *image, *class), *timeout)
+			ws := workspace(ns.Name, i, *image, *class)
+			if *wake {
+				ws.Spec.IdleTimeout = &metav1.Duration{Duration: time.Minute} // the shortest admission allows
+			}
+			delays[i], errs[i] = createAndWait(ctx, c, ws, *timeout)
 		}()
 	}
 	wg.Wait()
@@ -92,6 +101,9 @@ func main() {
 	fmt.Printf("create -> Running: p50 %s, p99 %s, max %s (polled every 100ms)\n",
 		delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)*99/100].Round(time.Millisecond),
 		delays[len(delays)-1].Round(time.Millisecond))
+	if *wake {
+		must(measureWake(ctx, c, ns.Name, *n, *parallel, *image, *timeout))
+	}
 }
 
 // createAndWait creates a Workspace and waits for its phase Running.
@@ -121,6 +133,13 @@ func workspace(ns string, i int, image, class string) *ergonv1alpha1.Workspace {
 				corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 			Storage:       ergonv1alpha1.WorkspaceStorage{Size: resource.MustParse("16Mi"), StorageClassName: &class},
 			ReclaimPolicy: ergonv1alpha1.ReclaimDelete}}
+}
+
+// percentiles prints p50, p99 and max of delays.
+func percentiles(delays []time.Duration) string {
+	slices.Sort(delays)
+	return fmt.Sprintf("p50 %s, p99 %s, max %s", delays[len(delays)/2].Round(time.Millisecond),
+		delays[len(delays)*99/100].Round(time.Millisecond), delays[len(delays)-1].Round(time.Millisecond))
 }
 
 func must(err error) {
