@@ -52,6 +52,14 @@ type result struct {
 	err              error
 }
 
+// usage is the controller's CPU and peak RSS, or nothing when there is no controller.
+func (r result) usage() string {
+	if r.cpu < 0 {
+		return ""
+	}
+	return fmt.Sprintf(", controller CPU %.1f s, peak RSS %d MiB", r.cpu, r.peakRSS>>20)
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "argo-manifests" {
 		if err := argoManifests(os.Args[2:]); err != nil {
@@ -118,9 +126,9 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 			for i := range order {
 				e := order[(i+r)%len(order)]
 				res := runOne(ctx, cs, e, w, procs[e.name()], timeout)
-				fmt.Fprintf(os.Stderr, "%s %s: wall %s p50 %s p99 %s, %.1f requests/step (%.1f writes), CPU %.1f s, peak RSS %d MiB %v\n",
+				fmt.Fprintf(os.Stderr, "%s %s: wall %s p50 %s p99 %s, %.1f requests/step (%.1f writes)%s %v\n",
 					w.name, e.name(), res.wall.Round(100*time.Millisecond), res.p50.Round(time.Millisecond),
-					res.p99.Round(time.Millisecond), res.requests, res.writes, res.cpu, res.peakRSS>>20, errText(res.err))
+					res.p99.Round(time.Millisecond), res.requests, res.writes, res.usage(), errText(res.err))
 				results = append(results, res)
 			}
 		}
@@ -135,6 +143,9 @@ func errText(err error) string {
 	}
 	return "FAILED: " + err.Error()
 }
+
+// baselineWindow is how long the cluster's background request rate is measured before each run.
+const baselineWindow = 10 * time.Second
 
 func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, proc func([]string) bool, timeout time.Duration) result {
 	res := result{workload: w.name, engine: e.name(), steps: w.size(), cpu: -1}
@@ -171,11 +182,21 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 			p.pid = 0
 		}
 	}
+	// The cluster's own background requests (kubelet, leases, the idle controllers' resyncs),
+	// measured over a quiet window before the submit, are subtracted per second of the run, so
+	// that a slower engine is not charged for the background its longer run saw.
+	base0, bwr0, err := apiRequests(ctx, cs)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	time.Sleep(baselineWindow)
 	req0, wr0, err := apiRequests(ctx, cs)
 	if err != nil {
 		res.err = err
 		return res
 	}
+	rate, wrate := (req0-base0)/baselineWindow.Seconds(), (wr0-bwr0)/baselineWindow.Seconds()
 	start := time.Now()
 	if res.err = e.submit(wctx, ns, w, rec); res.err != nil {
 		return res
@@ -204,7 +225,8 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 	res.wall = time.Since(start)
 	req1, wr1, err := apiRequests(ctx, cs)
 	if err == nil {
-		res.requests, res.writes = (req1-req0)/float64(w.size()), (wr1-wr0)/float64(w.size())
+		bg, wbg := rate*res.wall.Seconds(), wrate*res.wall.Seconds()
+		res.requests, res.writes = max(req1-req0-bg, 0)/float64(w.size()), max(wr1-wr0-wbg, 0)/float64(w.size())
 	}
 	if p.pid != 0 {
 		cpu1, peak, err := p.usage()

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,7 @@ var scheme = k8sruntime.NewScheme()
 func main() {
 	n := flag.Int("workspaces", 1000, "Workspaces to create")
 	flag.Parse()
+	ctrl.SetLogger(logr.Discard())
 	must(clientgoscheme.AddToScheme(scheme))
 	must(ergonv1alpha1.AddToScheme(scheme))
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
