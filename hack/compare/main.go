@@ -34,6 +34,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -144,8 +145,21 @@ func errText(err error) string {
 	return "FAILED: " + err.Error()
 }
 
+// deleteNamespace deletes a run's namespace and waits, at most five minutes, until it is gone.
+func deleteNamespace(cs kubernetes.Interface, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	for ctx.Err() == nil {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // baselineWindow is how long the cluster's background request rate is measured before each run.
-const baselineWindow = 10 * time.Second
+const baselineWindow = 20 * time.Second
 
 func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, proc func([]string) bool, timeout time.Duration) result {
 	res := result{workload: w.name, engine: e.name(), steps: w.size(), cpu: -1}
@@ -155,9 +169,9 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 		res.err = err
 		return res
 	}
-	defer func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	}()
+	// The namespace goes, and is waited for, after the measurement: its pods' deletion must not
+	// count as the next run's background.
+	defer deleteNamespace(cs, ns)
 	// The default ServiceAccount appears a moment after the namespace.
 	for range 100 {
 		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
@@ -183,7 +197,7 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 		}
 	}
 	// The cluster's own background requests (kubelet, leases, the idle controllers' resyncs),
-	// measured over a quiet window before the submit, are subtracted per second of the run, so
+	// measured over a quiet 20 s before the submit, are subtracted per second of the run, so
 	// that a slower engine is not charged for the background its longer run saw.
 	base0, bwr0, err := apiRequests(ctx, cs)
 	if err != nil {
