@@ -55,10 +55,11 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-			pod := stepPod(run, scene, req, r.Config.EntrypointImage)
+			bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
+			pod := stepPod(run, scene, req, bins)
 			labelUnit(pod, req.Unit)
 			if w := f.Workspace; w != nil && w.Object != nil {
-				bindToWorkspace(pod, req.Step, w.Object, node, r.Config.EntrypointImage)
+				bindToWorkspace(pod, req.Step, w.Object, node, bins)
 			}
 			err := r.create(ctx, pod)
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {

@@ -45,8 +45,11 @@ import (
 
 // RunConfig holds the manager-wide settings of the Run engine.
 type RunConfig struct {
-	// EntrypointImage is the image whose entrypoint binary step pods copy in: Ergon's own.
+	// EntrypointImage is the image whose entrypoint binary step pods run: Ergon's own.
 	EntrypointImage string
+	// StepBinaries is how step pods get it: copied in by an init container (the zero value)
+	// or mounted as an image volume.
+	StepBinaries StepBinaries
 	// MaxActivePods caps the step pods of all Runs running at once; 0 means no cap.
 	MaxActivePods int
 	// MaxDepth bounds how deep sub-scene Runs nest.

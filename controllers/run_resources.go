@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -96,12 +97,12 @@ func emptyDir(name, size string) corev1.Volume {
 }
 
 // stepPod builds the pod of one attempt of a container step. The user's command runs under
-// Ergon's entrypoint, copied in by an init container, which hands the output back through
+// Ergon's entrypoint, out of Ergon's image (StepBinaries), which hands the output back through
 // the termination message or the log: the pod has no credentials and needs none.
-func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, entrypointImage string) *corev1.Pod {
+func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, bins ergonBinaries) *corev1.Pod {
 	spec := req.Step.Spec
 	if spec.Agent != nil {
-		return agentPod(run, scene, req, entrypointImage)
+		return agentPod(run, scene, req, bins.Image)
 	}
 	c := spec.Container
 	pod := basePod(run, req)
@@ -116,13 +117,79 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	main.Env = append(main.Env, req.Rendered.ParamEnv...)
 	main.Env = append(main.Env, req.Rendered.Env...)
 	main.Image, main.ImagePullPolicy = c.Image, c.ImagePullPolicy
-	main.Command = []string{entrypointPath}
+	entrypoint, _ := bins.add(pod, main, false)
+	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Rendered.Command...), req.Rendered.Args...)
 	main.EnvFrom, main.WorkingDir, main.Resources = c.EnvFrom, c.WorkingDir, c.Resources
-	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
-	pod.Spec.Volumes = append(pod.Spec.Volumes, emptyDir(binVolume, "64Mi"))
-	pod.Spec.InitContainers = []corev1.Container{copyInit(entrypointImage)}
 	return pod
+}
+
+// StepBinaries is how step pods get Ergon's entrypoint (and, in a Workspace's image, the agent
+// runtime) out of Ergon's image.
+type StepBinaries string
+
+const (
+	// BinariesCopy copies them into an emptyDir with an init container. It works on every
+	// cluster, at the cost of one more container start per step pod.
+	BinariesCopy StepBinaries = "copy"
+	// BinariesImageVolume mounts Ergon's image read-only as an image volume (volumes[].image):
+	// no init container. It needs Kubernetes 1.35 or later (the ImageVolume feature, on by
+	// default since) and a runtime that supports it (containerd 2.1, CRI-O 1.31).
+	BinariesImageVolume StepBinaries = "image-volume"
+)
+
+// imageVolumesByDefault is the first Kubernetes minor version whose ImageVolume feature is on
+// by default.
+const imageVolumesByDefault = 35
+
+// ResolveStepBinaries reads the manager's --step-binaries: image-volume, copy, or auto, which
+// picks image-volume for an API server of version (a GitVersion such as v1.35.4) 1.35 or later.
+func ResolveStepBinaries(mode, version string) (StepBinaries, error) {
+	switch StepBinaries(mode) {
+	case BinariesCopy, BinariesImageVolume:
+		return StepBinaries(mode), nil
+	case "auto":
+		var major, minor int
+		if _, err := fmt.Sscanf(version, "v%d.%d", &major, &minor); err != nil {
+			return "", fmt.Errorf("--step-binaries=auto: cannot read the API server's version %q", version)
+		}
+		if major > 1 || (major == 1 && minor >= imageVolumesByDefault) {
+			return BinariesImageVolume, nil
+		}
+		return BinariesCopy, nil
+	}
+	return "", fmt.Errorf("--step-binaries must be image-volume, copy or auto, not %q", mode)
+}
+
+// ergonBinaries is where step pods get Ergon's binaries from, and how.
+type ergonBinaries struct {
+	Image string
+	Mode  StepBinaries
+}
+
+// add puts Ergon's binaries into a step pod for container c, mounted read-only at
+// stepcontract.BinDir, and returns the paths of the entrypoint and of the agent runtime there
+// (agent is empty unless withAgent).
+func (b ergonBinaries) add(pod *corev1.Pod, c *corev1.Container, withAgent bool) (entrypoint, agent string) {
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
+	if b.Mode == BinariesImageVolume {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: binVolume, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: b.Image, PullPolicy: corev1.PullIfNotPresent},
+		}})
+		entrypoint = stepcontract.BinDir + EntrypointInImage
+		if withAgent {
+			agent = stepcontract.BinDir + AgentInImage
+		}
+		return entrypoint, agent
+	}
+	size, files := "64Mi", []string(nil)
+	if withAgent {
+		size, agent = "128Mi", agentPath
+		files = []string{AgentInImage + "=" + agentPath}
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, emptyDir(binVolume, size))
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, copyInit(b.Image, files...))
+	return entrypointPath, agent
 }
 
 // basePod is what the pods of container and agent steps share: names, labels and owner; no

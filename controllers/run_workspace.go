@@ -242,7 +242,7 @@ func (r *RunReconciler) workspaceNode(ctx context.Context, ws *ergonv1alpha1.Wor
 // runtime class), and carries the label that the Workspace's NetworkPolicy selects and its
 // controller counts as activity. An agent step runs in the Workspace's own image, with the
 // entrypoint and the agent runtime copied in, so its tools find the user's programs.
-func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Workspace, node, ergonImage string) {
+func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Workspace, node string, bins ergonBinaries) {
 	writes := planner.WritesWorkspace(step)
 	pod.Labels[ergonv1alpha1.LabelWorkspace] = naming.LabelValue(ws.Name)
 	spec := &pod.Spec
@@ -266,11 +266,9 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 	if step.Spec.Agent != nil {
 		setToolEnv(pod, workspace.ToolEnv(ws))
 		c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
-		c.Command, c.Args = []string{entrypointPath}, []string{entrypointRun, "--", agentPath}
+		entrypoint, agent := bins.add(pod, c, true)
+		c.Command, c.Args = []string{entrypoint}, []string{entrypointRun, "--", agent}
 		c.Resources = *ws.Spec.Resources.DeepCopy()
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: stepcontract.BinDir, ReadOnly: true})
-		spec.Volumes = append(spec.Volumes, emptyDir(binVolume, "128Mi"))
-		spec.InitContainers = append(spec.InitContainers, copyInit(ergonImage, AgentInImage+"="+agentPath))
 	}
 	workspace.Harden(spec, ws)
 }

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -72,6 +73,7 @@ type options struct {
 	hooksRate                                            float64
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	workspaceWorkers                                     int
+	stepBinaries                                         string
 	run                                                  controllers.RunConfig
 	webhooks                                             webhookOptions
 	scale                                                scaleOptions
@@ -90,6 +92,10 @@ func (o *options) bindFlags() {
 		"Delivery bodies read at once for one webhook Trigger; more get 429.")
 	flag.StringVar(&o.run.EntrypointImage, "entrypoint-image", "ergon/manager:dev",
 		"The image step pods copy Ergon's entrypoint from: the manager's own image.")
+	flag.StringVar(&o.stepBinaries, "step-binaries", "auto",
+		"How step pods get Ergon's entrypoint: image-volume (mount the manager's image, no init container; "+
+			"Kubernetes 1.35+ and a runtime with image volumes, such as containerd 2.1), copy (an init container "+
+			"copies it; any cluster), or auto (image-volume when the API server is 1.35 or later, else copy).")
 	flag.IntVar(&o.run.MaxActivePods, "max-step-pods", 0,
 		"The most step pods of all Runs that run at once; 0 means no limit.")
 	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
@@ -169,6 +175,10 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	if o.run.StepBinaries, err = stepBinaries(restConfig, o.stepBinaries); err != nil {
+		return err
+	}
+	setupLog.Info("Step pods get Ergon's entrypoint", "by", o.run.StepBinaries)
 	if err := setupControllers(mgr, restConfig, o.run, o.workspaceWorkers); err != nil {
 		return err
 	}
@@ -207,6 +217,23 @@ func run(o *options) error {
 }
 
 // setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers.
+// stepBinaries resolves --step-binaries, asking the API server its version for auto.
+func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinaries, error) {
+	version := ""
+	if mode == "auto" {
+		dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
+		if err != nil {
+			return "", fmt.Errorf("creating a discovery client: %w", err)
+		}
+		v, err := dc.ServerVersion()
+		if err != nil {
+			return "", fmt.Errorf("asking the API server its version for --step-binaries=auto: %w", err)
+		}
+		version = v.GitVersion
+	}
+	return controllers.ResolveStepBinaries(mode, version)
+}
+
 func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig, workspaceWorkers int) error {
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
