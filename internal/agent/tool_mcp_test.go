@@ -17,6 +17,7 @@ limitations under the License.
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,6 +252,24 @@ func TestMCPServerRefusedOrUnreachableFailsTheAttempt(t *testing.T) {
 				t.Errorf("the model was called %d times; an attempt without its MCP server must not start", n)
 			}
 		})
+	}
+}
+
+// A server that is back makes the next attempt go on: MCPUnavailable keeps the checkpoint.
+func TestMCPUnavailableKeepsTheCheckpoint(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	h := newHarness(t, fakellm.Script{Rules: []fakellm.Rule{{Reply: fakellm.Reply{Content: "done"}}}},
+		mcpSpec(gone.URL+"/mcp", []string{"127.0.0.1"}, "search"))
+	var progress bytes.Buffer
+	h.runner.Progress = &progress
+	_, _, f := h.run()
+	wantFailure(t, f, ReasonMCPUnavailable, gone.URL)
+	if strings.Contains(progress.String(), `"reset":true`) {
+		t.Errorf("MCPUnavailable reset the checkpoint: %s", progress.String())
+	}
+	if !resumable(ReasonMCPUnavailable) || resumable(ReasonOutputInvalid) {
+		t.Error("resumable disagrees with the docs")
 	}
 }
 
