@@ -76,6 +76,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 			s.Tools = append(s.Tools, t.Name)
 		}
 	}
+	s.MCP = mcpServers(a.Tools)
 	if a.MaxTurns != nil {
 		s.MaxTurns = int(*a.MaxTurns)
 	}

@@ -131,7 +131,7 @@ func (l *loop) writeProgress(turn int, checkpoint []byte, reset bool) {
 // (a budget, the output contract, a refusal), which a resumed attempt would only decide again.
 func resumable(reason string) bool {
 	switch reason {
-	case ReasonModelUnavailable, ReasonCancelled, ReasonTimeout:
+	case ReasonModelUnavailable, ReasonCancelled, ReasonTimeout, ReasonMCPUnavailable:
 		return true
 	}
 	return false

@@ -29,6 +29,9 @@ const (
 	ReasonContextLength    = "ContextLengthExceeded"
 	ReasonModelUnavailable = "ModelUnavailable"
 	ReasonCancelled        = "AgentCancelled"
+	// ReasonMCPUnavailable: an MCP server could not be reached, or lacks an allowed tool, at
+	// the start of an attempt.
+	ReasonMCPUnavailable = "MCPUnavailable"
 )
 
 // Exit codes of the runtime, by kind of failure.

@@ -149,6 +149,8 @@ type loop struct {
 	red   *Redactor
 	t     *Transcript
 	tools ToolEnv // the Runner's, with the redactor
+	// mcp are the tools of the spec's MCP servers, connected at the attempt's start.
+	mcp *mcpTools
 	// conv is the conversation each request sends, trimmed by the context policy.
 	conv []Message
 	// specDigest identifies the spec in checkpoints; attempts counts the attempts before
@@ -195,12 +197,18 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	}
 	params := openai.ChatCompletionNewParams{}
 	l.useModel(&params)
+	var err error
+	if l.mcp, err = l.connectMCP(ctx, first-1); err != nil {
+		return "", err
+	}
+	defer l.mcp.close()
 	for _, name := range s.Tools {
 		t := registry[name]
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: t.Name, Description: openai.String(t.Description), Parameters: t.Parameters,
 		}))
 	}
+	params.Tools = append(params.Tools, l.mcp.params()...)
 	if len(params.Tools) > 0 {
 		params.ParallelToolCalls = openai.Bool(true)
 	}
@@ -342,7 +350,11 @@ func (l *loop) callTools(ctx context.Context, calls []openai.ChatCompletionMessa
 			var err error
 			t, ok := registry[tc.Function.Name]
 			if !ok || !allowed[tc.Function.Name] {
-				err = fmt.Errorf("there is no tool %q; the tools are: %s", tc.Function.Name, strings.Join(l.Spec.Tools, ", "))
+				t, ok = l.mcp.tool(tc.Function.Name)
+			}
+			if !ok {
+				err = fmt.Errorf("there is no tool %q; the tools are: %s", tc.Function.Name,
+					strings.Join(slices.Concat(l.Spec.Tools, l.mcp.names()), ", "))
 			} else {
 				out, err = t.call(ctx, &l.tools, tc.Function.Arguments)
 			}

@@ -175,7 +175,7 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	if !allowed {
 		for _, ip := range ips {
 			if why := BlockedAddr(ip); why != "" {
-				return nil, fmt.Errorf("http_fetch refuses %s: %s; only public addresses and the step's allow-listed hosts may be fetched", host, why)
+				return nil, fmt.Errorf("the address guard refuses %s: %s; only public addresses and the step's allow-listed hosts may be reached", host, why)
 			}
 		}
 	}
@@ -185,10 +185,10 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 		}
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
-			return fmt.Errorf("http_fetch refuses %s: unparsable address", address)
+			return fmt.Errorf("the address guard refuses %s: unparsable address", address)
 		}
 		if why := BlockedAddr(ap.Addr()); why != "" {
-			return fmt.Errorf("http_fetch refuses %s: %s", host, why)
+			return fmt.Errorf("the address guard refuses %s: %s", host, why)
 		}
 		return nil
 	}}

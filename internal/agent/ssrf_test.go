@@ -115,7 +115,7 @@ func TestHTTPFetchRefusesPrivateDestinations(t *testing.T) {
 	} {
 		args, _ := json.Marshal(map[string]string{"url": u})
 		_, err := registry["http_fetch"].call(context.Background(), env, string(args))
-		if err == nil || !strings.Contains(err.Error(), "http_fetch refuses") {
+		if err == nil || !strings.Contains(err.Error(), "the address guard refuses") {
 			t.Errorf("fetching %s: err = %v; want a refusal", u, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestHTTPFetchChecksRedirects(t *testing.T) {
 	client := NewHTTPClient(resolver, []string{"public.example:" + pubPort})
 	env := &ToolEnv{HTTP: client, Timeout: DefaultToolTimeout, MaxResult: DefaultToolResult}
 	_, err := registry["http_fetch"].call(context.Background(), env, `{"url":"http://public.example:`+pubPort+`/start"}`)
-	if err == nil || !strings.Contains(err.Error(), "http_fetch refuses internal.example") {
+	if err == nil || !strings.Contains(err.Error(), "the address guard refuses internal.example") {
 		t.Fatalf("err = %v; want the redirect to internal.example refused", err)
 	}
 	// The allow-listed host itself is reachable, which shows the refusal is the redirect's.

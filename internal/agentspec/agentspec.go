@@ -62,6 +62,19 @@ type Spec struct {
 	// (a 5xx, or a 429 or connection error past its retries). Each names the environment
 	// variable of its own key in its APIKeyEnv.
 	Fallbacks []ModelConfig `json:"fallbacks,omitempty"`
+	// MCP are the Model Context Protocol servers whose tools the model may call.
+	MCP []MCPServer `json:"mcp,omitempty"`
+}
+
+// MCPServer is a Model Context Protocol server, reached over the streamable HTTP transport
+// through http_fetch's address guard (HTTP.AllowHosts applies).
+type MCPServer struct {
+	// URL is the server's streamable HTTP endpoint.
+	URL string `json:"url"`
+	// Allow names the server's tools the model is offered, under their own names.
+	Allow []string `json:"allow"`
+	// Description, when set, comes before each offered tool's own description.
+	Description string `json:"description,omitempty"`
 }
 
 // ModelConfig selects the chat model.

@@ -45,6 +45,8 @@ type Script struct {
 	// messages (contents and tool call arguments) are longer is refused with a 400
 	// context_length_exceeded, as real APIs do.
 	MaxContextChars int `json:"maxContextChars,omitempty"`
+	// MCPTools, when set, are served as an MCP server at /mcp by the command (see MCPHandler).
+	MCPTools []MCPTool `json:"mcpTools,omitempty"`
 }
 
 // Rule answers a request whose conversation matches.

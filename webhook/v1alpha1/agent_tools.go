@@ -43,6 +43,7 @@ const maxToolDescription = 1024
 func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergonv1alpha1.AgentTool) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
+	servers := 0
 	for j, t := range tools {
 		p := path.Index(j)
 		kinds := 0
@@ -55,7 +56,7 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 			errs = append(errs, field.Invalid(p, toolSummary(t), "set one of scene, container and mcp"))
 			continue
 		}
-		if t.RequireApproval {
+		if t.RequireApproval && t.MCP == nil {
 			errs = append(errs, field.Forbidden(p.Child("requireApproval"), "tool calls that need approval are not available yet"))
 		}
 		if len(t.Description) > maxToolDescription {
@@ -70,7 +71,9 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 		case t.Container != nil:
 			errs = append(errs, field.Forbidden(p.Child("container"), "container tools are not available yet"))
 		case t.MCP != nil:
-			errs = append(errs, field.Forbidden(p.Child("mcp"), "MCP tools are not available yet"))
+			servers++
+			errs = append(errs, validateMCPTool(p, t, servers, seen)...)
+			continue // its tools' names are checked there
 		}
 		if name == "" {
 			continue

@@ -40,7 +40,14 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "fakellm: %d rules, %d routes, listening on %s\n", len(s.Rules), len(s.Routes), *listen)
-	srv := &http.Server{Addr: *listen, Handler: fakellm.New(*s), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = fakellm.New(*s)
+	if len(s.MCPTools) > 0 {
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", fakellm.MCPHandler(s.MCPTools))
+		mux.Handle("/", h)
+		h = mux
+	}
+	srv := &http.Server{Addr: *listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.ListenAndServe(); err != nil {
 		fmt.Fprintln(os.Stderr, "fakellm:", err)
 		os.Exit(1)
