@@ -122,7 +122,7 @@ func (b *ContextBudget) CharsBudget() int64 {
 }
 
 // AgentTool names a tool an agent step may call.
-// +kubebuilder:validation:Enum=read_file;write_file;list_files;shell;http_fetch
+// +kubebuilder:validation:Enum=read_file;write_file;list_files;shell;http_fetch;remember
 type AgentTool string
 
 // Tools agent steps may use. The filesystem and shell tools need a Workspace.
@@ -132,6 +132,7 @@ const (
 	ToolListFiles AgentTool = "list_files"
 	ToolShell     AgentTool = "shell"
 	ToolHTTPFetch AgentTool = "http_fetch"
+	ToolRemember  AgentTool = "remember" // proposes a memory write; needs spec.memory
 )
 
 // AgentStep runs Ergon's agent loop in the step's pod.

@@ -59,6 +59,19 @@ type Spec struct {
 	// (a 5xx, or a 429 or connection error past its retries). Each names the environment
 	// variable of its own key in its APIKeyEnv.
 	Fallbacks []ModelConfig `json:"fallbacks,omitempty"`
+	// Memory, when set, is the Scene's memory: read into the context, written through the
+	// remember tool.
+	Memory *MemoryConfig `json:"memory,omitempty"`
+}
+
+// MemoryConfig is the memory of an agent step's Scene.
+type MemoryConfig struct {
+	// Name is spec.memory.name; Scope its scope (Scene or User).
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// File holds the store (internal/memory's JSON document); a missing file is an empty
+	// memory.
+	File string `json:"file"`
 }
 
 // ModelConfig selects the chat model.
