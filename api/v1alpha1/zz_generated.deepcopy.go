@@ -1489,6 +1489,11 @@ func (in *TriggerSpec) DeepCopyInto(out *TriggerSpec) {
 		*out = new(RunCompletedSource)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Budget != nil {
+		in, out := &in.Budget, &out.Budget
+		*out = new(SceneBudget)
+		**out = **in
+	}
 	if in.Suspend != nil {
 		in, out := &in.Suspend, &out.Suspend
 		*out = new(bool)
