@@ -42,6 +42,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
 	}
+	if err := r.applyMemory(ctx, run, scene, plan); err != nil {
+		return err
+	}
 	if err := r.actOnLease(ctx, run, f, plan); err != nil {
 		return err
 	}

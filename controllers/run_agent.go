@@ -119,8 +119,9 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 // image holds both binaries; no init container is needed.
 func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, ergonImage string) *corev1.Pod {
 	spec := agentSpec(scene, req)
-	specJSON, _ := json.Marshal(spec) // plain data: cannot fail
 	pod := basePod(run, req)
+	mountMemory(pod, spec, run, scene)
+	specJSON, _ := json.Marshal(spec) // plain data: cannot fail
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{} // addInputs may have set some
 	}

@@ -22,19 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/budget"
 )
 
-// tokensSpent is what the other Runs of a Scene with a budget used within its window, from
-// their status (which only the manager writes); 0 for a Scene without a budget.
-func (r *RunReconciler) tokensSpent(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) (int64, error) {
+// spent is what the other Runs of a Scene with a budget used within its window, from their
+// status (which only the manager writes); nothing for a Scene without a budget.
+func (r *RunReconciler) spent(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) (budget.Spending, error) {
 	if scene.Spec.Budget == nil {
-		return 0, nil
+		return budget.Spending{}, nil
 	}
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{sceneRefField: scene.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+		return budget.Spending{}, err
 	}
-	return planner.TokensSpent(runs.Items, run.Name, r.Clock.Now()), nil
+	return budget.SceneSpent(runs.Items, run.Name, r.Clock.Now()), nil
 }

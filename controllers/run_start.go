@@ -56,7 +56,7 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		switch {
 		case err == nil:
 			facts.Scene = scene
-			if facts.TokensSpent, err = r.tokensSpent(ctx, run, scene); err != nil {
+			if facts.Spent, err = r.spent(ctx, run, scene); err != nil {
 				return ctrl.Result{}, err
 			}
 		case !apierrors.IsNotFound(err):

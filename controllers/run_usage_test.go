@@ -114,4 +114,24 @@ var _ = Describe("A Run's usage", func() {
 		Expect(cond.Message).To(ContainSubstring("used 1020 tokens in the last 24 hours, its budget.tokensPerDay is 1000"))
 		Eventually(func() []string { return eventReasons(ctx, ns, "thrifty-2") }).Should(ContainElement(ergonv1alpha1.ReasonBudgetExceeded))
 	})
+	It("fails new Runs of a Scene that spent its budget in cost at start", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			return outcome{Output: "ok", Transcript: pricedTranscript(1, 10, 5, "0.01")}
+		})
+		scene := &ergonv1alpha1.Scene{}
+		scene.Name, scene.Namespace = "pricey", ns
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm.models.svc/v1", Model: "small"}}
+		scene.Spec.Budget = &ergonv1alpha1.SceneBudget{CostPerDay: "0.01"}
+		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "think", Agent: &ergonv1alpha1.AgentStep{Prompt: "Think."}}}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+
+		createRun(ctx, ns, "pricey-1", "pricey", nil)
+		Expect(finished(ctx, ns, "pricey-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "nothing was spent yet")
+		createRun(ctx, ns, "pricey-2", "pricey", nil)
+		run := finished(ctx, ns, "pricey-2")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		cond := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
+		Expect(cond.Reason).To(Equal(ergonv1alpha1.ReasonBudgetExceeded))
+		Expect(cond.Message).To(ContainSubstring("cost 0.01 in the last 24 hours, its budget.costPerDay is 0.01"))
+	})
 })

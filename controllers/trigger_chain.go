@@ -37,7 +37,11 @@ import (
 // the UIDs handled at that second) makes each source Run count once even after the Runs it
 // started are deleted by the history limits; the Run names, derived from the source Run's UID,
 // make a repeated reconcile or a restart create nothing twice.
-func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus) error {
+//
+// While the Trigger's budget is spent (overBudget), source Runs that end are passed over, as
+// when it is suspended: they start nothing later either.
+func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus,
+	overBudget string) error {
 	source := trigger.Spec.RunCompleted
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(trigger.Namespace),
@@ -52,7 +56,7 @@ func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1
 	suspended := ptr.Deref(trigger.Spec.Suspend, false)
 	for _, src := range pending {
 		// Runs that end while the Trigger is suspended are passed over, not started later.
-		if !suspended {
+		if !suspended && overBudget == "" {
 			if err := r.startChained(ctx, trigger, status, src); err != nil {
 				return err
 			}

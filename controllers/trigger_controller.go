@@ -95,6 +95,8 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.deleteHistory(ctx, trigger, facts); err != nil {
 		return ctrl.Result{}, err
 	}
+	spent := r.planBudget(trigger, facts, status)
+	facts.overBudget = spent.Exceeded
 
 	var result ctrl.Result
 	switch {
@@ -103,8 +105,9 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	case trigger.Spec.Webhook != nil:
 		result, err = r.reconcileWebhook(ctx, trigger, status)
 	case trigger.Spec.RunCompleted != nil:
-		err = r.reconcileChain(ctx, trigger, status)
+		err = r.reconcileChain(ctx, trigger, status, facts.overBudget)
 	}
+	result.RequeueAfter = sooner(result.RequeueAfter, spent.RequeueAfter)
 	// Runs started before an error are recorded all the same.
 	if patchErr := r.patchStatus(ctx, trigger, status); patchErr != nil && err == nil {
 		err = patchErr

@@ -36,6 +36,8 @@ type triggerFacts struct {
 	active    []*ergonv1alpha1.Run
 	succeeded []*ergonv1alpha1.Run
 	failed    []*ergonv1alpha1.Run // failed or cancelled
+	// overBudget says why the Trigger's budget is spent; "" when it is not.
+	overBudget string
 }
 
 // gather lists the Runs the Trigger owns.
@@ -121,7 +123,7 @@ func historyToDelete(trigger *ergonv1alpha1.Trigger, facts *triggerFacts) []*erg
 // deleteHistory deletes the finished Runs beyond the history limits.
 func (r *TriggerReconciler) deleteHistory(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts) error {
 	for _, run := range historyToDelete(trigger, facts) {
-		if !run.DeletionTimestamp.IsZero() {
+		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) {
 			continue
 		}
 		log.FromContext(ctx).Info("Deleting Run beyond the history limit", "run", run.Name, "phase", run.Status.Phase)

@@ -36,7 +36,7 @@ import (
 func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts,
 	status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
 	plan := triggers.PlanSchedule(triggers.ScheduleFacts{
-		Trigger: trigger, Active: facts.active, Now: r.Clock.Now(), Location: r.Location,
+		Trigger: trigger, Active: facts.active, Now: r.Clock.Now(), Location: r.Location, OverBudget: facts.overBudget,
 	})
 	for _, run := range plan.Cancel {
 		log.FromContext(ctx).Info("Cancelling Run to replace it (concurrencyPolicy Replace)", "run", run.Name)
@@ -58,6 +58,9 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 	if plan.RunName != "" {
 		status.LastScheduleTime = &metav1.Time{Time: plan.Scheduled}
 		status.LastRun = plan.RunName
+	}
+	if plan.Skipped {
+		status.LastScheduleTime = &metav1.Time{Time: plan.Scheduled}
 	}
 	status.NextScheduleTime = plan.NextScheduleTime
 	setTriggerReady(status, trigger, plan.Ready.Status, plan.Ready.Reason, plan.Ready.Message)

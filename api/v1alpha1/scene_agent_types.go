@@ -188,10 +188,11 @@ const (
 	ToolListFiles = "list_files"
 	ToolShell     = "shell"
 	ToolHTTPFetch = "http_fetch"
+	ToolRemember  = "remember" // proposes a memory write; needs spec.memory
 )
 
 // BuiltinTools are the names of the built-in tools.
-var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch}
+var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch, ToolRemember}
 
 // Builtins returns the AgentTools of built-in tools, by name.
 func Builtins(names ...string) []AgentTool {

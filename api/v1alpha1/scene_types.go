@@ -61,6 +61,11 @@ type SceneSpec struct {
 	// +optional
 	Budget *SceneBudget `json:"budget,omitempty"`
 
+	// memory gives the Scene's agent steps a memory that outlives Runs: what is stored is read
+	// into each agent step's context, and the remember tool proposes what to store.
+	// +optional
+	Memory *SceneMemory `json:"memory,omitempty"`
+
 	// allowHosts are hosts that the http_fetch tool of every agent step of the Scene may reach
 	// although they resolve to private addresses, such as in-cluster Services: a host name
 	// (tracker.tools.svc) or host:port. An agent step's own allowHosts add to these.

@@ -48,6 +48,13 @@ type TriggerSpec struct {
 	// +optional
 	RunCompleted *RunCompletedSource `json:"runCompleted,omitempty"`
 
+	// budget bounds what the Runs this Trigger created in the last 24 hours may use
+	// (tokensPerDay, costPerDay, from their status.usage): once they have, the Trigger skips
+	// the Runs it would start, with a Warning Event BudgetExceeded and the condition
+	// BudgetExceeded, until the window frees.
+	// +optional
+	Budget *SceneBudget `json:"budget,omitempty"`
+
 	// suspend stops the Trigger from starting Runs; Runs already started go on.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`

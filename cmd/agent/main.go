@@ -34,6 +34,8 @@ import (
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/agent"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/nodump"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -80,8 +82,14 @@ func run() int {
 		// A checkpoint that cannot be read costs the turns it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
 	}
+	mem, err := readMemory(spec.Memory)
+	if err != nil {
+		// A memory that cannot be read costs what it held, not the step.
+		fmt.Fprintf(os.Stderr, "agent: not reading the memory: %v\n", err)
+	}
 	r := &agent.Runner{
 		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		Memory: mem,
 		// The log is the channel the controller reads progress and checkpoints from.
 		Progress: os.Stdout, Resume: resume,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
@@ -131,6 +139,23 @@ func readCheckpoint(path string) (*agent.Checkpoint, error) {
 		return nil, err
 	}
 	return agent.ReadCheckpoint(b)
+}
+
+// readMemory reads the entries of the Scene's memory the controller mounted; none when the
+// spec has no memory or its file is missing (an empty store).
+func readMemory(m *agentspec.MemoryConfig) ([]memory.Entry, error) {
+	if m == nil || m.File == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(m.File)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := memory.Read(b)
+	return s.Entries, err
 }
 
 // readContext reads the dependencies' outputs, one file per step, in name order.

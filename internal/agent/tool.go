@@ -56,6 +56,8 @@ type ToolEnv struct {
 	Redactor *Redactor
 	// Env is the environment the shell tool gives commands: no secrets.
 	Env []string
+	// Memory names the Scene's memory the remember tool proposes writes to; empty: none.
+	Memory string
 }
 
 // Defaults of a tool call.

@@ -16,7 +16,11 @@ limitations under the License.
 
 package agent
 
-import "time"
+import (
+	"time"
+
+	"github.com/ergon-dev/ergon/internal/memory"
+)
 
 // Transcript is the record of one attempt: every message, tool call and result, with token
 // usage and timings. It is the step's second output. Secret values are redacted from it and
@@ -35,6 +39,9 @@ type Transcript struct {
 	Message string  `json:"message,omitempty"`
 	Usage   Usage   `json:"usage"`
 	Entries []Entry `json:"entries"`
+	// Memory lists the writes the remember tool proposed, in order, when the attempt
+	// succeeded: the controller applies them to the Scene's memory.
+	Memory []memory.Write `json:"memory,omitempty"`
 }
 
 // Usage sums the model calls of an attempt, as the API reports them.

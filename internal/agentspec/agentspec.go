@@ -64,6 +64,9 @@ type Spec struct {
 	Fallbacks []ModelConfig `json:"fallbacks,omitempty"`
 	// MCP are the Model Context Protocol servers whose tools the model may call.
 	MCP []MCPServer `json:"mcp,omitempty"`
+	// Memory, when set, is the Scene's memory: read into the context, written through the
+	// remember tool.
+	Memory *MemoryConfig `json:"memory,omitempty"`
 }
 
 // MCPServer is a Model Context Protocol server, reached over the streamable HTTP transport
@@ -75,6 +78,16 @@ type MCPServer struct {
 	Allow []string `json:"allow"`
 	// Description, when set, comes before each offered tool's own description.
 	Description string `json:"description,omitempty"`
+}
+
+// MemoryConfig is the memory of an agent step's Scene.
+type MemoryConfig struct {
+	// Name is spec.memory.name; Scope its scope (Scene or User).
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// File holds the store (internal/memory's JSON document); a missing file is an empty
+	// memory.
+	File string `json:"file"`
 }
 
 // ModelConfig selects the chat model.

@@ -28,6 +28,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,6 +169,11 @@ func (s *Server) deliver(ctx context.Context, w http.ResponseWriter, req *http.R
 	}
 	if ptr.Deref(trigger.Spec.Suspend, false) {
 		return refused(refuse(http.StatusConflict, "Trigger %s is suspended (spec.suspend); it starts no Runs", key.Name))
+	}
+	if c := meta.FindStatusCondition(trigger.Status.Conditions, ergonv1alpha1.ConditionBudgetExceeded); trigger.Spec.Budget != nil &&
+		c != nil && c.Status == metav1.ConditionTrue {
+		// The Trigger controller keeps the condition from the Runs' usage.
+		return refused(refuse(http.StatusTooManyRequests, "Trigger %s starts no Runs: %s", key.Name, c.Message))
 	}
 	if wait := s.reserve(trigger, now); wait > 0 {
 		return busy(http.StatusTooManyRequests, wait, "Trigger "+key.Name+" accepts no more deliveries right now")

@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -331,6 +332,26 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 		Expect(a.status).To(Equal(http.StatusConflict), a.raw)
 		Expect(a.body["error"]).To(ContainSubstring("suspended"))
 		Expect(allRuns(ctx, ns)).To(BeEmpty())
+	})
+
+	It("refuses signed deliveries to a Trigger whose budget is spent, until it is not", func(ctx SpecContext) {
+		webhookTrigger(ctx, ns, "thrifty", nil, func(t *ergonv1alpha1.Trigger) {
+			t.Spec.Budget = &ergonv1alpha1.SceneBudget{TokensPerDay: 1000}
+		})
+		spent := func(status metav1.ConditionStatus) {
+			t := &ergonv1alpha1.Trigger{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "thrifty"}, t)).To(Succeed())
+			meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: ergonv1alpha1.ConditionBudgetExceeded,
+				Status: status, Reason: ergonv1alpha1.ReasonBudgetExceeded, Message: "the Runs this Trigger created used 1000 tokens"})
+			Expect(k8sClient.Status().Update(ctx, t)).To(Succeed())
+		}
+		spent(metav1.ConditionTrue)
+		a := h.signed("/hooks/"+ns+"/thrifty", body, hookKey, "d")
+		Expect(a.status).To(Equal(http.StatusTooManyRequests), a.raw)
+		Expect(a.body["error"]).To(ContainSubstring("used 1000 tokens"))
+		Expect(allRuns(ctx, ns)).To(BeEmpty())
+		spent(metav1.ConditionFalse)
+		Expect(h.signed("/hooks/"+ns+"/thrifty", body, hookKey, "d").status).To(Equal(http.StatusAccepted))
 	})
 
 	It("limits the deliveries each Trigger accepts and says when to retry", func(ctx SpecContext) {

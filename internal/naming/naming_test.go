@@ -168,6 +168,8 @@ func TestNamesDoNotCollideAcrossRuns(t *testing.T) {
 		{"a step pod and a gate of one run and step", StepPodName("r", "s", 1), GateName("r-s", "1")},
 		{"a step's checkpoint and its output", CheckpointConfigMapName("r", "s"), OutputConfigMapName("r", "s")},
 		{"run a-b step c and run a step b-c: checkpoints", CheckpointConfigMapName("a-b", "c"), CheckpointConfigMapName("a", "b-c")},
+		{"one memory of two people", MemoryConfigMapName("m", "User", "ada"), MemoryConfigMapName("m", "User", "bob")},
+		{"a Scene and a person of the same name", MemoryConfigMapName("m", "Scene", "ada"), MemoryConfigMapName("m", "User", "ada")},
 		{"two long runs that differ only past the cut", StepPodName(long+"a", "s", 1), StepPodName(long+"b", "s", 1)},
 		{"child params that would join alike", ChildRunName("r", "s", map[string]string{"a": "b-c"}),
 			ChildRunName("r", "s", map[string]string{"a-b": "c"})},

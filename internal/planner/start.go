@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/budget"
 	"github.com/ergon-dev/ergon/internal/compile"
 )
 
@@ -58,9 +59,9 @@ type StartFacts struct {
 	Started bool
 	// PendingTimeout bounds how long a Run waits for its Scene; zero waits forever.
 	PendingTimeout time.Duration
-	// TokensSpent is what the Scene's other Runs used within BudgetWindow (TokensSpent);
+	// Spent is what the Scene's other Runs used within budget.Window (budget.SceneSpent);
 	// read only when the Scene has a budget.
-	TokensSpent int64
+	Spent budget.Spending
 }
 
 // StartPlan is the decision on a Run without a snapshot.
@@ -97,10 +98,9 @@ func DecideStart(f StartFacts) StartPlan {
 		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("Scene %s does not compile: %v", f.Scene.Name, errs.ToAggregate()))
 	}
-	if b := f.Scene.Spec.Budget; b != nil && f.TokensSpent >= b.TokensPerDay && !f.Started {
+	if why, over := f.Spent.Exceeded(f.Scene.Spec.Budget); over && !f.Started {
 		return Unstarted(run, f.Now, ergonv1alpha1.RunFailed, ergonv1alpha1.ReasonBudgetExceeded,
-			fmt.Sprintf("the Runs of Scene %s used %d tokens in the last 24 hours, its budget.tokensPerDay is %d",
-				f.Scene.Name, f.TokensSpent, b.TokensPerDay))
+			fmt.Sprintf("the Runs of Scene %s %s", f.Scene.Name, why))
 	}
 	return StartPlan{Action: StartScene}
 }

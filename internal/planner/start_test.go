@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/budget"
 )
 
 func TestDecideStart(t *testing.T) {
@@ -37,6 +38,8 @@ func TestDecideStart(t *testing.T) {
 	broken.Spec.Steps[1].DependsOn = []string{"nope"}
 	budgeted := good.DeepCopy()
 	budgeted.Spec.Budget = &ergonv1alpha1.SceneBudget{TokensPerDay: 1000}
+	costly := good.DeepCopy()
+	costly.Spec.Budget = &ergonv1alpha1.SceneBudget{CostPerDay: "25.00"}
 	created := metav1.NewTime(t0)
 	run := func(mutate func(*ergonv1alpha1.Run)) *ergonv1alpha1.Run {
 		r := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", Generation: 2, CreationTimestamp: created},
@@ -59,6 +62,7 @@ func TestDecideStart(t *testing.T) {
 		now     time.Duration // after the Run's creation
 		pending time.Duration
 		spent   int64
+		cost    string
 		// want
 		action  StartAction
 		phase   ergonv1alpha1.RunPhase
@@ -98,7 +102,13 @@ func TestDecideStart(t *testing.T) {
 			phase: ergonv1alpha1.RunFailed, reason: ergonv1alpha1.ReasonInvalidScene, message: "Scene s does not compile",
 			events: []string{"!" + ergonv1alpha1.ReasonInvalidScene}},
 		{name: "a Scene within its budget starts", run: run(nil), scene: budgeted, spent: 999, action: StartScene},
-		{name: "a Scene without a budget starts whatever was spent", run: run(nil), scene: good, spent: 1 << 40, action: StartScene},
+		{name: "a Scene without a budget starts whatever was spent", run: run(nil), scene: good, spent: 1 << 40, cost: "1000000000", action: StartScene},
+		{name: "a Scene within its budget in cost starts", run: run(nil), scene: costly, spent: 1 << 40, cost: "24.999", action: StartScene},
+		{name: "a Scene that spent its budget in cost fails the Run at start",
+			run: run(nil), scene: costly, cost: "25.000001", action: StartEnd,
+			phase: ergonv1alpha1.RunFailed, reason: ergonv1alpha1.ReasonBudgetExceeded,
+			message: "cost 25.000001 in the last 24 hours, its budget.costPerDay is 25.00",
+			events:  []string{"!" + ergonv1alpha1.ReasonBudgetExceeded}},
 		{name: "a Scene that spent its budget fails the Run at start, with an Event",
 			run: run(nil), scene: budgeted, spent: 1000, action: StartEnd,
 			phase: ergonv1alpha1.RunFailed, reason: ergonv1alpha1.ReasonBudgetExceeded,
@@ -123,7 +133,7 @@ func TestDecideStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(tc.now)
 			p := DecideStart(StartFacts{Run: tc.run, Scene: tc.scene, Started: tc.started, Now: now, PendingTimeout: tc.pending,
-				TokensSpent: tc.spent})
+				Spent: budget.Spending{Tokens: tc.spent, Cost: tc.cost}})
 			if p.Action != tc.action {
 				t.Fatalf("action %v, want %v", p.Action, tc.action)
 			}

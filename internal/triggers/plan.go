@@ -44,6 +44,8 @@ type ScheduleFacts struct {
 	Active   []*ergonv1alpha1.Run
 	Now      time.Time
 	Location *time.Location
+	// OverBudget says why the Trigger's budget is spent (PlanBudget); "" when it is not.
+	OverBudget string
 }
 
 // Ready is the Trigger's Ready condition a plan sets.
@@ -80,6 +82,9 @@ type SchedulePlan struct {
 	// due one is skipped.
 	Scheduled time.Time
 	RunName   string
+	// Skipped is true when the due time at Scheduled is passed over, not owed: the budget is
+	// spent. The status records it as the last schedule time, with no Run.
+	Skipped bool
 	// NextScheduleTime is the next time the schedule owes a Run; nil when none will come.
 	NextScheduleTime *metav1.Time
 	Ready            Ready
@@ -135,6 +140,11 @@ func PlanSchedule(f ScheduleFacts) SchedulePlan {
 			// Started on an earlier look; only the status may not have been written.
 			return plan
 		}
+	}
+	if f.OverBudget != "" {
+		// Told once per window by PlanBudget's Event, not once per scheduled time.
+		plan.RunName, plan.Skipped = "", true
+		return plan
 	}
 	at := due.Time.UTC().Format(time.RFC3339)
 	switch schedule.Decide(string(spec.ConcurrencyPolicy), len(f.Active)) {

@@ -109,6 +109,7 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	_, errs := compile.Compile(spec)
 	errs = append(errs, compile.CheckPrograms(spec)...)
 	errs = append(errs, validateModels(spec)...)
+	errs = append(errs, validateMemory(spec)...)
 	steps := field.NewPath("spec", "steps")
 	for i, s := range spec.Steps {
 		if s.Agent == nil {

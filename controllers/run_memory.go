@@ -1,0 +1,189 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/memory"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// The memory of a Scene: a ConfigMap per store, owned by the Scenes that use it, mounted
+// into their agent pods.
+const (
+	memoryKey  = "memory"
+	memoryDir  = "/ergon/memory"
+	memoryFile = "memory.json"
+	// labelMemory names the memory a store ConfigMap holds.
+	labelMemory = ergonv1alpha1.AnnotationPrefix + "memory"
+)
+
+// memoryStore names the store a Run's agent steps read and write: for scope Scene the
+// Scene's, for scope User the person's behind the Run. A Run with no person has no User
+// memory.
+func memoryStore(run *ergonv1alpha1.Run, m *ergonv1alpha1.SceneMemory) (string, bool) {
+	scope := m.EffectiveScope()
+	key := run.Spec.SceneRef.Name
+	if scope == ergonv1alpha1.MemoryScopeUser {
+		key = run.Annotations[ergonv1alpha1.AnnotationCreatedBy]
+		if key == "" {
+			return "", false
+		}
+	}
+	return naming.MemoryConfigMapName(m.Name, string(scope), key), true
+}
+
+// mountMemory gives an agent pod its Scene's memory, if the Run has a store: the store's
+// ConfigMap as an optional volume (a store not written yet is an empty memory), and the
+// memory in the agent spec. The memory is not in the spec itself, whose annotation is
+// bounded; the kubelet reads the ConfigMap when the pod starts.
+func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, scene *compile.Scene) {
+	m := scene.Spec.Memory
+	if m == nil {
+		return
+	}
+	name, ok := memoryStore(run, m)
+	if !ok {
+		return
+	}
+	spec.Memory = &agentspec.MemoryConfig{Name: m.Name, Scope: string(m.EffectiveScope()), File: memoryDir + "/" + memoryFile}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-memory", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+			Optional:             new(true),
+			Items:                []corev1.KeyToPath{{Key: memoryKey, Path: memoryFile}},
+		}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-memory", MountPath: memoryDir, ReadOnly: true})
+}
+
+// transcriptMemory reads the memory writes an agent transcript proposes.
+func transcriptMemory(transcript string) []memory.Write {
+	var t struct {
+		Memory []memory.Write `json:"memory"`
+	}
+	if json.Unmarshal([]byte(transcript), &t) != nil {
+		return nil
+	}
+	return t.Memory
+}
+
+// applyMemory applies the memory writes of the agent steps this plan records as succeeded
+// to the Scene's memory, before the status that records them is written. A step's writes
+// carry its source (the Run's UID and the step, hashed), so that a pass whose status write
+// was lost applies nothing twice. The writes come from the transcript, which the runtime
+// redacted; the store redacts what looks like a secret once more.
+func (r *RunReconciler) applyMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) error {
+	m := scene.Spec.Memory
+	if m == nil {
+		return nil
+	}
+	for _, req := range plan.Store {
+		step := scene.Steps[req.Step]
+		if step == nil || step.Spec.Agent == nil || req.Transcript == "" {
+			continue
+		}
+		writes := transcriptMemory(req.Transcript)
+		if len(writes) == 0 {
+			continue
+		}
+		name, ok := memoryStore(run, m)
+		if !ok {
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+				"Step %s proposed %d memory writes, but the Run has no person behind it to keep User memory %s for", req.Step, len(writes), m.Name)
+			continue
+		}
+		if err := r.writeMemory(ctx, run, scene, name, req.Step, writes); err != nil {
+			return fmt.Errorf("applying the memory writes of step %s: %w", req.Step, err)
+		}
+	}
+	return nil
+}
+
+// writeMemory applies one step's writes to the store ConfigMap name, creating it, owned by
+// the Run's Scene, when it does not exist yet.
+func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, name, step string,
+	writes []memory.Write) error {
+	m := scene.Spec.Memory
+	owner := &ergonv1alpha1.Scene{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, owner); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Nothing would own the store: it would outlive everything that reads it.
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+				"Step %s proposed memory writes, but Scene %s is gone", step, run.Spec.SceneRef.Name)
+			return nil
+		}
+		return err
+	}
+	ref := metav1.OwnerReference{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Scene", Name: owner.Name, UID: owner.UID}
+	source := naming.Hash(string(run.UID), step)
+	var res memory.Result
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+		create := apierrors.IsNotFound(err)
+		switch {
+		case create:
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: m.Name}}}
+		case err != nil:
+			return err
+		case cm.Labels[labelMemory] != m.Name || cm.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
+			return fmt.Errorf("ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", name, m.Name)
+		}
+		store, err := memory.Read([]byte(cm.Data[memoryKey]))
+		if err != nil {
+			return fmt.Errorf("ConfigMap %s: %w", name, err)
+		}
+		var next memory.Store
+		next, res = memory.Apply(store, writes, source, r.Clock.Now(), m.EffectiveMaxBytes())
+		if !res.Applied {
+			return nil
+		}
+		cm.Data = map[string]string{memoryKey: string(next.Marshal())}
+		if !slices.ContainsFunc(cm.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner.UID }) {
+			cm.OwnerReferences = append(cm.OwnerReferences, ref)
+		}
+		if create {
+			return r.Create(ctx, cm)
+		}
+		return r.Update(ctx, cm)
+	})
+	if err != nil {
+		return err // AlreadyExists too: another Run created the store first, the next pass updates it
+	}
+	if res.Applied {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "MemoryUpdated", "ApplyMemory",
+			"Step %s kept %d entries in memory %s (%d replaced, %d evicted, %d redacted)",
+			step, res.Added, m.Name, res.Replaced, res.Evicted, res.Redacted)
+	}
+	return nil
+}
