@@ -30,10 +30,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/agent"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/nodump"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -80,10 +82,16 @@ func run() int {
 		// A checkpoint that cannot be read costs the turns it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
 	}
+	results, err := readResults(os.Getenv(stepcontract.EnvToolResults))
+	if err != nil {
+		// The requests are handed over again; the controller answers them once more.
+		fmt.Fprintf(os.Stderr, "agent: no tool results: %v\n", err)
+	}
+	attempt, _ := strconv.Atoi(os.Getenv(stepcontract.EnvAttempt))
 	r := &agent.Runner{
 		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
 		// The log is the channel the controller reads progress and checkpoints from.
-		Progress: os.Stdout, Resume: resume,
+		Progress: os.Stdout, Resume: resume, Attempt: int32(attempt), Results: results,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
@@ -137,6 +145,26 @@ func readCheckpoint(path string) (*agent.Checkpoint, error) {
 		return nil, err
 	}
 	return agent.ReadCheckpoint(b)
+}
+
+// readResults reads the controller's results of the tool calls the checkpoint hands over;
+// none when the file is missing or empty.
+func readResults(path string) (*agentspec.Results, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r agentspec.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("the tool results are not valid JSON: %w", err)
+	}
+	return &r, nil
 }
 
 // readContext reads the dependencies' outputs, one file per step, in name order.

@@ -62,6 +62,7 @@ func CheckSpec(s *Spec) error {
 			errs = append(errs, fmt.Errorf("tools: %q needs a Workspace; bind the Scene to one", t))
 		}
 	}
+	errs = append(errs, checkCallTools(s)...)
 	for i, m := range append([]ModelConfig{s.Model}, s.Fallbacks...) {
 		if m.Pricing == nil {
 			continue

@@ -59,6 +59,10 @@ type Spec struct {
 	// (a 5xx, or a 429 or connection error past its retries). Each names the environment
 	// variable of its own key in its APIKeyEnv.
 	Fallbacks []ModelConfig `json:"fallbacks,omitempty"`
+	// CallTools are the tools the controller carries out (see toolcalls.go); Approve names
+	// the built-in tools whose calls wait for a person's approval.
+	CallTools []CallTool `json:"callTools,omitempty"`
+	Approve   []string   `json:"approve,omitempty"`
 }
 
 // ModelConfig selects the chat model.
