@@ -42,6 +42,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
 	}
+	if err := r.storeToolResults(ctx, run, plan); err != nil {
+		return err
+	}
 	if err := r.actOnLease(ctx, run, f, plan); err != nil {
 		return err
 	}
@@ -57,6 +60,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 			pod := stepPod(run, scene, req, r.Config.EntrypointImage)
 			labelUnit(pod, req.Unit)
+			if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
+				return err
+			}
 			if w := f.Workspace; w != nil && w.Object != nil {
 				bindToWorkspace(pod, req.Step, w.Object, node, r.Config.EntrypointImage)
 			}
@@ -81,7 +87,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.create(ctx, gateFor(run, req)); err != nil {
+		if err := r.create(ctx, gateOf(run, req)); err != nil {
 			return err
 		}
 	}

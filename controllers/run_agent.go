@@ -76,6 +76,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 			s.Tools = append(s.Tools, t.Name)
 		}
 	}
+	s.Approve, s.CallTools = channelTools(a)
 	if a.MaxTurns != nil {
 		s.MaxTurns = int(*a.MaxTurns)
 	}
@@ -152,5 +153,8 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		}}},
 	}})
 	mountCheckpoint(pod, run, req.Step.Name)
+	if usesChannel(req.Step) {
+		mountToolResults(pod, run, req.Step.Name)
+	}
 	return pod
 }
