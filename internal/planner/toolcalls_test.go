@@ -72,7 +72,7 @@ func (w *toolWorld) plan() *Plan {
 }
 
 // handOver ends the running attempt as the runtime does when it hands calls over.
-func (w *toolWorld) handOver(calls ...agentspec.ToolRequest) int32 {
+func (w *toolWorld) handOver(calls ...agentspec.ToolRequest) {
 	last := &w.pods[len(w.pods)-1]
 	last.Phase, last.Reason, last.Message = PodFailed, agentspec.ReasonToolCallsPending, "the agent waits for tool calls"
 	last.ExitCode, last.FinishedAt = new(int32(7)), w.now
@@ -82,7 +82,6 @@ func (w *toolWorld) handOver(calls ...agentspec.ToolRequest) int32 {
 		w.t.Fatalf("after the hand-over: %s %s %q, requeue %s", s.Phase, s.Reason, s.Message, p.RequeueAfter)
 	}
 	w.calls = ToolCallFacts{Pending: &agentspec.Pending{Attempt: last.Attempt, Calls: calls}}
-	return last.Attempt
 }
 
 func (w *toolWorld) step() ergonv1alpha1.StepStatus {
