@@ -45,7 +45,7 @@ const (
 	// next attempt reads them from (beside its checkpoint).
 	toolResultsKey = "tool-results"
 	// annotationToolCall on a tool call's Gate is the id of the call it asks approval of.
-	annotationToolCall = "agent.ergon.dev/tool-call"
+	annotationToolCall = ergonv1alpha1.AnnotationToolCall
 	// optionApprove and optionReject are what a tool call's Gate offers.
 	optionApprove = "approve"
 )
