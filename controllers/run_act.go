@@ -45,6 +45,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := r.applyMemory(ctx, run, scene, plan); err != nil {
 		return err
 	}
+	if err := r.storeToolResults(ctx, run, plan); err != nil {
+		return err
+	}
 	if err := r.actOnLease(ctx, run, f, plan); err != nil {
 		return err
 	}
@@ -61,6 +64,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
 			pod := stepPod(run, scene, req, bins)
 			labelUnit(pod, req.Unit)
+			if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
+				return err
+			}
 			if w := f.Workspace; w != nil && w.Object != nil {
 				bindToWorkspace(pod, req.Step, w.Object, node, bins)
 			}
@@ -85,7 +91,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.create(ctx, gateFor(run, req)); err != nil {
+		if err := r.create(ctx, gateOf(run, req)); err != nil {
 			return err
 		}
 	}

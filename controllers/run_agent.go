@@ -77,6 +77,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		}
 	}
 	s.MCP = mcpServers(a.Tools)
+	s.Approve, s.CallTools = channelTools(a)
 	if a.MaxTurns != nil {
 		s.MaxTurns = int(*a.MaxTurns)
 	}
@@ -154,5 +155,8 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		}}},
 	}})
 	mountCheckpoint(pod, run, req.Step.Name)
+	if usesChannel(req.Step) {
+		mountToolResults(pod, run, req.Step.Name)
+	}
 	return pod
 }

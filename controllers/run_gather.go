@@ -123,6 +123,9 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherGates(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
+	if err := r.gatherToolCalls(ctx, reader, run, scene, f); err != nil {
+		return nil, err
+	}
 	if err := r.gatherConflicts(ctx, run, f); err != nil {
 		return nil, err
 	}
@@ -321,6 +324,9 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 		if g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending {
 			state = planner.GateState{Decided: true, Option: g.Status.Option, DecidedBy: g.Status.DecidedBy,
 				TimedOut: g.Status.Phase == ergonv1alpha1.GateTimedOut}
+			if d := g.Spec.Decision; d != nil {
+				state.Comment = d.Comment
+			}
 		}
 		f.Gates[g.Name] = state
 	}

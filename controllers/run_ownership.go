@@ -131,7 +131,13 @@ func (r *RunReconciler) conflictOf(ctx context.Context, run *ergonv1alpha1.Run, 
 
 // gateMatches reports whether a Gate names the Run and a step whose Gate it is.
 func gateMatches(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) bool {
-	return g.Spec.RunRef.Name == run.Name && g.Spec.Step != "" && naming.GateName(run.Name, g.Spec.Step) == g.Name
+	if g.Spec.RunRef.Name != run.Name || g.Spec.Step == "" {
+		return false
+	}
+	if call := g.Annotations[annotationToolCall]; call != "" {
+		return naming.ToolCallName(run.Name, g.Spec.Step, call) == g.Name
+	}
+	return naming.GateName(run.Name, g.Spec.Step) == g.Name
 }
 
 func gateMismatch(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) *conflictError {

@@ -56,6 +56,9 @@ const (
 	// person browsing its files in the console or the plugin: an RFC 3339 time. The Workspace
 	// controller counts it as use, so an idle Workspace wakes and a running one stays up.
 	AnnotationWorkspaceTouch = AnnotationPrefix + "touch"
+	// AnnotationToolCall on a Gate names the agent's tool call it asks approval of; the Gate's
+	// name is derived from it, so it never changes (admission keeps it).
+	AnnotationToolCall = "agent.ergon.dev/tool-call"
 )
 
 // LabelWorkspace on a step pod names the Workspace (the object's name) the pod runs against.

@@ -208,6 +208,14 @@ func (t AgentTool) IsBuiltin() bool {
 	return t.Scene == "" && t.Container == nil && t.MCP == nil
 }
 
+// ToolName is the name the model calls the tool by: its name, or a Scene tool's Scene.
+func (t AgentTool) ToolName() string {
+	if t.Name == "" && t.Scene != "" {
+		return t.Scene
+	}
+	return t.Name
+}
+
 // agentToolFields is AgentTool without its JSON methods.
 type agentToolFields AgentTool
 

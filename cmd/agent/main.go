@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -87,11 +88,17 @@ func run() int {
 		// A memory that cannot be read costs what it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not reading the memory: %v\n", err)
 	}
+	results, err := readResults(os.Getenv(stepcontract.EnvToolResults))
+	if err != nil {
+		// The requests are handed over again; the controller answers them once more.
+		fmt.Fprintf(os.Stderr, "agent: no tool results: %v\n", err)
+	}
+	attempt, _ := strconv.Atoi(os.Getenv(stepcontract.EnvAttempt))
 	r := &agent.Runner{
 		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
 		Memory: mem,
 		// The log is the channel the controller reads progress and checkpoints from.
-		Progress: os.Stdout, Resume: resume,
+		Progress: os.Stdout, Resume: resume, Attempt: int32(attempt), Results: results,
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
@@ -156,6 +163,26 @@ func readMemory(m *agentspec.MemoryConfig) ([]memory.Entry, error) {
 	}
 	s, err := memory.Read(b)
 	return s.Entries, err
+}
+
+// readResults reads the controller's results of the tool calls the checkpoint hands over;
+// none when the file is missing or empty.
+func readResults(path string) (*agentspec.Results, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(b) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r agentspec.Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("the tool results are not valid JSON: %w", err)
+	}
+	return &r, nil
 }
 
 // readContext reads the dependencies' outputs, one file per step, in name order.

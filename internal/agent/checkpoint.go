@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
@@ -50,6 +51,10 @@ type Checkpoint struct {
 	Entries []Entry `json:"entries"`
 	// Attempts counts the attempts that got here, the one that wrote it included.
 	Attempts int `json:"attempts"`
+	// Pending are the tool calls the attempt handed to the controller; the turn's other
+	// results are in Conversation. Requests counts the step's requests so far.
+	Pending  *agentspec.Pending `json:"pending,omitempty"`
+	Requests int                `json:"requests,omitempty"`
 }
 
 // ReadCheckpoint reads a checkpoint; empty input is no checkpoint.
@@ -89,22 +94,23 @@ func (l *loop) resume() (turn, repairs int, ok bool) {
 	l.t.Usage = c.Usage
 	l.t.Entries = append(c.Entries, l.t.Entries...)
 	l.attempts = c.Attempts
+	l.waiting, l.requests = c.Pending, c.Requests
 	l.note(c.Turn, "resumed from the checkpoint of turn %d, made by attempt %d of the step; no model call of turns 1-%d is repeated",
 		c.Turn, c.Attempts, c.Turn)
 	return c.Turn, c.Repairs, true
 }
 
 // checkpoint prints the state after a completed turn to the progress log: a checkpoint frame
-// and the progress line.
-func (l *loop) checkpoint(turn, repairs int) {
+// and the progress line. It reports whether the checkpoint was written.
+func (l *loop) checkpoint(turn, repairs int) bool {
 	if l.Progress == nil {
-		return
+		return false
 	}
 	c := Checkpoint{Version: checkpointVersion, Spec: l.specDigest, Turn: turn, Repairs: repairs, Usage: l.t.Usage,
-		Conversation: l.conv, Entries: l.t.Entries, Attempts: l.attempts + 1}
+		Conversation: l.conv, Entries: l.t.Entries, Attempts: l.attempts + 1, Pending: l.handing, Requests: l.requests}
 	b, err := json.Marshal(c)
 	if err != nil {
-		return
+		return false
 	}
 	// Everything in it is redacted already; once more, whole, costs little.
 	b = []byte(l.red.String(string(b)))
@@ -114,6 +120,7 @@ func (l *loop) checkpoint(turn, repairs int) {
 		b = nil
 	}
 	l.writeProgress(turn, b, false)
+	return b != nil
 }
 
 // writeProgress prints the progress line, after the checkpoint frame when there is one.
@@ -131,7 +138,7 @@ func (l *loop) writeProgress(turn int, checkpoint []byte, reset bool) {
 // (a budget, the output contract, a refusal), which a resumed attempt would only decide again.
 func resumable(reason string) bool {
 	switch reason {
-	case ReasonModelUnavailable, ReasonCancelled, ReasonTimeout, ReasonMCPUnavailable:
+	case ReasonModelUnavailable, ReasonCancelled, ReasonTimeout, ReasonMCPUnavailable, agentspec.ReasonToolCallsPending:
 		return true
 	}
 	return false

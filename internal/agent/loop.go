@@ -31,6 +31,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/openai/openai-go/v3/shared"
@@ -64,6 +65,10 @@ type Runner struct {
 	Memory []memory.Entry
 	// Resume, when set, is the checkpoint of an earlier attempt of the step to go on from.
 	Resume *Checkpoint
+	// Attempt is the attempt's number; Results the controller's results of the tool calls
+	// the checkpoint hands over (requests.go).
+	Attempt int32
+	Results *agentspec.Results
 	// Now, Sleep and Nonce are injected by tests; nil means the real ones.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -167,6 +172,10 @@ type loop struct {
 	// ms are the step's model and its fallbacks; cur is the one called now.
 	ms  []model
 	cur int
+	// waiting are the requests of the checkpoint resumed from; handing those this attempt
+	// hands over; requests counts the step's requests so far (requests.go).
+	waiting, handing *agentspec.Pending
+	requests         int
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it
@@ -216,8 +225,14 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		}))
 	}
 	params.Tools = append(params.Tools, l.mcp.params()...)
+	params.Tools = append(params.Tools, l.callToolParams()...)
 	if len(params.Tools) > 0 {
 		params.ParallelToolCalls = openai.Bool(true)
+	}
+	if l.waiting != nil {
+		if err := l.takeResults(ctx, first-1, repairs); err != nil {
+			return "", err
+		}
 	}
 	for turn := first; ; turn++ {
 		if turn > s.MaxTurns {
@@ -263,7 +278,11 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		}
 		l.conv = append(l.conv, Message{Role: RoleAssistant, Turn: turn, Content: entry.Content, ToolCalls: entry.ToolCalls})
 		if len(msg.ToolCalls) > 0 {
-			for i, res := range l.callTools(ctx, msg.ToolCalls) {
+			results, requests := l.runTurnTools(ctx, msg.ToolCalls)
+			for i, res := range results {
+				if res.deferred {
+					continue
+				}
 				tc := msg.ToolCalls[i]
 				l.conv = append(l.conv, Message{Role: RoleTool, Turn: turn, Content: res.content, ToolCallID: tc.ID,
 					Tool: tc.Function.Name})
@@ -277,6 +296,9 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			}
 			if ctx.Err() != nil {
 				return "", l.ctxFailure(ctx)
+			}
+			if len(requests) > 0 {
+				return "", l.handOver(turn, repairs, requests)
 			}
 			l.checkpoint(turn, repairs)
 			continue
@@ -341,6 +363,8 @@ type toolResult struct {
 	content string
 	err     bool
 	took    time.Duration
+	// deferred marks a call handed to the controller (requests.go).
+	deferred bool
 }
 
 // callTools runs the calls of one turn side by side; a failing tool's error is its result.

@@ -63,6 +63,7 @@ func CheckSpec(s *Spec) error {
 		}
 	}
 	errs = append(errs, checkMCP(s)...)
+	errs = append(errs, checkCallTools(s)...)
 	for i, m := range append([]ModelConfig{s.Model}, s.Fallbacks...) {
 		if m.Pricing == nil {
 			continue

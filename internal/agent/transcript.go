@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ergon-dev/ergon/internal/memory"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
 // Transcript is the record of one attempt: every message, tool call and result, with token
@@ -79,6 +80,10 @@ type Entry struct {
 	Model string `json:"model,omitempty"`
 	// Switch, on a note, records a switch to a fallback model.
 	Switch *ModelSwitch `json:"switch,omitempty"`
+	// Approval, on the result of a call that needed approval, is who decided and how;
+	// ChildRun, on the result of a Scene tool's call, the Run that answered it.
+	Approval *agentspec.Approval `json:"approval,omitempty"`
+	ChildRun string              `json:"childRun,omitempty"`
 }
 
 // ToolCallRecord is one tool call the model asked for.

@@ -67,6 +67,10 @@ type Spec struct {
 	// Memory, when set, is the Scene's memory: read into the context, written through the
 	// remember tool.
 	Memory *MemoryConfig `json:"memory,omitempty"`
+	// CallTools are the tools the controller carries out (see toolcalls.go); Approve names
+	// the built-in tools whose calls wait for a person's approval.
+	CallTools []CallTool `json:"callTools,omitempty"`
+	Approve   []string   `json:"approve,omitempty"`
 }
 
 // MCPServer is a Model Context Protocol server, reached over the streamable HTTP transport

@@ -67,6 +67,8 @@ type Facts struct {
 	Workspace *WorkspaceFacts
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
 	KeepFailedPods bool
+	// ToolCalls are the tool calls agent steps handed over, by step name (toolcalls.go).
+	ToolCalls map[string]ToolCallFacts
 }
 
 // PodState is what was observed of one step pod.
@@ -128,6 +130,8 @@ type GateState struct {
 	DecidedBy string
 	// TimedOut is true when the Gate's timeout decided it.
 	TimedOut bool
+	// Comment is what the person who decided said.
+	Comment string
 }
 
 // Output is a step pod's output as collected by the controller, or why it could not be.

@@ -58,6 +58,9 @@ type Plan struct {
 	// ReleaseLease gives back the lease an attempt of this Run no longer needs.
 	TakeLeases   []LeaseRequest
 	ReleaseLease string
+	// ToolResults are the results of agent steps' tool calls to store for their next
+	// attempts, before their pods are created (toolcalls.go).
+	ToolResults []ToolResultsRequest
 }
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
@@ -93,6 +96,9 @@ type GateRequest struct {
 	Name    string
 	Step    *compile.Step
 	Message string
+	// ToolCall is the id of the agent's tool call the Gate asks approval of; empty for a
+	// gate step's Gate.
+	ToolCall string
 }
 
 // Event is a transition worth an Event on the Run.
@@ -260,6 +266,7 @@ func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 	if s.ChildRun != "" {
 		p.plan.CancelChildren = append(p.plan.CancelChildren, s.ChildRun)
 	}
+	p.plan.CancelChildren = append(p.plan.CancelChildren, p.toolCallChildren(step.Name)...)
 	p.end(s, ergonv1alpha1.StepCancelled, p.stopReason, "the Run stopped: "+stopMessage(p.stopReason))
 }
 

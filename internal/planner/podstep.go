@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
@@ -46,6 +47,10 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 	if latest != nil && (latest.Attempt > s.Attempts || (latest.Attempt == s.Attempts && !ended(s, latest.Attempt))) {
 		s.Attempts = latest.Attempt
 		p.follow(step, s, latest)
+		return
+	}
+	if waitingForToolCalls(s) {
+		p.decideToolCalls(step, s)
 		return
 	}
 	if s.Phase == ergonv1alpha1.StepWaiting {
@@ -167,6 +172,10 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 		p.start(s)
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:
+		if pod.Phase == PodFailed && pod.Reason == agentspec.ReasonToolCallsPending {
+			p.toolCallsHandedOver(step, s, *pod)
+			return
+		}
 		p.attemptFailed(step, s, *pod)
 	}
 }
@@ -189,9 +198,10 @@ func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus,
 	p.history(s, &pod, ergonv1alpha1.StepFailed, reason, message)
 	p.start(s)
 	retry := step.Spec.Retry
-	if retry == nil || s.Attempts > retry.Limit {
+	// Attempts that handed tool calls over (toolcalls.go) use no retry.
+	if failures := s.Attempts - handedOver(s); retry == nil || failures > retry.Limit {
 		if retry != nil {
-			message = fmt.Sprintf("%s (attempt %d of %d)", message, s.Attempts, retry.Limit+1)
+			message = fmt.Sprintf("%s (attempt %d of %d)", message, failures, retry.Limit+1)
 		}
 		p.fail(s, step, reason, message)
 		return

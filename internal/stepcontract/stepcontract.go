@@ -50,6 +50,10 @@ const (
 	// which the controller mounts from the step's checkpoint ConfigMap; a missing or empty
 	// file means the attempt starts from turn 0.
 	EnvCheckpoint = "ERGON_CHECKPOINT"
+	// EnvToolResults names the file of the controller's results of the tool calls the
+	// checkpoint hands over (agentspec.Results, JSON), from the same ConfigMap; missing when
+	// there are none.
+	EnvToolResults = "ERGON_TOOL_RESULTS"
 )
 
 // Directories and files of a step pod.

@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -56,18 +57,15 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 			errs = append(errs, field.Invalid(p, toolSummary(t), "set one of scene, container and mcp"))
 			continue
 		}
-		if t.RequireApproval && t.MCP == nil {
-			errs = append(errs, field.Forbidden(p.Child("requireApproval"), "tool calls that need approval are not available yet"))
-		}
 		if len(t.Description) > maxToolDescription {
 			errs = append(errs, field.TooLong(p.Child("description"), t.Description, maxToolDescription))
 		}
-		name := t.Name
+		name := t.ToolName()
 		switch {
 		case t.IsBuiltin():
 			errs = append(errs, validateBuiltinTool(p, spec, t)...)
 		case t.Scene != "":
-			errs = append(errs, field.Forbidden(p.Child("scene"), "Scene tools are not available yet"))
+			errs = append(errs, validateSceneTool(p, t)...)
 		case t.Container != nil:
 			errs = append(errs, field.Forbidden(p.Child("container"), "container tools are not available yet"))
 		case t.MCP != nil:
@@ -105,6 +103,36 @@ func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1
 			fmt.Sprintf("the tool %s works on a Workspace's files; set spec.workspace or remove it", t.Name))}
 	}
 	return nil
+}
+
+// validateSceneTool checks a Scene tool's entry: a valid Scene name, and a name for the model
+// that is no built-in tool's. That the Scene exists and calls no Scene that calls this one back
+// is ValidateSceneCalls's to say.
+func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(t.Scene) {
+		errs = append(errs, field.Invalid(p.Child("scene"), t.Scene, msg))
+	}
+	if slices.Contains(ergonv1alpha1.BuiltinTools, t.ToolName()) {
+		errs = append(errs, field.Invalid(p.Child("name"), t.ToolName(), "a built-in tool has that name; name the Scene tool otherwise"))
+	}
+	return errs
+}
+
+// sceneTools are the Scenes a Scene's agent steps call as tools, with the path of each entry.
+func sceneTools(spec *ergonv1alpha1.SceneSpec) (paths []*field.Path, scenes []string) {
+	for i, s := range spec.Steps {
+		if s.Agent == nil {
+			continue
+		}
+		for j, t := range s.Agent.Tools {
+			if t.Scene != "" {
+				paths = append(paths, field.NewPath("spec", "steps").Index(i).Child("agent", "tools").Index(j).Child("scene"))
+				scenes = append(scenes, t.Scene)
+			}
+		}
+	}
+	return paths, scenes
 }
 
 // toolSummary names a tool entry in an error message.

@@ -132,6 +132,13 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 		Expect(decide(ctx, dave, gate, "approve")).To(Succeed())
 	})
 
+	It("keeps the tool call a Gate asks approval of", func(ctx SpecContext) {
+		gate := gateOf(ctx, "r8", nil)
+		patch := []byte(`{"metadata":{"annotations":{"` + ergonv1alpha1.AnnotationToolCall + `":"call_9"}}}`)
+		refused(alice.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.MergePatchType, patch)),
+			"metadata.annotations[agent.ergon.dev/tool-call]", "never changes")
+	})
+
 	It("refuses decisions once the Run has finished", func(ctx SpecContext) {
 		gate := gateOf(ctx, "r5", nil)
 		run := &ergonv1alpha1.Run{}

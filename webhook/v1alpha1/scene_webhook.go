@@ -166,17 +166,24 @@ func ValidateSceneCalls(scene *ergonv1alpha1.Scene, namespace []ergonv1alpha1.Sc
 
 	var warnings admission.Warnings
 	var errs field.ErrorList
+	var paths []*field.Path
+	var called []string
 	for i, s := range scene.Spec.Steps {
-		if s.Scene == nil {
+		if s.Scene != nil {
+			paths = append(paths, field.NewPath("spec", "steps").Index(i).Child("scene", "name"))
+			called = append(called, s.Scene.Name)
+		}
+	}
+	toolPaths, toolScenes := sceneTools(&scene.Spec)
+	paths, called = append(paths, toolPaths...), append(called, toolScenes...)
+	for i, name := range called {
+		path := paths[i]
+		if _, ok := calls[name]; !ok {
+			warnings = append(warnings, fmt.Sprintf("%s: Scene %q does not exist yet; Runs of this Scene wait for it", path, name))
 			continue
 		}
-		path := field.NewPath("spec", "steps").Index(i).Child("scene", "name")
-		if _, ok := calls[s.Scene.Name]; !ok {
-			warnings = append(warnings, fmt.Sprintf("%s: Scene %q does not exist yet; Runs of this Scene wait for it", path, s.Scene.Name))
-			continue
-		}
-		if cycle := pathTo(calls, s.Scene.Name, scene.Name, []string{scene.Name}); cycle != nil {
-			errs = append(errs, field.Invalid(path, s.Scene.Name, fmt.Sprintf(
+		if cycle := pathTo(calls, name, scene.Name, []string{scene.Name}); cycle != nil {
+			errs = append(errs, field.Invalid(path, name, fmt.Sprintf(
 				"Scenes call each other in a cycle: %s; a Run of it would never end", strings.Join(cycle, " -> "))))
 		}
 	}
@@ -188,6 +195,13 @@ func calledScenes(spec *ergonv1alpha1.SceneSpec) []string {
 	for _, s := range spec.Steps {
 		if s.Scene != nil && !slices.Contains(names, s.Scene.Name) {
 			names = append(names, s.Scene.Name)
+		}
+	}
+	// A Scene tool calls its Scene too, as often as the model likes.
+	_, tools := sceneTools(spec)
+	for _, name := range tools {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
 	return names

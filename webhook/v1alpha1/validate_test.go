@@ -86,6 +86,12 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 	}
 }
 
+// toolStep is an agent step that may call a Scene as a tool.
+func toolStep(sceneName string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: "agent", Agent: &ergonv1alpha1.AgentStep{Prompt: "hi",
+		Tools: []ergonv1alpha1.AgentTool{{Scene: sceneName}}}}
+}
+
 func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -100,6 +106,11 @@ func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
 			[]ergonv1alpha1.Scene{scene("b", callStep("c", "c")), scene("c", callStep("a", "a"))}, "a -> b -> c -> a", ""},
 		{"a chain without a cycle", scene("a", callStep("b", "b")), []ergonv1alpha1.Scene{scene("b", callStep("c", "c")), scene("c")}, "", ""},
 		{"a Scene not there yet is a warning", scene("a", callStep("b", "later")), nil, "", `Scene "later" does not exist yet`},
+		{"an agent calling its own Scene as a tool", scene("a", toolStep("a")), nil, "a -> a", ""},
+		{"a Scene tool whose Scene calls back", scene("a", toolStep("b")), []ergonv1alpha1.Scene{scene("b", callStep("a", "a"))},
+			"a -> b -> a", ""},
+		{"a step calling a Scene whose agent calls back as a tool", scene("a", callStep("b", "b")),
+			[]ergonv1alpha1.Scene{scene("b", toolStep("a"))}, "a -> b -> a", ""},
 		{"an update that removes the cycle", scene("a"),
 			[]ergonv1alpha1.Scene{scene("a", callStep("b", "b")), scene("b", callStep("a", "a"))}, "", ""},
 	}
@@ -206,6 +217,18 @@ func TestAgentToolsAreCheckedEntryByEntry(t *testing.T) {
 			[]string{`spec.steps[0].agent.tools[0].description: Forbidden`}},
 		{"a file tool without a Workspace, in object form", `[{name: write_file}]`,
 			[]string{`spec.steps[0].agent.tools[0]`, "set spec.workspace"}},
+		{"Scene tools and a call that needs approval", `[{scene: summarizer}, {name: deploy, scene: deployer, requireApproval: true, ` +
+			`description: Deploys.}, {name: http_fetch, requireApproval: true}]`, nil},
+		{"a Scene tool named like a built-in", `[{scene: http_fetch}]`,
+			[]string{`spec.steps[0].agent.tools[0].name: Invalid value: "http_fetch"`, "a built-in tool has that name"}},
+		{"a Scene tool of an invalid Scene name", `[{name: s, scene: Bad_Scene}]`,
+			[]string{`spec.steps[0].agent.tools[0].scene: Invalid value: "Bad_Scene"`}},
+		{"a Scene tool whose Scene name is no tool name", `[{scene: team.summarizer}]`,
+			[]string{`spec.steps[0].agent.tools[0].name: Invalid value: "team.summarizer"`}},
+		{"two Scene tools of one name", `[{scene: a}, {name: a, scene: b}]`,
+			[]string{`spec.steps[0].agent.tools[1].name: Duplicate value: "a"`}},
+		{"container tools are not built yet", `[{name: lint, container: {image: busybox}}]`,
+			[]string{`spec.steps[0].agent.tools[0].container: Forbidden: container tools are not available yet`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

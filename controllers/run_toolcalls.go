@@ -1,0 +1,287 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
+)
+
+// The Run controller's side of the request channel (docs/step-contract.md, "Tool calls the
+// controller fulfils"): it reads the requests an agent attempt's checkpoint lists, creates
+// their Gates and child Runs (internal/planner/toolcalls.go decides which), and stores the
+// results where the next attempt reads them.
+
+const (
+	// toolResultsKey is the key of the results in a step's results ConfigMap, and the file the
+	// next attempt reads them from (beside its checkpoint).
+	toolResultsKey = "tool-results"
+	// annotationToolCall on a tool call's Gate is the id of the call it asks approval of.
+	annotationToolCall = ergonv1alpha1.AnnotationToolCall
+	// optionApprove and optionReject are what a tool call's Gate offers.
+	optionApprove = "approve"
+)
+
+// channelTools splits an agent step's tools for the runtime: the built-in tools that need
+// approval, and the Scene tools the controller carries out (their parameters are filled in
+// by fillSceneSchemas when the pod is made).
+func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentspec.CallTool) {
+	for _, t := range a.Tools {
+		switch {
+		case t.Scene != "":
+			calls = append(calls, agentspec.CallTool{Name: t.ToolName(), Description: sceneToolDescription(t),
+				Kind: agentspec.RequestScene, Scene: t.Scene, RequireApproval: t.RequireApproval})
+		case t.IsBuiltin() && t.RequireApproval:
+			approve = append(approve, t.Name)
+		}
+	}
+	return approve, calls
+}
+
+func sceneToolDescription(t ergonv1alpha1.AgentTool) string {
+	if t.Description != "" {
+		return t.Description
+	}
+	return fmt.Sprintf("Runs the workflow %s with the arguments as its params; the result is its output.", t.Scene)
+}
+
+// usesChannel reports whether an agent step has tools whose calls go to the controller.
+func usesChannel(step *compile.Step) bool {
+	if step == nil || step.Spec.Agent == nil {
+		return false
+	}
+	approve, calls := channelTools(step.Spec.Agent)
+	return len(approve)+len(calls) > 0
+}
+
+// SceneToolSchema is the JSON Schema of a Scene tool's arguments: an object with a string
+// property per param the Scene declares (Secret params are not the caller's to set), the
+// params without a default required, nothing else allowed.
+func SceneToolSchema(spec *ergonv1alpha1.SceneSpec) json.RawMessage {
+	props := map[string]any{}
+	required := []string{}
+	for _, p := range spec.Params {
+		if p.ValueFrom != nil {
+			continue
+		}
+		prop := map[string]any{"type": "string"}
+		if p.Description != "" {
+			prop["description"] = p.Description
+		}
+		props[p.Name] = prop
+		if p.Default == nil {
+			required = append(required, p.Name)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required,
+		"additionalProperties": false}) // plain data
+	return b
+}
+
+// fillSceneSchemas gives the Scene tools of an agent pod's spec the schema of their Scene's
+// params, read now. A Scene that does not exist yet gets an open schema: its child Run waits
+// for it, as a scene step's does.
+func (r *RunReconciler) fillSceneSchemas(ctx context.Context, namespace string, pod *corev1.Pod) error {
+	raw, ok := pod.Annotations[annotationAgentSpec]
+	if !ok {
+		return nil
+	}
+	var spec agentspec.Spec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil || len(spec.CallTools) == 0 {
+		return err
+	}
+	for i, t := range spec.CallTools {
+		scene := &ergonv1alpha1.Scene{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.Scene}, scene)
+		switch {
+		case apierrors.IsNotFound(err):
+			spec.CallTools[i].Parameters = json.RawMessage(`{"type":"object"}`)
+		case err != nil:
+			return err
+		default:
+			spec.CallTools[i].Parameters = SceneToolSchema(&scene.Spec)
+		}
+	}
+	b, _ := json.Marshal(&spec) // plain data
+	pod.Annotations[annotationAgentSpec] = string(b)
+	return nil
+}
+
+// gatherToolCalls reads, for each agent step that waits for tool calls or whose last pod
+// failed, the requests its checkpoint lists and the results stored for them; and checks the
+// arguments of Scene calls whose child Run does not exist yet against the Scene's params.
+func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, scene *compile.Scene,
+	f *planner.Facts) error {
+	for _, s := range run.Status.Steps {
+		step := scene.Steps[s.Name]
+		if s.Phase.Finished() || !usesChannel(step) {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.CheckpointConfigMapName(run.Name, s.Name)}, cm)
+		if apierrors.IsNotFound(err) || (err == nil && !controlledBy(cm, run.UID)) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		tc := planner.ToolCallFacts{Pending: agentspec.PendingOf([]byte(cm.Data[checkpointKey])), Invalid: map[string]string{}}
+		if tc.Pending == nil {
+			continue
+		}
+		res := &corev1.ConfigMap{}
+		err = reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.ToolResultsConfigMapName(run.Name, s.Name)}, res)
+		switch {
+		case err == nil && controlledBy(res, run.UID):
+			var stored agentspec.Results
+			if json.Unmarshal([]byte(res.Data[toolResultsKey]), &stored) == nil {
+				tc.Stored = stored.Attempt
+			}
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		for _, call := range tc.Pending.Calls {
+			if err := r.checkSceneCall(ctx, run, step, call, f, tc.Invalid); err != nil {
+				return err
+			}
+		}
+		if f.ToolCalls == nil {
+			f.ToolCalls = map[string]planner.ToolCallFacts{}
+		}
+		f.ToolCalls[s.Name] = tc
+	}
+	return nil
+}
+
+// checkSceneCall checks the arguments of a Scene call whose child Run does not exist yet
+// against the params of the Scene as it is now, as admission would check the child Run.
+func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.Run, step *compile.Step, call agentspec.ToolRequest,
+	f *planner.Facts, invalid map[string]string) error {
+	if call.Kind != agentspec.RequestScene {
+		return nil
+	}
+	if _, exists := f.Children[naming.ToolCallName(run.Name, step.Name, call.ID)]; exists {
+		return nil
+	}
+	i := slices.IndexFunc(step.Spec.Agent.Tools, func(t ergonv1alpha1.AgentTool) bool { return t.ToolName() == call.Tool })
+	if i < 0 {
+		return nil // the planner answers it
+	}
+	sceneName := step.Spec.Agent.Tools[i].Scene
+	scene := &ergonv1alpha1.Scene{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: sceneName}, scene)
+	if apierrors.IsNotFound(err) {
+		return nil // the child Run waits for its Scene
+	}
+	if err != nil {
+		return err
+	}
+	params, err := planner.ArgumentParams(call.Arguments)
+	if err != nil {
+		return nil // the planner answers it
+	}
+	if errs := compile.CheckParams(&scene.Spec, params); len(errs) > 0 {
+		invalid[call.ID] = fmt.Sprintf("the arguments do not fit the params of Scene %s: %v", sceneName, errs.ToAggregate())
+	}
+	return nil
+}
+
+// storeToolResults writes the results of steps' tool calls to their results ConfigMaps, before
+// the next attempts' pods, which mount them, are created.
+func (r *RunReconciler) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	for _, req := range plan.ToolResults {
+		b, _ := json.Marshal(req.Results) // plain data
+		name := naming.ToolResultsConfigMapName(run.Name, req.Step)
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+		switch {
+		case apierrors.IsNotFound(err):
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+				Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+				Data: map[string]string{toolResultsKey: string(b)}}
+			if err := r.Create(ctx, cm); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		case !controlledBy(cm, run.UID):
+			return fmt.Errorf("storing tool results: %w", notOwned("ConfigMap", name, run))
+		}
+		cm.Data = map[string]string{toolResultsKey: string(b)}
+		if err := r.Update(ctx, cm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolCallGate builds the Gate that asks approval of an agent's tool call. Anyone granted the
+// verb approve on gates by RBAC decides it, as for a gate step without approvers.
+func toolCallGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	return &ergonv1alpha1.Gate{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: run.Namespace, Labels: childLabels(run, req.Step.Name),
+			Annotations:     map[string]string{annotationToolCall: req.ToolCall},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
+		},
+		Spec: ergonv1alpha1.GateSpec{
+			RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
+			Message: req.Message, Options: []string{optionApprove, "reject"},
+		},
+	}
+}
+
+// gateOf builds a gate step's Gate, or a tool call's.
+func gateOf(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	if req.ToolCall != "" {
+		return toolCallGate(run, req)
+	}
+	return gateFor(run, req)
+}
+
+// mountToolResults gives an agent pod the results of the tool calls its checkpoint hands
+// over, if there are any by the time it starts: an optional ConfigMap volume beside the
+// checkpoint's, named by $ERGON_TOOL_RESULTS.
+func mountToolResults(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-tool-results", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: naming.ToolResultsConfigMapName(run.Name, step)},
+			Optional:             new(true),
+			Items:                []corev1.KeyToPath{{Key: toolResultsKey, Path: toolResultsKey}},
+		}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-tool-results", MountPath: toolResultsDir, ReadOnly: true})
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvToolResults, Value: toolResultsDir + "/" + toolResultsKey})
+}
+
+// toolResultsDir is where an agent pod finds the results of its tool calls.
+const toolResultsDir = "/ergon/tool-results"
