@@ -19,8 +19,8 @@ package agent
 import (
 	"time"
 
-	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/memory"
 )
 
 // Transcript is the record of one attempt: every message, tool call and result, with token

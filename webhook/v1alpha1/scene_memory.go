@@ -43,4 +43,3 @@ func validateMemory(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	}
 	return errs
 }
-
