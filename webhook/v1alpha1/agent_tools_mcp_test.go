@@ -19,21 +19,13 @@ package v1alpha1
 import (
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
-
-	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
 // TestMCPToolsAreCheckedAtAdmission reads mcp entries as a user writes them and checks that
 // admission names the field it refuses.
 func TestMCPToolsAreCheckedAtAdmission(t *testing.T) {
-	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
 	const tools = "spec.steps[0].agent.tools"
-	cases := []struct {
-		name, tools string
-		want        []string // substrings of the aggregated errors; none means valid
-	}{
+	cases := []toolCase{
 		{"a server with its tools",
 			`[http_fetch, {mcp: {url: "http://issues.tools.svc:8080/mcp", allow: [search, get_issue]}, description: Issues}]`, nil},
 		{"https with a query", `[{mcp: {url: "https://mcp.example.com/v1/mcp?team=a", allow: [a-b_C9]}}]`, nil},
@@ -80,31 +72,7 @@ func TestMCPToolsAreCheckedAtAdmission(t *testing.T) {
 		{"too many tools of a server", `[{mcp: {url: "http://a/mcp", allow: [` + manyNames(33) + `]}}]`,
 			[]string{tools + `[0].mcp.allow: Too many: 33: must have at most 32 items`}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var tools []ergonv1alpha1.AgentTool
-			if err := yaml.Unmarshal([]byte(c.tools), &tools); err != nil {
-				t.Fatalf("reading %s: %v", c.tools, err)
-			}
-			spec := ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{
-				{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: tools}}}}
-			got := ValidateSceneSpec(&spec).ToAggregate()
-			if len(c.want) == 0 {
-				if got != nil {
-					t.Fatalf("refused: %v", got)
-				}
-				return
-			}
-			if got == nil {
-				t.Fatalf("accepted, want %q", c.want)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(got.Error(), w) {
-					t.Errorf("the errors %q do not say %q", got.Error(), w)
-				}
-			}
-		})
-	}
+	checkToolCases(t, cases)
 }
 
 func manyNames(n int) string {

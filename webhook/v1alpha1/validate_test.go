@@ -198,11 +198,7 @@ func expectErrors(t *testing.T, errs field.ErrorList, want []string) {
 // TestAgentToolsAreCheckedEntryByEntry reads tools as a user writes them, in both forms, and
 // checks that admission names the entry it refuses.
 func TestAgentToolsAreCheckedEntryByEntry(t *testing.T) {
-	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
-	cases := []struct {
-		name, tools string
-		want        []string // substrings of the aggregated errors; none means valid
-	}{
+	cases := []toolCase{
 		{"names and options", `[http_fetch, {name: http_fetch2}]`,
 			[]string{`spec.steps[0].agent.tools[1].name: Unsupported value: "http_fetch2"`}},
 		{"an unknown built-in by name", `[rm_rf]`,
@@ -230,6 +226,20 @@ func TestAgentToolsAreCheckedEntryByEntry(t *testing.T) {
 		{"container tools are not built yet", `[{name: lint, container: {image: busybox}}]`,
 			[]string{`spec.steps[0].agent.tools[0].container: Forbidden: container tools are not available yet`}},
 	}
+	checkToolCases(t, cases)
+}
+
+// toolCase is an agent step's tools as a user writes them (YAML) and what admission must say
+// of them: substrings of the aggregated errors, none when they are valid.
+type toolCase struct {
+	name, tools string
+	want        []string
+}
+
+// checkToolCases runs each case's tools, in one agent step, through ValidateSceneSpec.
+func checkToolCases(t *testing.T, cases []toolCase) {
+	t.Helper()
+	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var tools []ergonv1alpha1.AgentTool
