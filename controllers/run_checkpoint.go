@@ -208,13 +208,22 @@ func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.R
 // mountCheckpoint gives an agent pod its step's checkpoint, if there is one by the time the
 // pod starts: an optional ConfigMap volume, named by $ERGON_CHECKPOINT.
 func mountCheckpoint(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-checkpoint", VolumeSource: corev1.VolumeSource{
+	file := mountOptionalKey(pod, "ergon-checkpoint", naming.CheckpointConfigMapName(run.Name, step),
+		checkpointKey, checkpointKey, checkpointDir)
+	c := &pod.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvCheckpoint, Value: file})
+}
+
+// mountOptionalKey mounts one key of a ConfigMap that may not exist yet (an optional volume)
+// read-only into the step container, as file in dir, and returns the file's path.
+func mountOptionalKey(pod *corev1.Pod, volume, configMap, key, file, dir string) string {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: naming.CheckpointConfigMapName(run.Name, step)},
+			LocalObjectReference: corev1.LocalObjectReference{Name: configMap},
 			Optional:             new(true),
-			Items:                []corev1.KeyToPath{{Key: checkpointKey, Path: checkpointKey}},
+			Items:                []corev1.KeyToPath{{Key: key, Path: file}},
 		}}})
 	c := &pod.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-checkpoint", MountPath: checkpointDir, ReadOnly: true})
-	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvCheckpoint, Value: checkpointDir + "/" + checkpointKey})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
+	return dir + "/" + file
 }

@@ -74,15 +74,8 @@ func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, 
 	if !ok {
 		return
 	}
-	spec.Memory = &agentspec.MemoryConfig{Name: m.Name, Scope: string(m.EffectiveScope()), File: memoryDir + "/" + memoryFile}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-memory", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: name},
-			Optional:             new(true),
-			Items:                []corev1.KeyToPath{{Key: memoryKey, Path: memoryFile}},
-		}}})
-	c := &pod.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-memory", MountPath: memoryDir, ReadOnly: true})
+	file := mountOptionalKey(pod, "ergon-memory", name, memoryKey, memoryFile, memoryDir)
+	spec.Memory = &agentspec.MemoryConfig{Name: m.Name, Scope: string(m.EffectiveScope()), File: file}
 }
 
 // transcriptMemory reads the memory writes an agent transcript proposes.

@@ -272,15 +272,10 @@ func gateOf(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate
 // over, if there are any by the time it starts: an optional ConfigMap volume beside the
 // checkpoint's, named by $ERGON_TOOL_RESULTS.
 func mountToolResults(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-tool-results", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: naming.ToolResultsConfigMapName(run.Name, step)},
-			Optional:             new(true),
-			Items:                []corev1.KeyToPath{{Key: toolResultsKey, Path: toolResultsKey}},
-		}}})
+	file := mountOptionalKey(pod, "ergon-tool-results", naming.ToolResultsConfigMapName(run.Name, step),
+		toolResultsKey, toolResultsKey, toolResultsDir)
 	c := &pod.Spec.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-tool-results", MountPath: toolResultsDir, ReadOnly: true})
-	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvToolResults, Value: toolResultsDir + "/" + toolResultsKey})
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvToolResults, Value: file})
 }
 
 // toolResultsDir is where an agent pod finds the results of its tool calls.
