@@ -21,45 +21,88 @@ import (
 	"strings"
 )
 
-// foldedEvents are the step transitions told in one Event per plan when several steps make
-// them at once, such as the steps of a fan-out starting together: one API write instead of
-// one a step. Failures, skips and waits keep an Event each, since each has its own message.
+// foldedEvents are the step transitions a plan tells in one Event, with the Run's success:
+// the progress of one planning pass (the steps of a fan-out starting together, a step
+// succeeding and the next starting, the last step and the Run succeeding) is one API write,
+// next to the pass's one status patch, instead of one a transition. Failures, skips, waits and
+// retries keep an Event each, since each has its own message and most are Warnings.
 var foldedEvents = map[string]string{"StepStarted": "started", "StepSucceeded": "succeeded"}
+
+// runSucceeded is the reason of the Run's success, which folds with the steps' progress.
+const runSucceeded = "RunSucceeded"
 
 // maxFoldedNames bounds the step names one folded Event lists (an Event's note holds 1 KiB).
 const maxFoldedNames = 600
 
-// foldEvents folds the plan's Events of each reason in foldedEvents into one, where the first
-// of them was, naming the steps in order.
+// foldEvents folds a plan's progress Events into one, where the first of them was. Its reason is
+// the furthest transition it tells (RunSucceeded, else StepStarted, else StepSucceeded); its
+// message tells each kind in the order they came: "Step a succeeded; 3 steps started: b, c, d".
+// A plan with one progress Event keeps it as it is.
 func foldEvents(events []Event) []Event {
 	names := map[string][]string{}
-	for _, e := range events {
-		if _, ok := foldedEvents[e.Reason]; ok && e.step != "" {
+	var order []string // the kinds of progress, in the order they first came
+	progress, runEnd := 0, -1
+	for i, e := range events {
+		switch {
+		case isFolded(e):
+			if len(names[e.Reason]) == 0 {
+				order = append(order, e.Reason)
+			}
 			names[e.Reason] = append(names[e.Reason], e.step)
+			progress++
+		case e.Reason == runSucceeded && !e.Warning && runEnd < 0:
+			order = append(order, e.Reason)
+			runEnd = i
+			progress++
 		}
 	}
-	out := make([]Event, 0, len(events))
-	done := map[string]bool{}
-	for _, e := range events {
-		verb, fold := foldedEvents[e.Reason]
-		if !fold || e.step == "" || len(names[e.Reason]) < 2 {
+	if progress < 2 {
+		return events
+	}
+	reason := "StepSucceeded"
+	switch {
+	case runEnd >= 0:
+		reason = runSucceeded
+	case len(names["StepStarted"]) > 0:
+		reason = "StepStarted"
+	}
+	parts := make([]string, 0, len(order))
+	for _, kind := range order {
+		switch n := names[kind]; {
+		case kind == runSucceeded:
+			parts = append(parts, events[runEnd].Message)
+		case len(n) == 1:
+			parts = append(parts, fmt.Sprintf("Step %s %s", n[0], foldedEvents[kind]))
+		default:
+			parts = append(parts, fmt.Sprintf("%d steps %s: %s", len(n), foldedEvents[kind], listNames(n, maxFoldedNames/len(order))))
+		}
+	}
+	out := make([]Event, 0, len(events)-progress+1)
+	folded := false
+	for i, e := range events {
+		if !isFolded(e) && i != runEnd {
 			out = append(out, e)
 			continue
 		}
-		if done[e.Reason] {
-			continue
+		if !folded {
+			folded = true
+			out = append(out, Event{Reason: reason, Message: strings.Join(parts, "; ")})
 		}
-		done[e.Reason] = true
-		out = append(out, Event{Reason: e.Reason, Message: fmt.Sprintf("%d steps %s: %s", len(names[e.Reason]), verb, listNames(names[e.Reason]))})
 	}
 	return out
 }
 
-// listNames joins names, up to about maxFoldedNames characters, then says how many more.
-func listNames(names []string) string {
+// isFolded says whether e is a step transition that foldEvents folds.
+func isFolded(e Event) bool {
+	_, ok := foldedEvents[e.Reason]
+	return ok && e.step != "" && !e.Warning
+}
+
+// listNames joins names, up to about limit characters, then says how many more.
+func listNames(names []string, limit int) string {
 	var b strings.Builder
 	for i, n := range names {
-		if b.Len()+len(n) > maxFoldedNames {
+		if b.Len()+len(n) > limit {
 			fmt.Fprintf(&b, " and %d more", len(names)-i)
 			break
 		}

@@ -34,6 +34,7 @@ func TestFoldEvents(t *testing.T) {
 		return Event{Reason: "StepSkipped", Message: "Step " + step + " skipped: WhenFalse"}
 	}
 	runEnd := Event{Reason: "RunSucceeded", Message: "Run r Succeeded"}
+	runFailed := Event{Warning: true, Reason: "RunFailed", Message: "Run r Failed: step x failed"}
 	var many []Event
 	for i := range 200 {
 		many = append(many, started(fmt.Sprintf("leaf-%04d", i)))
@@ -43,17 +44,27 @@ func TestFoldEvents(t *testing.T) {
 		events []Event
 		want   []string // "Reason: Message"
 	}{
-		{name: "one transition of a kind stays as it is",
-			events: []Event{started("a"), succeeded("b")},
-			want:   []string{"StepStarted: Step a started", "StepSucceeded: Step b succeeded"}},
-		{name: "a fan-out's starts fold into one Event where the first was",
+		{name: "one progress transition stays as it is",
+			events: []Event{started("a"), failed},
+			want:   []string{"StepStarted: Step a started", "StepFailed: Step x failed: exit 1"}},
+		{name: "a step succeeding and the next starting are one Event, told as the start",
+			events: []Event{succeeded("a"), started("b")},
+			want:   []string{"StepStarted: Step a succeeded; Step b started"}},
+		{name: "a fan-out's starts fold with the success before them, where the first was",
 			events: []Event{succeeded("root"), started("m1"), failed, started("m2"), started("m3")},
-			want: []string{"StepSucceeded: Step root succeeded", "StepStarted: 3 steps started: m1, m2, m3",
+			want: []string{"StepStarted: Step root succeeded; 3 steps started: m1, m2, m3",
 				"StepFailed: Step x failed: exit 1"}},
-		{name: "successes fold too; skips, failures and the Run's end keep theirs",
+		{name: "successes fold with the Run's success; skips keep theirs",
 			events: []Event{succeeded("a"), skipped("s1"), succeeded("b"), skipped("s2"), runEnd},
-			want: []string{"StepSucceeded: 2 steps succeeded: a, b", "StepSkipped: Step s1 skipped: WhenFalse",
-				"StepSkipped: Step s2 skipped: WhenFalse", "RunSucceeded: Run r Succeeded"}},
+			want: []string{"RunSucceeded: 2 steps succeeded: a, b; Run r Succeeded", "StepSkipped: Step s1 skipped: WhenFalse",
+				"StepSkipped: Step s2 skipped: WhenFalse"}},
+		{name: "successes alone fold as successes",
+			events: []Event{succeeded("a"), succeeded("b")},
+			want:   []string{"StepSucceeded: 2 steps succeeded: a, b"}},
+		{name: "a Run that fails keeps its Warning apart",
+			events: []Event{succeeded("a"), failed, runFailed},
+			want: []string{"StepSucceeded: Step a succeeded", "StepFailed: Step x failed: exit 1",
+				"RunFailed: Run r Failed: step x failed"}},
 		{name: "no events", events: nil, want: nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,13 +83,28 @@ func TestFoldEvents(t *testing.T) {
 			t.Fatalf("%d events, want 1", len(out))
 		}
 		m := out[0].Message
-		if len(m) > 1024 || !strings.HasPrefix(m, "200 steps started: leaf-0000, leaf-0001") ||
+		if len(m) > maxFoldedNames+40 || !strings.HasPrefix(m, "200 steps started: leaf-0000, leaf-0001") ||
 			!strings.Contains(m, " more") {
 			t.Errorf("message (%d bytes) %q", len(m), m)
 		}
 		shown := strings.Count(m, "leaf-")
 		if !strings.HasSuffix(m, fmt.Sprintf(" and %d more", 200-shown)) {
 			t.Errorf("the count of the rest does not add up to 200 with %d shown: %q", shown, m[len(m)-40:])
+		}
+	})
+	t.Run("two wide lists share the room of one", func(t *testing.T) {
+		var mixed []Event
+		for i := range 200 {
+			mixed = append(mixed, succeeded(fmt.Sprintf("done-%04d", i)), started(fmt.Sprintf("next-%04d", i)))
+		}
+		out := foldEvents(append(mixed, runEnd))
+		if len(out) != 1 || out[0].Reason != "RunSucceeded" {
+			t.Fatalf("got %+v, want one RunSucceeded Event", out)
+		}
+		m := out[0].Message
+		if len(m) > 1024 || !strings.HasPrefix(m, "200 steps succeeded: done-0000") || !strings.Contains(m, "; 200 steps started: next-0000") ||
+			!strings.HasSuffix(m, "; Run r Succeeded") {
+			t.Errorf("message (%d bytes) %q", len(m), m)
 		}
 	})
 }
