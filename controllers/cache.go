@@ -39,21 +39,33 @@ import (
 // step pod budget (counted from the Runs' own status; see activeSlots).
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       {Label: managed, Transform: keepRunControlled},
-		&corev1.ConfigMap{}: {Label: managed, Transform: keepRunControlled},
-		// Small objects, one of each per Workspace.
-		&corev1.PersistentVolumeClaim{}: {Label: managed},
-		&networkingv1.NetworkPolicy{}:   {Label: managed},
-		// Workspaces' write leases; not the nodes' or anyone else's.
-		&coordinationv1.Lease{}: {Label: managed},
-	}}
+	return cache.Options{
+		// No controller reads managedFields; on Runs and step pods they are a good part of
+		// the object. An update without them keeps the stored ones.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       {Label: managed, Transform: keepRunControlled},
+			&corev1.ConfigMap{}: {Label: managed, Transform: keepRunControlled},
+			// Small objects, one of each per Workspace.
+			&corev1.PersistentVolumeClaim{}: {Label: managed},
+			&networkingv1.NetworkPolicy{}:   {Label: managed},
+			// Workspaces' write leases; not the nodes' or anyone else's.
+			&coordinationv1.Lease{}: {Label: managed},
+		}}
 }
 
-// keepRunControlled is the cache transform of CacheOptions.
+// keepRunControlled is the cache transform of CacheOptions. A Workspace's own pod is kept as
+// it is but for its managedFields; a Run's step pod is kept as slimPod cuts it.
 func keepRunControlled(obj any) (any, error) {
 	o, ok := obj.(client.Object)
-	if !ok || runControlled(o) || workspaceControlled(o) {
+	if !ok {
+		return obj, nil
+	}
+	if runControlled(o) || workspaceControlled(o) {
+		o.SetManagedFields(nil)
+		if pod, isPod := obj.(*corev1.Pod); isPod && runControlled(o) {
+			return slimPod(pod), nil
+		}
 		return obj, nil
 	}
 	meta := metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(),
@@ -66,6 +78,32 @@ func keepRunControlled(obj any) (any, error) {
 		return &corev1.ConfigMap{ObjectMeta: meta}, nil
 	}
 	return obj, nil
+}
+
+// slimPod is what the manager keeps of a Run's step pod, most of which it made itself and never
+// reads again: the metadata but its annotations (the agent spec, the inputs: the pod's own
+// business), the node, the name, image and resources of each container (pod messages name
+// them), and the whole status. With 10,000 step pods running this is most of the manager's
+// heap (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,
+// and the Run controller only creates and deletes step pods.
+func slimPod(pod *corev1.Pod) *corev1.Pod {
+	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta, Status: pod.Status}
+	slim.Annotations = nil
+	slim.Spec.NodeName = pod.Spec.NodeName
+	slim.Spec.Containers = slimContainers(pod.Spec.Containers)
+	slim.Spec.InitContainers = slimContainers(pod.Spec.InitContainers)
+	return slim
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	slim := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		slim[i] = corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources}
+	}
+	return slim
 }
 
 // runControlled reports whether obj's controlling owner is a Run.
