@@ -31,6 +31,9 @@ const (
 	// RequestApproval asks a person, through a Gate, whether a built-in tool may run; the
 	// next attempt runs an approved call itself.
 	RequestApproval = "approval"
+	// RequestContainer runs a container tool's one-shot pod; what it writes to $ERGON_OUTPUT
+	// is the result.
+	RequestContainer = "container"
 )
 
 // Request bounds: calls a turn or a step may hand to the controller.
@@ -49,11 +52,12 @@ type CallTool struct {
 	// Name is what the model calls it by; Description what it is told about it.
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Kind is RequestScene.
+	// Kind is RequestScene or RequestContainer.
 	Kind string `json:"kind"`
 	// Scene is the Scene the call runs.
 	Scene string `json:"scene,omitempty"`
-	// Parameters is the JSON Schema of the arguments (from the Scene's params).
+	// Parameters is the JSON Schema of the arguments (from the Scene's params, or a container
+	// tool's parameters; none accepts any object).
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// RequireApproval makes every call wait for a person's approval before it runs.
 	RequireApproval bool `json:"requireApproval,omitempty"`
@@ -115,6 +119,8 @@ type ToolResult struct {
 	Approval *Approval `json:"approval,omitempty"`
 	// ChildRun is the Run a Scene call ran.
 	ChildRun string `json:"childRun,omitempty"`
+	// ToolPod is the pod a container tool's call ran.
+	ToolPod string `json:"toolPod,omitempty"`
 }
 
 // Approval is a person's decision on a call.

@@ -69,6 +69,8 @@ type Facts struct {
 	KeepFailedPods bool
 	// ToolCalls are the tool calls agent steps handed over, by step name (toolcalls.go).
 	ToolCalls map[string]ToolCallFacts
+	// ToolPods are the one-shot pods of container tool calls, by name (toolpods.go).
+	ToolPods map[string]ToolPodState
 }
 
 // PodState is what was observed of one step pod.

@@ -61,6 +61,8 @@ type Plan struct {
 	// ToolResults are the results of agent steps' tool calls to store for their next
 	// attempts, before their pods are created (toolcalls.go).
 	ToolResults []ToolResultsRequest
+	// ToolPods are the one-shot pods of container tool calls to create (toolpods.go).
+	ToolPods []ToolPodRequest
 }
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
@@ -267,6 +269,7 @@ func (p *planner) stop(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 		p.plan.CancelChildren = append(p.plan.CancelChildren, s.ChildRun)
 	}
 	p.plan.CancelChildren = append(p.plan.CancelChildren, p.toolCallChildren(step.Name)...)
+	p.plan.DeletePods = append(p.plan.DeletePods, p.toolCallPods(step.Name)...)
 	p.end(s, ergonv1alpha1.StepCancelled, p.stopReason, "the Run stopped: "+stopMessage(p.stopReason))
 }
 

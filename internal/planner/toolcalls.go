@@ -176,6 +176,9 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 			return res, "" // the next attempt runs it
 		}
 	}
+	if call.Kind == agentspec.RequestContainer {
+		return p.toolPodCall(step, call, tool, name, tc.Pending.Attempt, res)
+	}
 	if msg := tc.Invalid[call.ID]; msg != "" {
 		return failed("%s", msg)
 	}
