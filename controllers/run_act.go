@@ -83,6 +83,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := pods.Wait(); err != nil {
 		return err
 	}
+	if err := r.createToolPods(ctx, run, f, plan); err != nil {
+		return err
+	}
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
 		if err := r.create(ctx, childRun(run, req, f.Depth)); err != nil {
@@ -168,6 +171,11 @@ func podUIDs(f *planner.Facts) map[string]string {
 			if p.UID != "" {
 				uids[p.Name] = p.UID
 			}
+		}
+	}
+	for name, s := range f.ToolPods {
+		if s.Pod.UID != "" {
+			uids[name] = s.Pod.UID
 		}
 	}
 	for _, byUnit := range f.UnitPods {

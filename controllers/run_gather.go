@@ -80,6 +80,10 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		if !controlledBy(pod, run.UID) {
 			continue
 		}
+		if isToolPod(pod) {
+			r.addToolPod(ctx, f, pod, phases)
+			continue
+		}
 		state := podState(pod)
 		step := pod.Labels[ergonv1alpha1.LabelStep]
 		if un, ok := unitOf(pod); ok {

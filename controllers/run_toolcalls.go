@@ -59,6 +59,8 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 		case t.Scene != "":
 			calls = append(calls, agentspec.CallTool{Name: t.ToolName(), Description: sceneToolDescription(t),
 				Kind: agentspec.RequestScene, Scene: t.Scene, RequireApproval: t.RequireApproval})
+		case t.Container != nil:
+			calls = append(calls, containerCallTool(t))
 		case t.IsBuiltin() && t.RequireApproval:
 			approve = append(approve, t.Name)
 		}
@@ -119,6 +121,9 @@ func (r *RunReconciler) fillSceneSchemas(ctx context.Context, namespace string, 
 		return err
 	}
 	for i, t := range spec.CallTools {
+		if t.Kind != agentspec.RequestScene {
+			continue
+		}
 		scene := &ergonv1alpha1.Scene{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.Scene}, scene)
 		switch {

@@ -30,8 +30,8 @@ const (
 	LabelStep = "ergon.dev/step"
 	// LabelAttempt is the attempt number of a step pod.
 	LabelAttempt = "ergon.dev/attempt"
-	// LabelToolCall marks the one-shot pod of an agent's container tool call (its value is the
-	// call's id, as a label value); such a pod is no attempt of its step.
+	// LabelToolCall marks, with the value "true", the one-shot pod of an agent's container tool
+	// call; such a pod is no attempt of its step.
 	LabelToolCall = "ergon.dev/tool-call"
 	// LabelParentRun names the parent of a child Run.
 	LabelParentRun = "ergon.dev/parent-run"

@@ -69,7 +69,7 @@ func checkCallTools(s *Spec) []error {
 		case registry[t.Name] != nil || slices.Contains(s.Tools, t.Name):
 			errs = append(errs, fmt.Errorf("callTools[%d]: %q is the name of a built-in tool", i, t.Name))
 		}
-		if t.Kind != agentspec.RequestScene {
+		if t.Kind != agentspec.RequestScene && t.Kind != agentspec.RequestContainer {
 			errs = append(errs, fmt.Errorf("callTools[%d].kind %q is not supported", i, t.Kind))
 		}
 		if _, err := compileArgs(t.Name, t.Parameters); err != nil {
@@ -194,6 +194,9 @@ func (l *loop) handOver(turn, repairs int, calls []agentspec.ToolRequest) error 
 
 func requestWhat(c agentspec.ToolRequest) string {
 	what := "a child Run of its Scene"
+	if c.Kind == agentspec.RequestContainer {
+		what = "a one-shot pod of its container"
+	}
 	if c.Kind == agentspec.RequestApproval {
 		what = "a person's approval, then it runs here"
 	} else if c.Approval {
@@ -258,10 +261,13 @@ func (l *loop) takeResults(ctx context.Context, turn, repairs int) error {
 		if r.ChildRun != "" {
 			l.note(turn, "the call %s of %s ran as child Run %s", c.ID, c.Tool, r.ChildRun)
 		}
+		if r.ToolPod != "" {
+			l.note(turn, "the call %s of %s ran as tool pod %s", c.ID, c.Tool, r.ToolPod)
+		}
 		l.conv = append(l.conv, Message{Role: RoleTool, Turn: turn, Content: res.content, ToolCallID: c.ID, Tool: c.Tool})
 		kept := capString(res.content, TranscriptToolResultSize)
 		e := Entry{Turn: turn, Role: RoleTool, ToolCallID: c.ID, Tool: c.Tool, Content: kept, Error: res.err,
-			DurationMS: res.took.Milliseconds(), Approval: r.Approval, ChildRun: r.ChildRun}
+			DurationMS: res.took.Milliseconds(), Approval: r.Approval, ChildRun: r.ChildRun, ToolPod: r.ToolPod}
 		if len(kept) != len(res.content) {
 			e.Truncated = len(res.content)
 		}

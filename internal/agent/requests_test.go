@@ -251,7 +251,7 @@ func TestCallToolsAreChecked(t *testing.T) {
 		want string
 	}{
 		{Spec{CallTools: []agentspec.CallTool{{Name: "http_fetch", Kind: agentspec.RequestScene}}}, "built-in"},
-		{Spec{CallTools: []agentspec.CallTool{{Name: "x", Kind: "container"}}}, `kind "container"`},
+		{Spec{CallTools: []agentspec.CallTool{{Name: "x", Kind: "teleport"}}}, `kind "teleport"`},
 		{Spec{CallTools: []agentspec.CallTool{{Name: "x", Kind: agentspec.RequestScene, Parameters: json.RawMessage(`{"type":7}`)}}},
 			"parameters"},
 		{Spec{Approve: []string{"shell"}}, `approve: "shell"`},

@@ -84,6 +84,8 @@ type Entry struct {
 	// ChildRun, on the result of a Scene tool's call, the Run that answered it.
 	Approval *agentspec.Approval `json:"approval,omitempty"`
 	ChildRun string              `json:"childRun,omitempty"`
+	// ToolPod, on the result of a container tool's call, is the pod that ran it.
+	ToolPod string `json:"toolPod,omitempty"`
 }
 
 // ToolCallRecord is one tool call the model asked for.

@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// Container tools (internal/planner/toolpods.go decides): the Run controller runs each call of
+// an agent's container tool as a one-shot pod, hardened as a container step's pod, and reads
+// what it wrote to $ERGON_OUTPUT once it ended.
+
+// annotationTool names, on a tool pod, the tool it runs.
+const annotationTool = "agent.ergon.dev/tool"
+
+// isToolPod reports whether a pod of the Run is a container tool call's, not a step attempt's.
+func isToolPod(pod *corev1.Pod) bool {
+	return pod.Labels[ergonv1alpha1.LabelToolCall] == "true"
+}
+
+// addToolPod records a tool pod in the facts and, once it ended while its step waits for it,
+// what it wrote to $ERGON_OUTPUT (its termination message, or its log for a large output).
+func (r *RunReconciler) addToolPod(ctx context.Context, f *planner.Facts, pod *corev1.Pod, phases map[string]ergonv1alpha1.StepPhase) {
+	state := planner.ToolPodState{Pod: podState(pod)}
+	ended := state.Pod.Phase == planner.PodSucceeded || state.Pod.Phase == planner.PodFailed
+	if ended && phases[pod.Labels[ergonv1alpha1.LabelStep]] == ergonv1alpha1.StepWaiting {
+		out := r.readOutput(ctx, pod)
+		state.Output = out.Value
+		if state.Pod.Phase == planner.PodSucceeded {
+			state.OutputErr = out.Err
+		}
+	}
+	if f.ToolPods == nil {
+		f.ToolPods = map[string]planner.ToolPodState{}
+	}
+	f.ToolPods[pod.Name] = state
+}
+
+// toolPod builds the pod of a container tool call: a container step's pod (basePod: no
+// credentials, Pod Security "restricted", read-only root, no service links, the step
+// contract's variables) running the tool's image with its rendered command under Ergon's
+// entrypoint, bounded by the request's deadline, owned by the Run and labelled as a tool pod.
+func toolPod(run *ergonv1alpha1.Run, req planner.ToolPodRequest, bins ergonBinaries) *corev1.Pod {
+	pod := basePod(run, planner.PodRequest{Name: req.Name, Step: req.Step, Attempt: req.Attempt})
+	pod.Labels[ergonv1alpha1.LabelToolCall] = "true"
+	pod.Annotations = map[string]string{annotationToolCall: req.CallID, annotationTool: req.Tool}
+	pod.Spec.ActiveDeadlineSeconds = new(max(int64(req.Deadline.Seconds()), 1))
+	main := &pod.Spec.Containers[0]
+	main.Image = req.Image
+	entrypoint, _ := bins.add(pod, main, false)
+	main.Command = []string{entrypoint}
+	main.Args = append(append([]string{entrypointRun, "--"}, req.Command...), req.Args...)
+	return pod
+}
+
+// createToolPods creates the pods the plan asks for. In a Scene bound to a Workspace the pod
+// mounts the Workspace's volume as a container step's pod does, but read-only: the write
+// lease is the agent step's, which waits meanwhile.
+func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+	if len(plan.ToolPods) == 0 {
+		return nil
+	}
+	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
+	var ws *ergonv1alpha1.Workspace
+	node := ""
+	if f.Workspace != nil && f.Workspace.Object != nil {
+		ws = f.Workspace.Object
+		var err error
+		if node, err = r.workspaceNode(ctx, ws); err != nil {
+			return err
+		}
+	}
+	for _, req := range plan.ToolPods {
+		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
+		pod := toolPod(run, req, bins)
+		if ws != nil {
+			// A step of no kind writes nothing: the volume is mounted read-only.
+			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)
+		}
+		err := r.create(ctx, pod)
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "PodRefused", "CreatePod",
+				"Step %s cannot create the pod %s of a call of its tool %s: %v", req.Step.Name, req.Name, req.Tool, err)
+		}
+		if err != nil {
+			return fmt.Errorf("creating tool pod %s: %w", req.Name, err)
+		}
+	}
+	return nil
+}
+
+// containerCallTool is a container tool as the agent runtime sees it: its name, description
+// and the JSON Schema of its arguments (none: any object).
+func containerCallTool(t ergonv1alpha1.AgentTool) agentspec.CallTool {
+	c := agentspec.CallTool{Name: t.ToolName(), Description: t.Description, Kind: agentspec.RequestContainer,
+		RequireApproval: t.RequireApproval}
+	if c.Description == "" {
+		c.Description = fmt.Sprintf("Runs a one-shot container (image %s) with the arguments; the result is its output.",
+			t.Container.Image)
+	}
+	if p := t.Container.Parameters; p != nil && len(p.Raw) > 0 {
+		c.Parameters = json.RawMessage(p.Raw)
+	}
+	return c
+}
