@@ -67,7 +67,7 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 		case t.Scene != "":
 			errs = append(errs, validateSceneTool(p, t)...)
 		case t.Container != nil:
-			errs = append(errs, field.Forbidden(p.Child("container"), "container tools are not available yet"))
+			errs = append(errs, validateContainerTool(p, t)...)
 		case t.MCP != nil:
 			servers++
 			errs = append(errs, validateMCPTool(p, t, servers, seen)...)

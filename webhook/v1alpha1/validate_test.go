@@ -223,8 +223,6 @@ func TestAgentToolsAreCheckedEntryByEntry(t *testing.T) {
 			[]string{`spec.steps[0].agent.tools[0].name: Invalid value: "team.summarizer"`}},
 		{"two Scene tools of one name", `[{scene: a}, {name: a, scene: b}]`,
 			[]string{`spec.steps[0].agent.tools[1].name: Duplicate value: "a"`}},
-		{"container tools are not built yet", `[{name: lint, container: {image: busybox}}]`,
-			[]string{`spec.steps[0].agent.tools[0].container: Forbidden: container tools are not available yet`}},
 	}
 	checkToolCases(t, cases)
 }
