@@ -39,11 +39,11 @@ import (
 
 var lintCall = agentspec.ToolRequest{ID: "call_9", Tool: "lint", Kind: agentspec.RequestContainer, Arguments: `{"path":"./cmd"}`}
 
-// linterScene creates a Scene "linter" whose agent step "work" may call the container tool
+// linterScene creates a Scene "linter" whose agent step "check" may call the container tool
 // lint.
 func linterScene(ctx context.Context, ns string) {
 	Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "linter", Namespace: ns},
-		Spec: ergonv1alpha1.SceneSpec{Models: models, Steps: []ergonv1alpha1.Step{{Name: "work", Agent: &ergonv1alpha1.AgentStep{
+		Spec: ergonv1alpha1.SceneSpec{Models: models, Steps: []ergonv1alpha1.Step{{Name: "check", Agent: &ergonv1alpha1.AgentStep{
 			Prompt: "Lint.", Tools: []ergonv1alpha1.AgentTool{{Name: "lint", Description: "Lints a directory.",
 				Container: &ergonv1alpha1.ContainerTool{Image: "lint:1", Command: []string{"lint", "--strict"},
 					Args:       []string{"{{ .args.path }}"},
@@ -109,7 +109,7 @@ var _ = Describe("An agent step's container tool calls", func() {
 
 		first := &corev1.Pod{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("l-1", "work", 1)}, first)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("l-1", "check", 1)}, first)).To(Succeed())
 		}).Should(Succeed())
 		var spec agentspec.Spec
 		Expect(json.Unmarshal([]byte(first.Annotations[annotationAgentSpec]), &spec)).To(Succeed())
@@ -120,10 +120,10 @@ var _ = Describe("An agent step's container tool calls", func() {
 
 		run := finished(ctx, ns, "l-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
-		work := stepStatus(run, "work")
+		work := stepStatus(run, "check")
 		Expect(work.Attempts).To(Equal(int32(2)))
-		name := naming.ToolCallName("l-1", "work", "call_9")
-		Expect(toolResultsOf(ctx, ns, "l-1", "work")).To(Equal(agentspec.Results{Attempt: 1, Results: []agentspec.ToolResult{
+		name := naming.ToolCallName("l-1", "check", "call_9")
+		Expect(toolResultsOf(ctx, ns, "l-1", "check")).To(Equal(agentspec.Results{Attempt: 1, Results: []agentspec.ToolResult{
 			{ID: "call_9", Content: "2 findings in lint --strict ./cmd", ToolPod: name}}}))
 
 		pods := seen.all()
@@ -132,7 +132,7 @@ var _ = Describe("An agent step's container tool calls", func() {
 		Expect(pod.Name).To(Equal(name))
 		Expect(controlledBy(pod, run.UID)).To(BeTrue())
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelRun, "l-1"))
-		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelStep, "work"))
+		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelStep, "check"))
 		Expect(pod.Annotations).To(HaveKeyWithValue(annotationToolCall, "call_9"))
 		podSpec := pod.Spec
 		Expect(*podSpec.AutomountServiceAccountToken).To(BeFalse())
@@ -170,11 +170,11 @@ var _ = Describe("An agent step's container tool calls", func() {
 
 		run := finished(ctx, ns, "l-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
-		res := toolResultsOf(ctx, ns, "l-1", "work")
+		res := toolResultsOf(ctx, ns, "l-1", "check")
 		Expect(res.Results).To(HaveLen(1))
 		Expect(res.Results[0].Error).To(BeTrue())
 		Expect(res.Results[0].Content).To(ContainSubstring("(exit code 2)\na.go:1: unused variable"))
-		Expect(res.Results[0].ToolPod).To(Equal(naming.ToolCallName("l-1", "work", "call_9")))
+		Expect(res.Results[0].ToolPod).To(Equal(naming.ToolCallName("l-1", "check", "call_9")))
 	}, SpecTimeout(60*time.Second))
 })
 
@@ -187,7 +187,7 @@ var _ = Describe("Cancelling a Run with a container tool call", func() {
 		ns := newNamespace(ctx, linterScript(seen, func(*corev1.Pod) outcome { return outcome{Stay: true} }))
 		linterScene(ctx, ns)
 		createRun(ctx, ns, "l-1", "linter", nil)
-		name := naming.ToolCallName("l-1", "work", "call_9")
+		name := naming.ToolCallName("l-1", "check", "call_9")
 		Eventually(seen.all).Should(HaveLen(1))
 
 		run := &ergonv1alpha1.Run{}
@@ -224,7 +224,7 @@ var _ = Describe("Container tool calls across a manager restart", Serial, func()
 		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
 		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 		createRun(ctx, ns, "l-1", "linter", nil)
-		name := naming.ToolCallName("l-1", "work", "call_9")
+		name := naming.ToolCallName("l-1", "check", "call_9")
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Pod{})).To(Succeed())
 		}).Should(Succeed())
@@ -235,13 +235,13 @@ var _ = Describe("Container tool calls across a manager restart", Serial, func()
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "l-1"}, run)).To(Succeed())
-			g.Expect(stepStatus(run, "work").Message).To(ContainSubstring("tool pod " + name))
+			g.Expect(stepStatus(run, "check").Message).To(ContainSubstring("tool pod " + name))
 		}).Should(Succeed())
 		release.Store(true)
 		run := finished(ctx, ns, "l-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 		Expect(seen.all()).To(HaveLen(1), "one pod for one call across the restart")
-		Expect(toolResultsOf(ctx, ns, "l-1", "work").Results).To(Equal([]agentspec.ToolResult{
+		Expect(toolResultsOf(ctx, ns, "l-1", "check").Results).To(Equal([]agentspec.ToolResult{
 			{ID: "call_9", Content: "clean", ToolPod: name}}))
 	}, SpecTimeout(90*time.Second))
 })
