@@ -178,6 +178,37 @@ var _ = Describe("An agent step's container tool calls", func() {
 	}, SpecTimeout(60*time.Second))
 })
 
+var _ = Describe("A container tool of a Scene bound to a Workspace", func() {
+	It("runs its pod on the Workspace's volume, read-only, hardened as the Workspace", func(ctx SpecContext) {
+		kctx, stopKubelet := context.WithCancel(context.Background())
+		defer stopKubelet()
+		go testKubelet.run(kctx)
+		seen := &toolPods{}
+		ns := newNamespace(ctx, linterScript(seen, func(*corev1.Pod) outcome { return outcome{Output: "clean"} }))
+		ws := workspaceFor(ctx, ns, "dev", "alice@example.org", nil)
+		boundScene(ctx, ns, "linter", "dev", ergonv1alpha1.Step{Name: "check", Agent: &ergonv1alpha1.AgentStep{Prompt: "Lint.",
+			Tools: []ergonv1alpha1.AgentTool{{Name: "lint", Container: &ergonv1alpha1.ContainerTool{Image: "lint:1",
+				Command: []string{"lint"}, Args: []string{"{{ .args.path }}"}}}}}})
+		createRun(ctx, ns, "l-1", "linter", nil)
+
+		run := finished(ctx, ns, "l-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(toolResultsOf(ctx, ns, "l-1", "check").Results).To(HaveLen(1))
+		pods := seen.all()
+		Expect(pods).To(HaveLen(1))
+		pod := pods[0]
+		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, ws.Name))
+		Expect(*pod.Spec.SecurityContext.RunAsUser).To(Equal(int64(1000)))
+		Expect(*pod.Spec.AutomountServiceAccountToken).To(BeFalse())
+		c := pod.Spec.Containers[0]
+		Expect(c.Image).To(Equal("lint:1"), "a tool keeps its own image")
+		Expect(c.Args).To(Equal([]string{"run", "--", "lint", "./cmd"}))
+		Expect(c.WorkingDir).To(Equal("/workspace"))
+		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: workspaceVolume, MountPath: "/workspace", ReadOnly: true}))
+		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", naming.WorkspaceName("alice@example.org"))))
+	}, SpecTimeout(60*time.Second))
+})
+
 var _ = Describe("Cancelling a Run with a container tool call", func() {
 	It("deletes the running tool pod", func(ctx SpecContext) {
 		kctx, stopKubelet := context.WithCancel(context.Background())
