@@ -50,9 +50,10 @@ const (
 	optionApprove = "approve"
 )
 
-// channelTools splits an agent step's tools for the runtime: the built-in tools that need
-// approval, and the Scene tools the controller carries out (their parameters are filled in
-// by fillSceneSchemas when the pod is made).
+// channelTools splits an agent step's tools for the runtime: the tools the pod runs that need
+// approval (built-in tools, and every tool an MCP server with requireApproval offers), and
+// the Scene tools the controller carries out (their parameters are filled in by
+// fillSceneSchemas when the pod is made).
 func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentspec.CallTool) {
 	for _, t := range a.Tools {
 		switch {
@@ -63,6 +64,8 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 			calls = append(calls, containerCallTool(t))
 		case t.IsBuiltin() && t.RequireApproval:
 			approve = append(approve, t.Name)
+		case t.MCP != nil && t.RequireApproval:
+			approve = append(approve, t.MCP.Allow...)
 		}
 	}
 	return approve, calls

@@ -143,8 +143,9 @@ type AgentTool struct {
 	// description tells the model what the tool does (Scene, container and MCP tools).
 	Description string `json:"description,omitempty"`
 
-	// requireApproval makes every call of the tool wait for a person to approve it through a
-	// Gate; a rejected call returns the rejection to the model as the tool's result.
+	// requireApproval makes every call of the tool (of each tool of an MCP server) wait for a
+	// person to approve it through a Gate; a rejected call returns the rejection to the model
+	// as the tool's result.
 	RequireApproval bool `json:"requireApproval,omitempty"`
 
 	// scene names a Scene of the same namespace to call as a tool: its params are the tool's

@@ -55,6 +55,9 @@ type Checkpoint struct {
 	// results are in Conversation. Requests counts the step's requests so far.
 	Pending  *agentspec.Pending `json:"pending,omitempty"`
 	Requests int                `json:"requests,omitempty"`
+	// Started are the approved calls of Pending an attempt began to run (approved_calls.go):
+	// an attempt that resumes from here does not run them again.
+	Started []string `json:"started,omitempty"`
 }
 
 // ReadCheckpoint reads a checkpoint; empty input is no checkpoint.
@@ -94,7 +97,7 @@ func (l *loop) resume() (turn, repairs int, ok bool) {
 	l.t.Usage = c.Usage
 	l.t.Entries = append(c.Entries, l.t.Entries...)
 	l.attempts = c.Attempts
-	l.waiting, l.requests = c.Pending, c.Requests
+	l.waiting, l.requests, l.started = c.Pending, c.Requests, c.Started
 	l.note(c.Turn, "resumed from the checkpoint of turn %d, made by attempt %d of the step; no model call of turns 1-%d is repeated",
 		c.Turn, c.Attempts, c.Turn)
 	return c.Turn, c.Repairs, true
@@ -107,7 +110,7 @@ func (l *loop) checkpoint(turn, repairs int) bool {
 		return false
 	}
 	c := Checkpoint{Version: checkpointVersion, Spec: l.specDigest, Turn: turn, Repairs: repairs, Usage: l.t.Usage,
-		Conversation: l.conv, Entries: l.t.Entries, Attempts: l.attempts + 1, Pending: l.handing, Requests: l.requests}
+		Conversation: l.conv, Entries: l.t.Entries, Attempts: l.attempts + 1, Pending: l.handing, Requests: l.requests, Started: l.started}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return false

@@ -176,6 +176,9 @@ type loop struct {
 	// hands over; requests counts the step's requests so far (requests.go).
 	waiting, handing *agentspec.Pending
 	requests         int
+	// started are the approved calls of waiting that an attempt began to run
+	// (approved_calls.go).
+	started []string
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it

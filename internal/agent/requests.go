@@ -77,8 +77,8 @@ func checkCallTools(s *Spec) []error {
 		}
 	}
 	for _, n := range s.Approve {
-		if !slices.Contains(s.Tools, n) {
-			errs = append(errs, fmt.Errorf("approve: %q is not one of the step's built-in tools", n))
+		if !slices.Contains(s.Tools, n) && !mcpAllows(s, n) {
+			errs = append(errs, fmt.Errorf("approve: %q is not one of the step's built-in or MCP tools", n))
 		}
 	}
 	return errs
@@ -109,6 +109,9 @@ func checkArgs(schema *jsonschema.Schema, args string) error {
 	if err != nil {
 		return fmt.Errorf("the arguments are not JSON: %v", err)
 	}
+	if schema == nil { // an MCP tool whose schema only its server can check
+		return nil
+	}
 	if err := schema.Validate(v); err != nil {
 		return fmt.Errorf("invalid arguments: %v", err)
 	}
@@ -131,7 +134,7 @@ func (l *loop) request(tc openai.ChatCompletionMessageToolCallUnion) (*agentspec
 		req.Kind, req.Approval = t.Kind, t.RequireApproval
 		return req, err
 	}
-	if t := registry[name]; t != nil && slices.Contains(l.Spec.Approve, name) && slices.Contains(l.Spec.Tools, name) {
+	if t := l.approvalTool(name); t != nil {
 		req.Kind = agentspec.RequestApproval
 		return req, checkArgs(t.schema, tc.Function.Arguments)
 	}
@@ -241,10 +244,8 @@ func (l *loop) takeResults(ctx context.Context, turn, repairs int) error {
 				Function: openai.ChatCompletionMessageFunctionToolCallFunction{Name: c.Tool, Arguments: c.Arguments}})
 		}
 	}
-	ran := map[string]toolResult{}
-	for i, res := range l.callTools(ctx, run) {
-		ran[run[i].ID] = res
-	}
+	ran := l.runApproved(ctx, turn, repairs, p, run)
+	l.started = nil
 	for _, c := range p.Calls {
 		r := got[c.ID]
 		res, ok := ran[c.ID]

@@ -19,6 +19,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,13 +232,14 @@ func approvalMessage(run, step string, call agentspec.ToolRequest) string {
 	return msg
 }
 
-// agentTool is the tool of an agent step the model calls by name.
+// agentTool is the tool of an agent step the model calls by name: an entry of its tools, or
+// the MCP server entry that offers the tool.
 func agentTool(step *compile.Step, name string) *ergonv1alpha1.AgentTool {
 	if step.Spec.Agent == nil {
 		return nil
 	}
 	for i, t := range step.Spec.Agent.Tools {
-		if t.ToolName() == name {
+		if t.ToolName() == name || (t.MCP != nil && slices.Contains(t.MCP.Allow, name)) {
 			return &step.Spec.Agent.Tools[i]
 		}
 	}

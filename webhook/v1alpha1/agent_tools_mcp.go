@@ -49,9 +49,6 @@ func validateMCPTool(p *field.Path, t ergonv1alpha1.AgentTool, n int, seen map[s
 	if t.Name != "" {
 		errs = append(errs, field.Forbidden(p.Child("name"), "an MCP server's tools keep their own names; list them in mcp.allow"))
 	}
-	if t.RequireApproval {
-		errs = append(errs, field.Forbidden(p.Child("requireApproval"), "approval of MCP tool calls is not available yet"))
-	}
 	errs = append(errs, validateMCPURL(mp.Child("url"), t.MCP.URL)...)
 	ap := mp.Child("allow")
 	if len(t.MCP.Allow) == 0 {
