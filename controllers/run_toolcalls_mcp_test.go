@@ -36,11 +36,12 @@ func TestTheToolsOfAnMCPServerThatNeedsApprovalAreApproved(t *testing.T) {
 	if !slices.Equal(approve, []string{"search", "close_issue"}) || len(calls) != 0 {
 		t.Fatalf("approve %v, calls %v", approve, calls)
 	}
-	if !usesChannel(&compile.Step{Name: "s", Spec: &ergonv1alpha1.Step{Name: "s", Agent: a}}) {
+	step := &compile.Step{Name: "s", Spec: &ergonv1alpha1.Step{Name: "s", Agent: a}}
+	if !usesChannel(step) {
 		t.Fatal("a step whose MCP tools need approval does not use the request channel")
 	}
 	a.Tools[1].RequireApproval = false
-	if approve, _ = channelTools(a); len(approve) != 0 || usesChannel(&compile.Step{Name: "s", Spec: &ergonv1alpha1.Step{Name: "s", Agent: a}}) {
+	if approve, _ = channelTools(a); len(approve) != 0 || usesChannel(step) {
 		t.Fatalf("without requireApproval: approve %v", approve)
 	}
 }
