@@ -24,15 +24,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
 // GateReconciler keeps a Gate's status: Pending until a decision, a quorum of approvals or
-// the timeout decides it, then Approved, Rejected or TimedOut for good. The Run waiting on
-// the Gate reads that status and goes on.
+// the timeout decides it, then Approved, Rejected or TimedOut for good; or Closed for good
+// when its Run ends first (gate_close.go). The Run waiting on the Gate reads that status and
+// goes on.
 type GateReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
@@ -50,6 +53,18 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	now := r.Clock.Now()
 	status, outcome := decideGate(gate, now)
+	var end ergonv1alpha1.RunPhase
+	if gate.Status.Phase == "" || gate.Status.Phase == ergonv1alpha1.GatePending {
+		// A decision that comes as the Run ends decides nothing: the Run reads only a
+		// decided status, which it never saw.
+		var err error
+		if end, err = r.runEnd(ctx, gate); err != nil {
+			return ctrl.Result{}, err
+		}
+		if end != "" {
+			status, outcome = closeGate(gate, status, end, now), nil
+		}
+	}
 	if !equality.Semantic.DeepEqual(&gate.Status, &status) {
 		base := gate.DeepCopy()
 		gate.Status = status
@@ -61,6 +76,9 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		if outcome != nil {
 			r.announce(gate, outcome)
+		}
+		if end != "" {
+			r.announceClosed(gate, end)
 		}
 	}
 	if status.Phase == ergonv1alpha1.GatePending && status.ExpiresAt != nil {
@@ -89,5 +107,7 @@ func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gateOutcome) {
 
 // SetupWithManager registers the controller.
 func (r *GateReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&ergonv1alpha1.Gate{}).Named("gate").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&ergonv1alpha1.Gate{}).Named("gate").
+		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.gatesOfRun), builder.WithPredicates(runEnded)).
+		Complete(r)
 }

@@ -141,6 +141,9 @@ const (
 	ReasonRejected = "Rejected"
 	// ReasonTimedOut: the timeout passed and onTimeout decided.
 	ReasonTimedOut = "TimedOut"
+	// ReasonRunFinished: the Gate's Run ended before anyone decided; the Gate is Closed and
+	// can no longer be decided.
+	ReasonRunFinished = "RunFinished"
 )
 
 // ConditionReady says a Scene can run, a Trigger is set up as its spec says (suspended

@@ -146,8 +146,10 @@ type GateApproval struct {
 	Comment string `json:"comment,omitempty"`
 }
 
-// GatePhase is where a Gate is in its life.
-// +kubebuilder:validation:Enum=Pending;Approved;Rejected;TimedOut
+// GatePhase is where a Gate is in its life. Every phase but Pending is final: Approved,
+// Rejected and TimedOut say what decided it; Closed says its Run ended (cancelled, timed out,
+// failed) before anyone decided, so that nobody can decide it any more.
+// +kubebuilder:validation:Enum=Pending;Approved;Rejected;TimedOut;Closed
 type GatePhase string
 
 // Gate phases.
@@ -156,6 +158,7 @@ const (
 	GateApproved GatePhase = "Approved"
 	GateRejected GatePhase = "Rejected"
 	GateTimedOut GatePhase = "TimedOut"
+	GateClosed   GatePhase = "Closed"
 )
 
 // GateStatus is what Ergon observed of a Gate.

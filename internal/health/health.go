@@ -100,11 +100,11 @@ func Run(status *ergonv1alpha1.RunStatus) Health {
 	}
 }
 
-// Gate: Reconciling while nobody has decided, Current once decided, whatever the decision:
-// the Run it pauses tells what the decision meant.
+// Gate: Reconciling while nobody has decided, Current once decided, whatever the decision
+// (the Run it pauses tells what the decision meant), or once closed because its Run ended.
 func Gate(status *ergonv1alpha1.GateStatus) Health {
 	decided := meta.FindStatusCondition(status.Conditions, ergonv1alpha1.ConditionDecided)
-	if decided != nil && decided.Status == metav1.ConditionTrue {
+	if (decided != nil && decided.Status == metav1.ConditionTrue) || status.Phase == ergonv1alpha1.GateClosed {
 		return Health{State: Current}
 	}
 	h := Health{State: Reconciling, Reason: ergonv1alpha1.ReasonAwaitingDecision, Message: "waiting for a decision"}

@@ -87,15 +87,18 @@ func TestKstatusSeesAGateInProgressUntilDecided(t *testing.T) {
 		name  string
 		conds []metav1.Condition
 		want  status.Status
+		phase ergonv1alpha1.GatePhase
 	}{
-		{"a new Gate is in progress", nil, status.InProgressStatus},
-		{"a Gate awaiting a decision is in progress", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionFalse, ergonv1alpha1.ReasonAwaitingDecision)}, status.InProgressStatus},
-		{"an approved Gate is current", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonApproved)}, status.CurrentStatus},
-		{"a rejected Gate is current: the Run tells what it meant", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonRejected)}, status.CurrentStatus},
-		{"a timed-out Gate is current", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonTimedOut)}, status.CurrentStatus},
+		{"a new Gate is in progress", nil, status.InProgressStatus, ""},
+		{"a Gate awaiting a decision is in progress", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionFalse, ergonv1alpha1.ReasonAwaitingDecision)}, status.InProgressStatus, ""},
+		{"an approved Gate is current", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonApproved)}, status.CurrentStatus, ""},
+		{"a rejected Gate is current: the Run tells what it meant", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonRejected)}, status.CurrentStatus, ""},
+		{"a timed-out Gate is current", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided, metav1.ConditionTrue, ergonv1alpha1.ReasonTimedOut)}, status.CurrentStatus, ""},
+		{"a Gate closed when its Run ended is current: nobody can decide it any more", []metav1.Condition{cond(ergonv1alpha1.ConditionDecided,
+			metav1.ConditionFalse, ergonv1alpha1.ReasonRunFinished)}, status.CurrentStatus, ergonv1alpha1.GateClosed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate := &ergonv1alpha1.Gate{Status: ergonv1alpha1.GateStatus{Conditions: tc.conds}}
+			gate := &ergonv1alpha1.Gate{Status: ergonv1alpha1.GateStatus{Conditions: tc.conds, Phase: tc.phase}}
 			if got := kstatusOf(t, gate, &gate.Status.Conditions, Gate(&gate.Status)); got != tc.want {
 				t.Errorf("kstatus says %s, want %s", got, tc.want)
 			}

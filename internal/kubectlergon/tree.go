@@ -288,7 +288,7 @@ var phaseColors = map[string]string{
 	"Succeeded": "32", "Approved": "32",
 	"Failed": "31", "Rejected": "31", "TimedOut": "31",
 	"Running": "34", "Retrying": "33", "Waiting": "33", "Pending": "33",
-	"Skipped": "90", "Cancelled": "90",
+	"Skipped": "90", "Cancelled": "90", "Closed": "90",
 }
 
 func (r *treeRenderer) phase(p string) string {

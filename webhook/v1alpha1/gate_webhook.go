@@ -41,7 +41,8 @@ import (
 // GateWebhook makes a Gate's decision the Kubernetes way. The mutating half stamps who
 // decides from the request's authenticated identity, over whatever the client sent; the
 // validating half allows the decision only from an approver the Gate lists, or one RBAC
-// grants the verb "approve" on the Gate, and only while its Run has not finished. Only the
+// grants the verb "approve" on the Gate, and only while the Gate is pending and its Run has
+// not finished. Only the
 // manager creates Gates; what ties a Gate to its Run (labels, owner references, runRef, step)
 // and every vote cast never change, and a quorum is reached only by that many votes.
 type GateWebhook struct {
@@ -133,6 +134,9 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 		path = field.NewPath("spec", "approvals")
 	}
 	forbidden := func(msg string) error { return invalid(field.ErrorList{field.Forbidden(path, msg)}) }
+	if msg := finalGate(old); msg != "" {
+		return nil, forbidden(msg)
+	}
 	if need := minApprovals(gate); newDecision && need > 1 {
 		return nil, forbidden(fmt.Sprintf("this Gate needs %d approvals from different people, so no single decision decides it; "+
 			"add your vote to spec.approvals instead (any rejection decides)", need))
@@ -170,6 +174,20 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 			"approve on gates.ergon.dev in namespace %s (the ClusterRole ergon-gate-approver does)", user, gate.Namespace))
 	}
 	return nil, nil
+}
+
+// finalGate says why a Gate whose status is final takes no decision or vote: it was decided,
+// or closed when its Run ended before anyone decided. Empty while it is pending.
+func finalGate(gate *ergonv1alpha1.Gate) string {
+	switch st := gate.Status; st.Phase {
+	case "", ergonv1alpha1.GatePending:
+		return ""
+	case ergonv1alpha1.GateClosed:
+		return fmt.Sprintf("Gate %s is Closed: its Run %s ended before anyone decided, so it can no longer be decided",
+			gate.Name, gate.Spec.RunRef.Name)
+	default:
+		return fmt.Sprintf("Gate %s is %s already (by %s); it can no longer be decided", gate.Name, st.Phase, st.DecidedBy)
+	}
 }
 
 // minApprovals is how many people must approve the Gate.

@@ -148,6 +148,21 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 		refused(decide(ctx, alice, gate, "approve"), "Run r5 has finished (Cancelled)")
 	})
 
+	It("refuses decisions and votes on a Gate that is closed or decided already", func(ctx SpecContext) {
+		closed := gateOf(ctx, "r9", nil)
+		closed.Status.Phase = ergonv1alpha1.GateClosed
+		Expect(k8sClient.Status().Update(ctx, closed)).To(Succeed())
+		refused(decide(ctx, dave, closed, "approve"), "spec.decision", "Gate r9-review is Closed",
+			"its Run r9 ended before anyone decided", "can no longer be decided")
+		refused(decide(ctx, alice, closed, "reject"), "spec.decision", "is Closed")
+
+		quorum := gateOf(ctx, "r10", func(s *ergonv1alpha1.GateSpec) { s.MinApprovals = new(int32(2)) })
+		quorum.Status.Phase, quorum.Status.DecidedBy = ergonv1alpha1.GateTimedOut, "timeout"
+		Expect(k8sClient.Status().Update(ctx, quorum)).To(Succeed())
+		refused(approve(ctx, dave, quorum, `{"user":"dave","option":"approve"}`), "spec.approvals",
+			"Gate r10-review is TimedOut already (by timeout)")
+	})
+
 	It("needs two different people for a quorum of two, each stamped", func(ctx SpecContext) {
 		gate := gateOf(ctx, "r6", func(s *ergonv1alpha1.GateSpec) { s.MinApprovals = new(int32(2)) })
 		Expect(approve(ctx, alice, gate, `{"user":"zed","option":"approve"}`)).To(Succeed())

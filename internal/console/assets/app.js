@@ -525,7 +525,10 @@
     const min = g.spec.minApprovals || 1;
     if (min > 1) card.appendChild(h("div", { class: "muted" }, "Needs " + min + " approvals; votes: " +
       ((g.spec.approvals || []).map((a) => a.user + " " + a.option).join(", ") || "none")));
-    if (g.spec.decision) {
+    if (st.phase === "Closed") {
+      const c = (st.conditions || []).find((x) => x.type === "Decided");
+      card.appendChild(h("div", { class: "decision" }, "Closed: " + (c ? c.message : "its Run ended before anyone decided")));
+    } else if (g.spec.decision) {
       const d = g.spec.decision;
       card.appendChild(h("div", { class: "decision" }, h("b", { class: "decided-by" }, d.user || st.decidedBy || "?"), " chose ", h("b", {}, d.option),
         st.decidedAt ? " at " + stamp(st.decidedAt) : "", d.comment ? h("div", { class: "question" }, "“" + d.comment + "”") : null));
