@@ -85,8 +85,8 @@ var _ = Describe("A running agent step", func() {
 		logs.Write(ns, first, log)
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "long-1"}, run)).To(Succeed())
-			g.Expect(stepStatus(run, "work").Phase).To(Equal(ergonv1alpha1.StepRunning))
-			g.Expect(stepStatus(run, "work").Usage).To(Equal(&ergonv1alpha1.AgentUsage{Turns: 3, PromptTokens: 300,
+			g.Expect(stepOf(g, run, "work").Phase).To(Equal(ergonv1alpha1.StepRunning))
+			g.Expect(stepOf(g, run, "work").Usage).To(Equal(&ergonv1alpha1.AgentUsage{Turns: 3, PromptTokens: 300,
 				CompletionTokens: 30, TotalTokens: 330}))
 		}).Should(Succeed())
 		cm := &corev1.ConfigMap{}

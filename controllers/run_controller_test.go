@@ -107,6 +107,18 @@ func stepStatus(run *ergonv1alpha1.Run, name string) ergonv1alpha1.StepStatus {
 	return ergonv1alpha1.StepStatus{}
 }
 
+// stepOf is stepStatus inside an Eventually: a Run whose status lacks the step yet fails only
+// this try.
+func stepOf(g Gomega, run *ergonv1alpha1.Run, name string) ergonv1alpha1.StepStatus {
+	for _, s := range run.Status.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	g.Expect(run.Status.Steps).To(ContainElement(HaveField("Name", name)), "the Run has no status for step %s yet", name)
+	return ergonv1alpha1.StepStatus{}
+}
+
 var _ = Describe("The Run controller", func() {
 	BeforeEach(func() {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -229,7 +229,7 @@ var _ = Describe("Tool calls across a manager restart", Serial, func() {
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "w-1"}, run)).To(Succeed())
-			g.Expect(stepStatus(run, "work").Message).To(ContainSubstring("child Run " + child))
+			g.Expect(stepOf(g, run, "work").Message).To(ContainSubstring("child Run " + child))
 		}).Should(Succeed())
 		release.Store(true)
 		run := finished(ctx, ns, "w-1")

@@ -266,7 +266,7 @@ var _ = Describe("Container tool calls across a manager restart", Serial, func()
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "l-1"}, run)).To(Succeed())
-			g.Expect(stepStatus(run, "check").Message).To(ContainSubstring("tool pod " + name))
+			g.Expect(stepOf(g, run, "check").Message).To(ContainSubstring("tool pod " + name))
 		}).Should(Succeed())
 		release.Store(true)
 		run := finished(ctx, ns, "l-1")
