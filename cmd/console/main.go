@@ -40,35 +40,57 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "console:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	var (
-		addr, kubeconfig, proxyHeader, namespace, certFile, keyFile string
-		readOnly                                                    bool
-		maxStreams                                                  int
-	)
-	flag.StringVar(&addr, "bind-address", "127.0.0.1:8080", "address to serve the console on")
-	flag.StringVar(&kubeconfig, "kubeconfig", "",
+// options are the console's flags.
+type options struct {
+	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile string
+	readOnly                                                    bool
+	maxStreams                                                  int
+}
+
+// parseFlags reads the flags from args into a FlagSet of the console's own: the packages it
+// imports register flags of theirs on the process-wide set (controller-runtime's --kubeconfig),
+// which must neither clash with the console's nor appear in its help.
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("console", flag.ContinueOnError)
+	fs.StringVar(&o.addr, "bind-address", "127.0.0.1:8080", "address to serve the console on")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "",
 		"kubeconfig naming the API server (address and CA); in a pod, the in-cluster one. Its credentials serve --read-only only")
-	flag.BoolVar(&readOnly, "read-only", false,
+	fs.BoolVar(&o.readOnly, "read-only", false,
 		"show Ergon to everyone with the console's own identity (a ServiceAccount bound to view), no login, and refuse every write")
-	flag.StringVar(&proxyHeader, "auth-header", "",
+	fs.StringVar(&o.proxyHeader, "auth-header", "",
 		"take each viewer's bearer token from this header, set by an authenticating proxy in front of the console "+
 			"(e.g. X-Forwarded-Access-Token); only when every request passes that proxy")
-	flag.StringVar(&namespace, "default-namespace", "default", "namespace shown first, and to viewers who may not list namespaces")
-	flag.StringVar(&certFile, "tls-cert-file", "", "serve HTTPS with this certificate (with --tls-key-file)")
-	flag.StringVar(&keyFile, "tls-key-file", "", "key of --tls-cert-file")
-	flag.IntVar(&maxStreams, "max-streams", 500,
+	fs.StringVar(&o.namespace, "default-namespace", "default", "namespace shown first, and to viewers who may not list namespaces")
+	fs.StringVar(&o.certFile, "tls-cert-file", "", "serve HTTPS with this certificate (with --tls-key-file)")
+	fs.StringVar(&o.keyFile, "tls-key-file", "", "key of --tls-cert-file")
+	fs.IntVar(&o.maxStreams, "max-streams", 500,
 		"live streams (server-sent events) open at once; each holds one watch per kind with its viewer's token")
-	flag.Parse()
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
 
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	ctrllog.SetLogger(zap.New())
-	cfg, err := restConfig(kubeconfig, readOnly)
+	cfg, err := restConfig(o.kubeconfig, o.readOnly)
 	if err != nil {
 		return err
 	}
@@ -76,15 +98,15 @@ func run() error {
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	c := console.Config{APIServer: cfg, ProxyHeader: proxyHeader, Key: key, DefaultNamespace: namespace, MaxStreams: maxStreams}
-	if readOnly {
+	c := console.Config{APIServer: cfg, ProxyHeader: o.proxyHeader, Key: key, DefaultNamespace: o.namespace, MaxStreams: o.maxStreams}
+	if o.readOnly {
 		c.ReadOnly = cfg
 	}
 	srv, err := console.New(c)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Addr: addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Addr: o.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -94,16 +116,16 @@ func run() error {
 		_ = hs.Shutdown(sctx)
 	}()
 	scheme := "http"
-	if certFile != "" {
+	if o.certFile != "" {
 		scheme = "https"
 	}
 	mode := "as each viewer"
-	if readOnly {
+	if o.readOnly {
 		mode = "read-only"
 	}
-	fmt.Fprintf(os.Stderr, "console: serving %s://%s (%s), API server %s\n", scheme, addr, mode, cfg.Host)
-	if certFile != "" {
-		err = hs.ListenAndServeTLS(certFile, keyFile)
+	fmt.Fprintf(os.Stderr, "console: serving %s://%s (%s), API server %s\n", scheme, o.addr, mode, cfg.Host)
+	if o.certFile != "" {
+		err = hs.ListenAndServeTLS(o.certFile, o.keyFile)
 	} else {
 		err = hs.ListenAndServe()
 	}

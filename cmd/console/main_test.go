@@ -1,0 +1,56 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"flag"
+	"reflect"
+	"testing"
+)
+
+// The console's flags parse although the packages it imports register flags of their own,
+// --kubeconfig among them, on the process-wide set: a console that defined its flags there
+// panicked at start ("flag redefined: kubeconfig") and never served.
+func TestParseFlags(t *testing.T) {
+	if flag.CommandLine.Lookup("kubeconfig") == nil {
+		t.Fatal("no imported package registers --kubeconfig any more: this test no longer tries the clash it is about")
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    options
+		wantErr bool
+	}{
+		{name: "defaults", want: options{addr: "127.0.0.1:8080", namespace: "default", maxStreams: 500}},
+		{name: "every flag", args: []string{"--bind-address=:9443", "--kubeconfig", "/k", "--read-only", "--auth-header=X-Token",
+			"--default-namespace=team", "--tls-cert-file=c", "--tls-key-file=k", "--max-streams=7"},
+			want: options{addr: ":9443", kubeconfig: "/k", readOnly: true, proxyHeader: "X-Token", namespace: "team",
+				certFile: "c", keyFile: "k", maxStreams: 7}},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
+		{name: "stray argument", args: []string{"serve"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseFlags(tc.args)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("parseFlags(%q): error %v, want an error: %t", tc.args, err, tc.wantErr)
+			}
+			if !tc.wantErr && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("parseFlags(%q) = %+v, want %+v", tc.args, got, tc.want)
+			}
+		})
+	}
+}
