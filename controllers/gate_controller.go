@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -39,7 +40,9 @@ import (
 type GateReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
-	Clock    clock.PassiveClock
+	// Options are the controller's options, such as how many Gates are reconciled at once.
+	Options controller.Options
+	Clock   clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=gates,verbs=get;list;watch
@@ -109,5 +112,6 @@ func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gateOutcome) {
 func (r *GateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&ergonv1alpha1.Gate{}).Named("gate").
 		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.gatesOfRun), builder.WithPredicates(runEnded)).
+		WithOptions(r.Options).
 		Complete(r)
 }

@@ -42,6 +42,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -72,7 +73,7 @@ type options struct {
 	leaderElection, secureMetrics, http2                 bool
 	hooksRate                                            float64
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
-	workspaceWorkers                                     int
+	workspaceWorkers, triggerWorkers, gateWorkers        int
 	stepBinaries                                         string
 	run                                                  controllers.RunConfig
 	webhooks                                             webhookOptions
@@ -100,6 +101,9 @@ func (o *options) bindFlags() {
 		"The most step pods of all Runs that run at once; 0 means no limit.")
 	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
 	flag.IntVar(&o.workspaceWorkers, "workspace-workers", 2, "How many Workspaces are reconciled at once.")
+	flag.IntVar(&o.triggerWorkers, "trigger-workers", 4, "How many Triggers are reconciled at once "+
+		"(Triggers due at the same minute start their Runs side by side).")
+	flag.IntVar(&o.gateWorkers, "gate-workers", 4, "How many Gates are reconciled at once.")
 	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
 	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
 		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
@@ -179,7 +183,7 @@ func run(o *options) error {
 		return err
 	}
 	setupLog.Info("Step pods get Ergon's entrypoint", "by", o.run.StepBinaries)
-	if err := setupControllers(mgr, restConfig, o.run, o.workspaceWorkers); err != nil {
+	if err := setupControllers(mgr, restConfig, o); err != nil {
 		return err
 	}
 	if o.hooksAddr != "0" {
@@ -216,7 +220,6 @@ func run(o *options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers.
 // stepBinaries resolves --step-binaries, asking the API server its version for auto.
 func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinaries, error) {
 	version := ""
@@ -234,7 +237,10 @@ func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinarie
 	return controllers.ResolveStepBinaries(mode, version)
 }
 
-func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig controllers.RunConfig, workspaceWorkers int) error {
+// setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers, each
+// with its number of workers.
+func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) error {
+	runConfig := o.run
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
@@ -247,14 +253,15 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, runConfig contr
 			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
 			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig}},
 		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
-			Clock: clock.RealClock{}}},
+			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
 		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
 			Clock: clock.RealClock{}}},
 		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}}},
+			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{},
+			Options: controller.Options{MaxConcurrentReconciles: o.triggerWorkers}}},
 		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
-			EntrypointImage: runConfig.EntrypointImage, Workers: workspaceWorkers}},
+			EntrypointImage: runConfig.EntrypointImage, Workers: o.workspaceWorkers}},
 	} {
 		if err := c.r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("creating the %s controller: %w", c.name, err)
