@@ -40,6 +40,9 @@ import (
 // SceneValidator refuses Scenes that cannot run: what the CRD's schema cannot see from one
 // object (graph cycles, templates, conditions, models, tools, Scenes calling each other).
 type SceneValidator struct {
+	// Reader lists the namespace's Scenes, to find calls that form a cycle: the API server,
+	// not the cache, which may not hold yet a Scene applied a moment before (kubectl apply -f
+	// of a directory), and a cycle through it would pass.
 	Reader client.Reader
 	// secrets asks whether the requester may read the Secrets the Scene uses.
 	secrets *secretAccess
@@ -55,7 +58,7 @@ func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 	}
 	secrets := newSecretAccess(mgr, m)
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
-		WithValidator(&SceneValidator{Reader: newReader(mgr), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}).Complete()
+		WithValidator(&SceneValidator{Reader: mgr.GetAPIReader(), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}).Complete()
 }
 
 // ValidateCreate checks a new Scene.
