@@ -99,7 +99,7 @@ func (r *GateReconciler) gatesOfRun(ctx context.Context, obj client.Object) []re
 	var reqs []reconcile.Request
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if controlledBy(g, obj.GetUID()) && (g.Status.Phase == "" || g.Status.Phase == ergonv1alpha1.GatePending) {
+		if controlledBy(g, obj.GetUID()) && g.Status.Phase.Open() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(g)})
 		}
 	}

@@ -57,7 +57,7 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	now := r.Clock.Now()
 	status, outcome := decideGate(gate, now)
 	var end ergonv1alpha1.RunPhase
-	if gate.Status.Phase == "" || gate.Status.Phase == ergonv1alpha1.GatePending {
+	if gate.Status.Phase.Open() {
 		// A decision that comes as the Run ends decides nothing: the Run reads only a
 		// decided status, which it never saw.
 		var err error

@@ -161,6 +161,10 @@ const (
 	GateClosed   GatePhase = "Closed"
 )
 
+// Open reports whether a Gate in this phase still takes a decision: Pending, or not yet
+// reported by the Gate controller.
+func (p GatePhase) Open() bool { return p == "" || p == GatePending }
+
 // GateStatus is what Ergon observed of a Gate.
 type GateStatus struct {
 	// observedGeneration is the generation the status describes.

@@ -72,7 +72,7 @@ func completePendingGates(o *Options) cobra.CompletionFunc {
 		}
 		return o.listNames(cmd, &ergonv1alpha1.GateList{}, func(obj client.Object) bool {
 			g := obj.(*ergonv1alpha1.Gate)
-			return g.Spec.Decision == nil && (g.Status.Phase == "" || g.Status.Phase == ergonv1alpha1.GatePending)
+			return g.Spec.Decision == nil && g.Status.Phase.Open()
 		}), cobra.ShellCompDirectiveNoFileComp
 	}
 }

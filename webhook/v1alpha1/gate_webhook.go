@@ -179,10 +179,10 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 // finalGate says why a Gate whose status is final takes no decision or vote: it was decided,
 // or closed when its Run ended before anyone decided. Empty while it is pending.
 func finalGate(gate *ergonv1alpha1.Gate) string {
-	switch st := gate.Status; st.Phase {
-	case "", ergonv1alpha1.GatePending:
+	switch st := gate.Status; {
+	case st.Phase.Open():
 		return ""
-	case ergonv1alpha1.GateClosed:
+	case st.Phase == ergonv1alpha1.GateClosed:
 		return fmt.Sprintf("Gate %s is Closed: its Run %s ended before anyone decided, so it can no longer be decided",
 			gate.Name, gate.Spec.RunRef.Name)
 	default:
