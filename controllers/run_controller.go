@@ -65,6 +65,11 @@ type RunConfig struct {
 	// ProgressInterval is how often a running agent step's log is read for its progress
 	// and checkpoint (see run_checkpoint.go); zero means 10 s.
 	ProgressInterval time.Duration
+	// StatusInterval is the shortest time between two status writes of one Run when the
+	// second only records what its pods did (planner.Plan.OnlyObserves): such a write waits
+	// for the rest of the interval and carries whatever else was observed meanwhile. A pass
+	// that acts writes at once. Zero writes every pass at once.
+	StatusInterval time.Duration
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -85,6 +90,8 @@ type RunReconciler struct {
 	// read from the cache at that version is stale: acting on it would create again the
 	// children the write recorded. Its update is on the way and reconciles the Run again.
 	written sync.Map // namespace/name -> resourceVersion
+	// lastWrite is when each running Run's status was last written (holdWrite).
+	lastWrite sync.Map // namespace/name -> time.Time
 	// progress is what was last read of each running agent pod's log (run_checkpoint.go).
 	progress sync.Map // pod UID -> progressSeen
 }
@@ -109,6 +116,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if apierrors.IsNotFound(err) {
 			r.scenes.Delete(req.String())
 			r.written.Delete(req.String())
+			r.lastWrite.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -117,6 +125,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	if run.Status.Phase.Finished() {
 		r.scenes.Delete(req.String())
+		r.lastWrite.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
@@ -157,6 +166,17 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		if facts, plan, err = r.plan(ctx, r.APIReader, run, scene); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if wait := r.holdWrite(key, &base.Status, plan); wait > 0 {
+		// Nothing to do but record what the pods did, and the last write was a moment
+		// ago: a burst of pod changes (a fan-out's steps starting and ending) becomes one
+		// write per interval instead of one per change. The pass runs again when the
+		// interval ends, or sooner when a change asks for action.
+		log.FromContext(ctx).V(1).Info("Holding the status write back", "for", wait)
+		if plan.RequeueAfter > 0 && plan.RequeueAfter < wait {
+			wait = plan.RequeueAfter
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if wait := r.observeAgents(ctx, run, scene, facts, &plan.Status); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
 		plan.RequeueAfter = wait
@@ -229,8 +249,23 @@ func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha
 	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	r.written.Store(client.ObjectKeyFromObject(run).String(), base.ResourceVersion)
+	key := client.ObjectKeyFromObject(run).String()
+	r.written.Store(key, base.ResourceVersion)
+	r.lastWrite.Store(key, r.Clock.Now())
 	return nil
+}
+
+// holdWrite is how long a pass should wait before it writes the Run's status: the rest of
+// Config.StatusInterval since the last write, when the plan only observes; else zero.
+func (r *RunReconciler) holdWrite(key string, stored *ergonv1alpha1.RunStatus, plan *planner.Plan) time.Duration {
+	if r.Config.StatusInterval <= 0 || !plan.OnlyObserves(stored) {
+		return 0
+	}
+	last, ok := r.lastWrite.Load(key)
+	if !ok {
+		return 0
+	}
+	return max(r.Config.StatusInterval-r.Clock.Since(last.(time.Time)), 0)
 }
 
 // reconcileFinished deletes the pods a finished Run no longer needs, and the Run itself once

@@ -89,6 +89,11 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 		// started it (run_checkpoint_test.go waits for it).
 		runConfig.ProgressInterval = 300 * time.Millisecond
 	}
+	if runConfig.StatusInterval == 0 {
+		// The manager's default (cmd/manager): every spec sees status writes coalesced as
+		// they are in production (run_statuswrites_test.go).
+		runConfig.StatusInterval = time.Second
+	}
 	options := testEnv.ManagerOptions(scheme)
 	options.Cache = CacheOptions()
 	// The restart test starts managers again and again in one process.

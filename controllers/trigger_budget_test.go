@@ -69,7 +69,12 @@ var _ = Describe("A Trigger's budget", Serial, func() {
 		for i := 1; i <= 2; i++ {
 			due := minute.Add(time.Duration(i) * time.Minute)
 			setTriggerClock(due.Add(time.Second))
-			Eventually(func() time.Time { return getTrigger(ctx, ns, "thrifty").Status.LastScheduleTime.Time }).
+			Eventually(func() time.Time {
+				if last := getTrigger(ctx, ns, "thrifty").Status.LastScheduleTime; last != nil {
+					return last.Time
+				}
+				return time.Time{}
+			}).
 				Should(BeTemporally("==", due), "the due time is passed over")
 			Consistently(func() []string { return triggerRuns(ctx, ns, "thrifty") }, "1s").Should(Equal([]string{first}),
 				"no Run starts, and the finished one is kept beyond the history limit while it counts")

@@ -166,6 +166,9 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 		Expect(metav1.GetControllerOf(run).Kind).To(Equal("Trigger"))
 		Eventually(func(g Gomega) {
 			t := getTrigger(ctx, ns, "every-minute")
+			// Not written yet is a try that fails, not a nil dereference that ends the spec.
+			g.Expect(t.Status.LastScheduleTime).NotTo(BeNil())
+			g.Expect(t.Status.NextScheduleTime).NotTo(BeNil())
 			g.Expect(t.Status.LastScheduleTime.Time).To(BeTemporally("==", minute))
 			g.Expect(t.Status.NextScheduleTime.Time).To(BeTemporally("==", minute.Add(time.Minute)))
 			g.Expect(t.Status.Active).To(Equal([]string{first}))
@@ -205,7 +208,9 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 
 		setTriggerClock(minute.Add(45 * time.Second)) // 45s late for minute, deadline 30s
 		Eventually(func(g Gomega) {
-			g.Expect(getTrigger(ctx, ns, "deadline").Status.NextScheduleTime.Time).To(BeTemporally("==", minute.Add(time.Minute)))
+			next := getTrigger(ctx, ns, "deadline").Status.NextScheduleTime
+			g.Expect(next).NotTo(BeNil())
+			g.Expect(next.Time).To(BeTemporally("==", minute.Add(time.Minute)))
 		}).Should(Succeed())
 		Expect(triggerRuns(ctx, ns, "deadline")).To(BeEmpty())
 

@@ -108,6 +108,10 @@ func (o *options) bindFlags() {
 	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
 		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
 			"when its step and Scene set no pendingTimeout, and how long a Run waits for its Scene to exist; 0 means no bound.")
+	flag.DurationVar(&o.run.StatusInterval, "status-interval", time.Second,
+		"The shortest time between two status writes of one Run that only record what its step pods did "+
+			"(a fan-out's pods starting and ending in a burst become one write per interval); a change that "+
+			"starts or stops something is written at once. 0 writes every change at once.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+

@@ -65,6 +65,18 @@ type Plan struct {
 	ToolPods []ToolPodRequest
 }
 
+// OnlyObserves reports whether the plan does nothing but record what the Run's pods did
+// since stored: it creates, stores, stops and hands over nothing, and the Run's phase and
+// observed generation stay as they are. Deleting pods whose outcome stored already records
+// (CleanupPods) may wait, so it does not count. Such a plan may be written a moment later,
+// together with the next, without slowing the Run down: the Run controller coalesces them.
+func (p *Plan) OnlyObserves(stored *ergonv1alpha1.RunStatus) bool {
+	acts := len(p.Pods) + len(p.Children) + len(p.Gates) + len(p.DeletePods) + len(p.CancelChildren) +
+		len(p.Store) + len(p.TakeLeases) + len(p.ToolResults) + len(p.ToolPods)
+	return acts == 0 && p.ReleaseLease == "" && p.Status.Phase == stored.Phase &&
+		p.Status.ObservedGeneration == stored.ObservedGeneration
+}
+
 // PodRequest asks for the pod of one attempt of a container or agent step.
 type PodRequest struct {
 	Name     string

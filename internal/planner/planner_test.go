@@ -484,3 +484,34 @@ func TestAnAgentPromptTooLargeForItsPodFailsTheStep(t *testing.T) {
 		t.Fatalf("pods %d, step %+v", len(p.Pods), p.Status.Steps[0])
 	}
 }
+
+func TestOnlyPlansThatObserveMayWaitToBeWritten(t *testing.T) {
+	ends := map[string]PodPhase{}
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a"), step("b"), step("c", "a", "b"),
+		step("d", "c"), step("e", "c")}},
+		func(s string, _ int32) PodPhase { return ends[s] })
+	pass := func(why string, want bool) {
+		t.Helper()
+		stored := w.run.Status.DeepCopy()
+		if got := w.plan().OnlyObserves(stored); got != want {
+			t.Errorf("%s: OnlyObserves = %v, want %v (plan: %d pods, %d deletions, phase %s -> %s)", why, got, want,
+				len(w.last.Pods), len(w.last.DeletePods), stored.Phase, w.last.Status.Phase)
+		}
+	}
+	pass("the first pass starts a and b", false)
+	ends["a"] = PodSucceeded
+	w.kubelet()
+	pass("a ended, and c still waits for b", true)
+	pass("nothing changed", true)
+	ends["b"] = PodSucceeded
+	w.kubelet()
+	pass("b ended, which starts c", false)
+	ends["c"] = PodSucceeded
+	w.kubelet()
+	pass("c ended, which starts d and e", false)
+	ends["d"] = PodSucceeded
+	w.kubelet()
+	pass("d ended while e runs", true)
+	w.run.Spec.Cancel = true
+	pass("the cancelled Run stops e", false)
+}
