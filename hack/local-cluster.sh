@@ -41,7 +41,9 @@
 # kube-network-policies from the Go module proxy, hack/tools (imagebuild, pause, coredns, clusterpki); all cached under
 # $ERGON_CACHE_DIR (default ~/.cache/ergon) keyed by version. Debian packages are installed when
 # missing. State, certificates, logs and the kubeconfig live in $ERGON_CLUSTER_DIR (default
-# $ERGON_CACHE_DIR/cluster); logs are in its logs/ folder.
+# $ERGON_CACHE_DIR/cluster); logs are in its logs/ folder. ERGON_CLUSTER_PROFILING=true serves
+# the API server's /debug/pprof (kubectl get --raw '/debug/pprof/profile?seconds=30'), to
+# profile it under a benchmark; `restart kube-apiserver` applies it to a running cluster.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -729,7 +731,7 @@ start_apiserver() {
     --authorization-mode=Node,RBAC \
     --enable-admission-plugins=NodeRestriction \
     --allow-privileged=true \
-    --profiling=false \
+    --profiling="${ERGON_CLUSTER_PROFILING:-false}" \
     --v=1
   wait_for "kube-apiserver /readyz" 90 kc get --raw /readyz
 }

@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -227,24 +228,79 @@ func (argo) key(pod *corev1.Pod) (string, string, bool) {
 }
 
 // bare runs the workload's pods directly: the harness itself starts each pod the moment it sees
-// its dependencies succeed, as a controller with no overhead would.
+// its dependencies succeed, as a controller with no overhead would. Its shape decides how
+// much of an Ergon step pod each pod carries, so that Ergon's gap to bare pods splits into
+// what the pod costs the node and what the controller costs (engines bare, bare-volumes,
+// bare-image, bare-ergon).
 type bare struct {
 	cs    kubernetes.Interface
 	image string
+	shape bareShape
+	// ergonImage is the image Ergon's binaries come from, for the image and ergon shapes.
+	ergonImage string
 }
 
-func (bare) name() string { return "bare" }
+// bareShape is how much of an Ergon step pod a bare pod carries, each adding to the one before.
+type bareShape int
+
+const (
+	shapePlain   bareShape = iota // one restricted container
+	shapeVolumes                  // + Ergon's two sized emptyDirs, fsGroup, a read-only root
+	shapeImage                    // + Ergon's binaries as an image volume
+	shapeErgon                    // + the step run under Ergon's entrypoint, with its environment
+)
+
+var bareShapes = map[string]bareShape{"bare": shapePlain, "bare-volumes": shapeVolumes,
+	"bare-image": shapeImage, "bare-ergon": shapeErgon}
+
+func (b bare) name() string {
+	for name, shape := range bareShapes {
+		if shape == b.shape {
+			return name
+		}
+	}
+	return "bare"
+}
 
 func (bare) prepare(context.Context, string, workload) error { return nil }
 
+// pod is the step's pod. The shapes past plain follow the step pods Ergon's planner makes
+// (internal/planner): the same volumes, mounts and entrypoint, written out here because this
+// module does not import Ergon's.
 func (b bare) pod(ns, group string, s step) *corev1.Pod {
+	c := corev1.Container{Name: "main", Image: b.image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sh", "-c", s.script(), "sh", ""}, SecurityContext: restrictedContainer()}
+	spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SecurityContext: restrictedPod(),
+		AutomountServiceAccountToken: new(false)}
+	if b.shape >= shapeVolumes {
+		spec.SecurityContext.FSGroup = new(int64(65532))
+		spec.SecurityContext.RunAsGroup = new(int64(65532))
+		spec.EnableServiceLinks = new(false)
+		c.SecurityContext.ReadOnlyRootFilesystem = new(true)
+		sized := func(name, size string) corev1.Volume {
+			q := resource.MustParse(size)
+			return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}}
+		}
+		spec.Volumes = append(spec.Volumes, sized("ergon-output", "8Mi"), sized("tmp", "256Mi"))
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-output", MountPath: "/ergon/output"},
+			corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+	}
+	if b.shape >= shapeImage {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "ergon-bin", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: b.ergonImage, PullPolicy: corev1.PullIfNotPresent}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-bin", MountPath: "/ergon/bin", ReadOnly: true})
+	}
+	if b.shape >= shapeErgon {
+		c.Args = append([]string{"run", "--"}, c.Command...)
+		c.Command = []string{"/ergon/bin/ergon-entrypoint"}
+		c.Env = []corev1.EnvVar{{Name: "ERGON_OUTPUT", Value: "/ergon/output/value"}, {Name: "ERGON_RUN", Value: group},
+			{Name: "ERGON_STEP", Value: s.name}, {Name: "ERGON_ATTEMPT", Value: "1"}}
+	}
+	spec.Containers = []corev1.Container{c}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: group + "-" + s.name, Namespace: ns,
 			Labels: map[string]string{"compare.ergon.dev/group": group, "compare.ergon.dev/step": s.name}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SecurityContext: restrictedPod(),
-			AutomountServiceAccountToken: new(false),
-			Containers: []corev1.Container{{Name: "main", Image: b.image, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"sh", "-c", s.script(), "sh", ""}, SecurityContext: restrictedContainer()}}},
+		Spec: spec,
 	}
 }
 

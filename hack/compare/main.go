@@ -50,6 +50,7 @@ type result struct {
 	requests, writes float64
 	cpu              float64 // controller CPU seconds; -1 when there is no controller
 	peakRSS          int64
+	node             nodeCPU // the node's CPU over the run, by component
 	err              error
 }
 
@@ -104,13 +105,15 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 	all := map[string]engine{
 		"ergon": ergon{dyn: dyn, image: image},
 		"argo":  argo{cs: cs, dyn: dyn, image: image},
-		"bare":  bare{cs: cs, image: image},
+	}
+	for name, shape := range bareShapes {
+		all[name] = bare{cs: cs, image: image, shape: shape, ergonImage: ergonImage}
 	}
 	var order []engine
 	for name := range strings.SplitSeq(engineList, ",") {
 		e, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown engine %q (ergon, argo, bare)", name)
+			return fmt.Errorf("unknown engine %q (ergon, argo, bare, bare-volumes, bare-image, bare-ergon)", name)
 		}
 		order = append(order, e)
 	}
@@ -127,9 +130,9 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 			for i := range order {
 				e := order[(i+r)%len(order)]
 				res := runOne(ctx, cs, e, w, procs[e.name()], timeout)
-				fmt.Fprintf(os.Stderr, "%s %s: wall %s p50 %s p99 %s, %.1f requests/step (%.1f writes)%s %v\n",
+				fmt.Fprintf(os.Stderr, "%s %s: wall %s p50 %s p99 %s, %.1f requests/step (%.1f writes)%s, node CPU s %s %v\n",
 					w.name, e.name(), res.wall.Round(100*time.Millisecond), res.p50.Round(time.Millisecond),
-					res.p99.Round(time.Millisecond), res.requests, res.writes, res.usage(), errText(res.err))
+					res.p99.Round(time.Millisecond), res.requests, res.writes, res.usage(), res.node, errText(res.err))
 				results = append(results, res)
 			}
 		}
@@ -211,13 +214,18 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 		return res
 	}
 	rate, wrate := (req0-base0)/baselineWindow.Seconds(), (wr0-bwr0)/baselineWindow.Seconds()
+	node0, err := readNodeCPU()
+	if err != nil {
+		res.err = err
+		return res
+	}
 	start := time.Now()
 	if res.err = e.submit(wctx, ns, w, rec); res.err != nil {
 		return res
 	}
 	for {
 		var done bool
-		if e.name() == "bare" {
+		if _, ok := e.(bare); ok {
 			n, _ := rec.status()
 			done = n == w.size()
 		} else if done, res.err = e.finished(wctx, ns, w); res.err != nil {
@@ -237,6 +245,9 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 		time.Sleep(250 * time.Millisecond)
 	}
 	res.wall = time.Since(start)
+	if node1, err := readNodeCPU(); err == nil {
+		res.node = node1.since(node0)
+	}
 	req1, wr1, err := apiRequests(ctx, cs)
 	if err == nil {
 		bg, wbg := rate*res.wall.Seconds(), wrate*res.wall.Seconds()
@@ -260,6 +271,7 @@ func table(ws []workload, order []engine, results []result) string {
 		"| API requests / step (writes) | controller CPU s | controller peak RSS |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
 	medianWall := map[string]time.Duration{}
+	median := map[string]result{}
 	for _, w := range ws {
 		for _, e := range order {
 			var rs []result
@@ -275,6 +287,7 @@ func table(ws []workload, order []engine, results []result) string {
 			slices.SortFunc(rs, func(x, y result) int { return int(x.wall - y.wall) })
 			m := rs[len(rs)/2]
 			medianWall[w.name+"/"+e.name()] = m.wall
+			median[w.name+"/"+e.name()] = m
 			cpu, rss := "-", "-"
 			if m.cpu >= 0 {
 				cpu, rss = fmt.Sprintf("%.1f", m.cpu), fmt.Sprintf("%d MiB", m.peakRSS>>20)
@@ -282,6 +295,16 @@ func table(ws []workload, order []engine, results []result) string {
 			fmt.Fprintf(&b, "| %s | %s | %d | %.1f s (%.1f-%.1f) | %s / %s | %.1f (%.1f) | %s | %s |\n", w.name, e.name(), len(rs),
 				m.wall.Seconds(), rs[0].wall.Seconds(), rs[len(rs)-1].wall.Seconds(),
 				m.p50.Round(time.Millisecond), m.p99.Round(time.Millisecond), m.requests, m.writes, cpu, rss)
+		}
+	}
+	fmt.Fprintf(&b, "\nThe node's CPU seconds over the median run: all busy time, then %s and the rest "+
+		"(shims, runc, CNI, the pods, the engines' controllers).\n\n| workload | engine | node busy | %s | rest |\n|---|---|---|%s---|\n",
+		strings.Join(nodeComponents, ", "), strings.Join(nodeComponents, " | "), strings.Repeat("---|", len(nodeComponents)))
+	for _, w := range ws {
+		for _, e := range order {
+			if m, ok := median[w.name+"/"+e.name()]; ok {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", w.name, e.name(), m.node)
+			}
 		}
 	}
 	fmt.Fprintf(&b, "\n| workload | Ergon / Argo | Ergon / bare pods |\n|---|---|---|\n")

@@ -221,3 +221,64 @@ func (p controllerProcess) usage() (cpu float64, peak int64, err error) {
 	}
 	return (utime + stime) / 100, peak, nil // USER_HZ is 100 on Linux
 }
+
+// nodeComponents are the node's long-lived processes whose CPU the node table breaks out, by
+// the base name of their executable. What is left (containerd's shims, runc, the CNI plugins,
+// the pods themselves, the engines' controllers) is the rest of the node's busy time.
+var nodeComponents = []string{"kube-apiserver", "etcd", "kubelet", "containerd"}
+
+// nodeCPU is the CPU seconds the whole node has been busy (/proc/stat: everything but idle and
+// iowait) and the CPU seconds of each of nodeComponents, since boot.
+type nodeCPU struct {
+	busy  float64
+	parts map[string]float64
+}
+
+func readNodeCPU() (nodeCPU, error) {
+	n := nodeCPU{parts: map[string]float64{}}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return n, err
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	for i, f := range fields[1:] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f, 64)
+		n.busy += v / 100
+	}
+	for _, name := range nodeComponents {
+		p, err := findProcess(func(args []string) bool { return filepath.Base(args[0]) == name })
+		if err != nil {
+			continue
+		}
+		if cpu, _, err := p.usage(); err == nil {
+			n.parts[name] = cpu
+		}
+	}
+	return n, nil
+}
+
+// since is the node's CPU use from before to n.
+func (n nodeCPU) since(before nodeCPU) nodeCPU {
+	d := nodeCPU{busy: n.busy - before.busy, parts: map[string]float64{}}
+	for name, v := range n.parts {
+		d.parts[name] = v - before.parts[name]
+	}
+	return d
+}
+
+// String is the node's busy CPU seconds and the share of it each component took.
+func (n nodeCPU) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.1f", n.busy)
+	rest := n.busy
+	for _, name := range nodeComponents {
+		fmt.Fprintf(&b, " | %.1f", n.parts[name])
+		rest -= n.parts[name]
+	}
+	fmt.Fprintf(&b, " | %.1f", rest)
+	return b.String()
+}
