@@ -285,7 +285,10 @@ func table(ws []workload, order []engine, results []result) string {
 				continue
 			}
 			slices.SortFunc(rs, func(x, y result) int { return int(x.wall - y.wall) })
-			m := rs[len(rs)/2]
+			// The run in the middle; with an even number, the lower of the middle two, and
+			// the wall median is the mean of both.
+			m := rs[(len(rs)-1)/2]
+			m.wall = (m.wall + rs[len(rs)/2].wall) / 2
 			medianWall[w.name+"/"+e.name()] = m.wall
 			median[w.name+"/"+e.name()] = m
 			cpu, rss := "-", "-"

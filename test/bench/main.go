@@ -44,6 +44,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -164,6 +165,7 @@ func must(err error) {
 }
 
 func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions) {
+	ctrl.SetLogger(logr.Discard()) // the bench prints figures, not the manager's log
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -173,7 +175,8 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 	must(err)
 	must((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
-		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4},
+		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
+			StatusInterval: time.Second}, // the manager's defaults (cmd/manager)
 	}).SetupWithManager(mgr))
 	must(webhookv1alpha1.SetupSceneWebhookWithManager(mgr))
 	must(webhookv1alpha1.SetupRunWebhookWithManager(mgr))
