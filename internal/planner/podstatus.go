@@ -19,6 +19,7 @@ package planner
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -68,12 +69,28 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 	}
 	if pod.DeletionTimestamp != nil {
 		s.TerminatingUntil = pod.DeletionTimestamp.Time
-		if s.Phase == PodPending || s.Phase == PodRunning {
+		switch {
+		case s.Phase == PodPending || s.Phase == PodRunning:
 			s.Phase = PodGone
+			s.Reason, s.Message = deletedReason(pod)
+		case s.Phase == PodFailed && !s.FinishedAt.IsZero() && !s.FinishedAt.Before(deletionRequested(pod)):
+			// It failed because it was being deleted: its container ended on the stop signal
+			// (an agent reports AgentCancelled). Whether the controller saw the pod before or
+			// after it ended must not change why the attempt failed.
 			s.Reason, s.Message = deletedReason(pod)
 		}
 	}
 	return s
+}
+
+// deletionRequested is when the pod's deletion began: its deletionTimestamp less the grace
+// period the deletion gave it.
+func deletionRequested(pod *corev1.Pod) time.Time {
+	t := pod.DeletionTimestamp.Time
+	if g := pod.DeletionGracePeriodSeconds; g != nil {
+		t = t.Add(-time.Duration(*g) * time.Second)
+	}
+	return t
 }
 
 // PendingProblem reports whether a reason of a pod that has not started says something is

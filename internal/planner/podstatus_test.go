@@ -337,6 +337,33 @@ func TestObservePod(t *testing.T) {
 			exit:   new(int32(137)),
 		},
 		{
+			name: "a pod that fails on the stop signal of its deletion was deleted, whatever it reports",
+			pod: func(p *corev1.Pod) {
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &deleting, new(int64(30)) // deleted at 1m30s
+				stopped := terminated("step", 3, "Error", report(outputs.Result{ExitCode: 3,
+					Reason: "AgentCancelled", Message: "the agent was stopped: terminated"}))
+				stopped.State.Terminated.FinishedAt = metav1.NewTime(t0.Add(105 * time.Second))
+				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{stopped}}
+			},
+			phase:   PodFailed,
+			reason:  ergonv1alpha1.ReasonPodDeleted,
+			message: []string{"deleted before it finished"},
+			exit:    new(int32(3)),
+		},
+		{
+			name: "a pod that failed before someone deleted it keeps its own reason",
+			pod: func(p *corev1.Pod) {
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &deleting, new(int64(30))
+				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
+					terminated("step", 1, "Error", report(outputs.Result{ExitCode: 1,
+						Reason: "MaxTurnsExceeded", Message: "the model used its 20 turns"}))}} // ended at 1m
+			},
+			phase:   PodFailed,
+			reason:  "MaxTurnsExceeded",
+			message: []string{"the model used its 20 turns"},
+			exit:    new(int32(1)),
+		},
+		{
 			name: "a succeeded pod is succeeded",
 			pod: func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded,
