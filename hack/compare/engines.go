@@ -96,6 +96,8 @@ func watchPhases(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVer
 	}
 	l := informer.Lister().ByNamespace(ns)
 	watchers.Store(key, l)
+	// A later run may draw the same namespace name: it must not read this stopped watch.
+	context.AfterFunc(ctx, func() { watchers.Delete(key) })
 	return l, nil
 }
 
@@ -265,9 +267,10 @@ func (argo) key(pod *corev1.Pod) (string, string, bool) {
 // what the pod costs the node and what the controller costs (engines bare, bare-volumes,
 // bare-image, bare-ergon).
 type bare struct {
-	cs    kubernetes.Interface
-	image string
-	shape bareShape
+	cs     kubernetes.Interface
+	image  string
+	engine string // its name in -engines: bare, or bare-<shape>
+	shape  bareShape
 	// ergonImage is the image Ergon's binaries come from, for the image and ergon shapes.
 	ergonImage string
 }
@@ -285,14 +288,7 @@ const (
 var bareShapes = map[string]bareShape{"bare": shapePlain, "bare-volumes": shapeVolumes,
 	"bare-image": shapeImage, "bare-ergon": shapeErgon}
 
-func (b bare) name() string {
-	for name, shape := range bareShapes {
-		if shape == b.shape {
-			return name
-		}
-	}
-	return "bare"
-}
+func (b bare) name() string { return b.engine }
 
 func (bare) prepare(context.Context, string, workload) error { return nil }
 

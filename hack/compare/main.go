@@ -107,7 +107,7 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 		"argo":  argo{cs: cs, dyn: dyn, image: image},
 	}
 	for name, shape := range bareShapes {
-		all[name] = bare{cs: cs, image: image, shape: shape, ergonImage: ergonImage}
+		all[name] = bare{cs: cs, image: image, engine: name, shape: shape, ergonImage: ergonImage}
 	}
 	var order []engine
 	for name := range strings.SplitSeq(engineList, ",") {
