@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,8 +124,11 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	ctx, stopLogs := context.WithCancel(ctx) // the log followers end with the command
+	defer stopLogs()
 	p := &progress{}
-	logs := &tails{src: o.logSource(), n: int(tail), lines: map[string][]string{}, done: map[string]chan struct{}{}}
+	logs := newTails(o.logSource(), int(tail))
+	logs.started = o.podStarted
 	show := func(run *ergonv1alpha1.Run) bool {
 		if tail > 0 {
 			logs.follow(ctx, run)
@@ -276,6 +281,14 @@ type tails struct {
 	mu    sync.Mutex
 	lines map[string][]string
 	done  map[string]chan struct{}
+	// started, when set, waits until a pod's step container has started or the pod is gone;
+	// between tries to follow a log whose container has not started, else wait retry.
+	started func(ctx context.Context, namespace, pod string) error
+	retry   time.Duration
+}
+
+func newTails(src LogSource, n int) *tails {
+	return &tails{src: src, n: n, lines: map[string][]string{}, done: map[string]chan struct{}{}, retry: 250 * time.Millisecond}
 }
 
 // follow starts following the log of each step pod of the Run not followed yet.
@@ -290,9 +303,9 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 		t.done[s.PodName] = done
 		go func(pod string) {
 			defer close(done)
-			rc, err := t.src.Log(ctx, run.Namespace, pod, true, nil)
+			rc, err := t.open(ctx, run.Namespace, pod)
 			if err != nil {
-				return // not started yet, or gone: read again at the end
+				return // gone, or the command ends: read again at the end
 			}
 			defer func() { _ = rc.Close() }()
 			last := Tail(StripFrames(rc), t.n)
@@ -301,6 +314,83 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 			t.lines[pod] = last
 		}(s.PodName)
 	}
+}
+
+// open follows a pod's log once its container has started. Until then the API server
+// answers 400 ("container ... is waiting to start"): a step pod is Pending for a while after
+// its name reaches the Run's status, and a failed one may be deleted soon after it ends, so
+// its log is read on the first chance, not at the Run's end. A pod that is gone is not
+// waited for.
+func (t *tails) open(ctx context.Context, namespace, pod string) (io.ReadCloser, error) {
+	for {
+		rc, err := t.src.Log(ctx, namespace, pod, true, nil)
+		if err == nil || apierrors.IsNotFound(err) {
+			return rc, err
+		}
+		if t.started != nil {
+			if err := t.started(ctx, namespace, pod); err == nil || apierrors.IsNotFound(err) {
+				continue // started, or gone: Log says which
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(t.retry):
+		}
+	}
+}
+
+// podStarted waits, watching the pod, until its step container has started (or the pod has
+// ended without it) or the pod is gone (a NotFound error).
+func (o *Options) podStarted(ctx context.Context, namespace, name string) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		return err
+	}
+	if containerStarted(pod) {
+		return nil
+	}
+	w, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(namespace),
+		client.MatchingFields{"metadata.name": name},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pod.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Deleted:
+			return apierrors.NewNotFound(corev1.Resource("pods"), name)
+		case watch.Added, watch.Modified:
+			if p, ok := ev.Object.(*corev1.Pod); ok && containerStarted(p) {
+				return nil
+			}
+		case watch.Error:
+			return apierrors.FromObject(ev.Object)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("the watch of pod %s ended", name)
+}
+
+// containerStarted reports whether a pod's step container has a log to follow: it runs or
+// ran, or the pod ended without it.
+func containerStarted(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == stepContainer && (cs.State.Running != nil || cs.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // get returns the last lines of a pod's log once its stream has ended, waiting a little for

@@ -19,10 +19,12 @@ package kubectlergon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ergon-dev/ergon/internal/testenv"
@@ -40,12 +42,19 @@ type (
 type simLogs struct{ *testenv.Logs }
 
 // Log serves the plugin as the kubelet would: only while the pod exists (Ergon deletes step
-// pods once their step ended); following a running container's log ends with the container.
-// The simulated container writes its whole log when it ends, so a running one has none yet.
+// pods once their step ended), and not before its container started (the API server answers
+// 400 "container ... is waiting to start"); following a running container's log ends with the
+// container. The simulated container writes its whole log when it ends, so a running one has
+// none yet.
 func (l simLogs) Log(ctx context.Context, ns, pod string, follow bool, _ *int64) (io.ReadCloser, error) {
 	for {
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &corev1.Pod{}); err != nil {
+		p := &corev1.Pod{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, p); err != nil {
 			return nil, err
+		}
+		if p.Status.Phase == "" || p.Status.Phase == corev1.PodPending {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf(
+				"container %q in pod %q is waiting to start: ContainerCreating", "step", pod))
 		}
 		if log, err := l.Whole(ns, pod); err == nil {
 			return io.NopCloser(bytes.NewReader(log)), nil

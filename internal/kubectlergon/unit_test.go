@@ -20,9 +20,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -151,6 +156,60 @@ func TestStripFramesHidesWhatTheEntrypointFrames(t *testing.T) {
 	}
 	if tail := Tail(got, 2); strings.Join(tail, "|") != "[a framed output: read it with kubectl ergon output]|done" {
 		t.Fatalf("Tail drops trailing empty lines and keeps the last n: %q", tail)
+	}
+}
+
+// podLog is a pod's log as the API server serves it: 400 while its container waits to
+// start, the log once it has, 404 once the pod is gone.
+type podLog struct {
+	mu      sync.Mutex
+	waiting int // answers of 400 before the container starts
+	gone    bool
+	log     string
+	tries   int
+}
+
+func (l *podLog) Log(_ context.Context, _, pod string, _ bool, _ *int64) (io.ReadCloser, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tries++
+	switch {
+	case l.gone:
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, pod)
+	case l.tries <= l.waiting:
+		return nil, apierrors.NewBadRequest(`container "step" in pod "` + pod + `" is waiting to start: ContainerCreating`)
+	}
+	return io.NopCloser(strings.NewReader(l.log)), nil
+}
+
+func TestTailsFollowALogOnceItsContainerStarts(t *testing.T) {
+	run := &ergonv1alpha1.Run{}
+	run.Namespace = "ns"
+	run.Status.Steps = []ergonv1alpha1.StepStatus{{Name: "compile", Phase: ergonv1alpha1.StepRunning, PodName: "compile-1"}}
+	for _, tc := range []struct {
+		name      string
+		src       *podLog
+		wantLines string
+		wantRead  bool
+	}{
+		{"started", &podLog{log: "a\nb\nc\n"}, "b|c", true},
+		{"pending a while, then deleted soon after it failed", &podLog{waiting: 3, log: "compiling\nerror: broken\n"}, "compiling|error: broken", true},
+		{"gone before it started", &podLog{gone: true}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			logs := newTails(tc.src, 2)
+			logs.retry = time.Millisecond
+			logs.follow(ctx, run)
+			got, ok := logs.get("compile-1")
+			tc.src.mu.Lock()
+			tc.src.gone = true // Ergon deletes a failed attempt's pod: the end of the Run is too late
+			tc.src.mu.Unlock()
+			if ok != tc.wantRead || strings.Join(got, "|") != tc.wantLines {
+				t.Fatalf("got %q (read %v), want %q (read %v)", got, ok, tc.wantLines, tc.wantRead)
+			}
+		})
 	}
 }
 
