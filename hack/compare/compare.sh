@@ -7,8 +7,9 @@
 # deletes the namespaces it made. A benchmark: never part of make test.
 #
 #   COMPARE_WORKLOADS   default fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10
+#   COMPARE_ENGINES     default ergon,argo,bare (also bare-volumes, bare-image, bare-ergon)
 #   COMPARE_REPEAT      runs of each workload by each engine (default 1; the order rotates)
-#   COMPARE_TIMEOUT     the longest one workload may take (default 15m)
+#   COMPARE_TIMEOUT     the longest one workload may take (default 30m: Argo's fan-out-500)
 #   IMG                 the Ergon image to build and install (default a unique tag)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -69,5 +70,6 @@ kubectl -n argo rollout status deployment/workflow-controller --timeout 5m >&2
 log "running: load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 (cd hack/compare && go build -o "$WORK/compare" .)
 "$WORK/compare" -workloads "${COMPARE_WORKLOADS:-fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10}" \
-  -repeat "${COMPARE_REPEAT:-1}" -timeout "${COMPARE_TIMEOUT:-15m}" -ergon-image "$IMG"
+  -engines "${COMPARE_ENGINES:-ergon,argo,bare}" -repeat "${COMPARE_REPEAT:-1}" -timeout "${COMPARE_TIMEOUT:-30m}" \
+  -ergon-image "$IMG"
 log "done: load average $(cut -d' ' -f1-3 /proc/loadavg); Argo $ARGO_VERSION, Ergon $(git rev-parse --short HEAD), Kubernetes $(kubectl version -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | tail -1)"

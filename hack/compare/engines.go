@@ -197,8 +197,42 @@ func (a argo) prepare(ctx context.Context, ns string, _ workload) error {
 	return err
 }
 
+// argoMaxTasks is the most tasks Argo's CRD admits in one DAG template.
+const argoMaxTasks = 200
+
 func (a argo) workflow(ns, name string, w workload) map[string]any {
 	sec := toMap(restrictedContainer())
+	out := step{output: true}
+	return map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"entrypoint":      "main",
+			"securityContext": toMap(restrictedPod()),
+			"volumes":         []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}},
+			"templates": []any{
+				map[string]any{"name": "main", "dag": map[string]any{"tasks": argoTasks(w)}},
+				map[string]any{"name": "true", "container": map[string]any{
+					"image": a.image, "command": []any{"true"}, "securityContext": sec}},
+				map[string]any{"name": "output",
+					"inputs":  map[string]any{"parameters": []any{map[string]any{"name": "in"}}},
+					"outputs": map[string]any{"parameters": []any{map[string]any{"name": "out", "valueFrom": map[string]any{"path": "/tmp/out"}}}},
+					"container": map[string]any{"image": a.image, "securityContext": sec,
+						"command":      []any{"sh", "-c", out.script() + " > /tmp/out", "sh", "{{inputs.parameters.in}}"},
+						"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}}}},
+			},
+		},
+	}
+}
+
+// argoTasks is the workload's DAG, a task per step; a fan-out wider than Argo admits is written
+// as Argo's users write one: a task looped over a sequence, its items named as the steps are
+// (each pod's node is "<workflow>.s(<i>:s<i>)").
+func argoTasks(w workload) []any {
+	if w.independent() && len(w.steps) > argoMaxTasks {
+		return []any{map[string]any{"name": "s", "template": "true",
+			"withSequence": map[string]any{"count": fmt.Sprint(len(w.steps)), "format": "s%03d"}}}
+	}
 	var tasks []any
 	for _, s := range w.steps {
 		task := map[string]any{"name": s.name, "template": "true"}
@@ -215,27 +249,7 @@ func (a argo) workflow(ns, name string, w workload) map[string]any {
 		}
 		tasks = append(tasks, task)
 	}
-	out := step{output: true}
-	return map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"entrypoint":      "main",
-			"securityContext": toMap(restrictedPod()),
-			"volumes":         []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}},
-			"templates": []any{
-				map[string]any{"name": "main", "dag": map[string]any{"tasks": tasks}},
-				map[string]any{"name": "true", "container": map[string]any{
-					"image": a.image, "command": []any{"true"}, "securityContext": sec}},
-				map[string]any{"name": "output",
-					"inputs":  map[string]any{"parameters": []any{map[string]any{"name": "in"}}},
-					"outputs": map[string]any{"parameters": []any{map[string]any{"name": "out", "valueFrom": map[string]any{"path": "/tmp/out"}}}},
-					"container": map[string]any{"image": a.image, "securityContext": sec,
-						"command":      []any{"sh", "-c", out.script() + " > /tmp/out", "sh", "{{inputs.parameters.in}}"},
-						"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}}}},
-			},
-		},
-	}
+	return tasks
 }
 
 func (a argo) submit(ctx context.Context, ns string, w workload, _ *recorder) error {
@@ -258,7 +272,11 @@ func (argo) key(pod *corev1.Pod) (string, string, bool) {
 	g := pod.Labels["workflows.argoproj.io/workflow"]
 	node := pod.Annotations["workflows.argoproj.io/node-name"]
 	i := strings.LastIndex(node, ".")
-	return g, node[i+1:], g != "" && i > 0
+	step := node[i+1:]
+	if j := strings.LastIndex(step, ":"); j > 0 && strings.HasSuffix(step, ")") {
+		step = step[j+1 : len(step)-1] // an item of a looped task: s(3:s003)
+	}
+	return g, step, g != "" && i > 0
 }
 
 // bare runs the workload's pods directly: the harness itself starts each pod the moment it sees

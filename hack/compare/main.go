@@ -75,7 +75,7 @@ func main() {
 	repeat := flag.Int("repeat", 1, "runs of each workload by each engine; the engines' order rotates each time")
 	image := flag.String("image", "ergon/busybox:dev", "the image every step runs (busybox: sh, true, head, tr)")
 	ergonImage := flag.String("ergon-image", "", "the Ergon manager image installed (finds its process)")
-	timeout := flag.Duration("timeout", 15*time.Minute, "the longest one workload may take")
+	timeout := flag.Duration("timeout", 30*time.Minute, "the longest one workload may take")
 	flag.Parse()
 	if err := run(*workloads, *engines, *image, *ergonImage, *repeat, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)

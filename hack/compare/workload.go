@@ -40,6 +40,16 @@ const outputBytes = 100 << 10
 
 func (w workload) size() int { return w.groups * len(w.steps) }
 
+// independent reports whether no step depends on another or passes an output: a fan-out.
+func (w workload) independent() bool {
+	for _, s := range w.steps {
+		if len(s.deps) > 0 || s.output {
+			return false
+		}
+	}
+	return true
+}
+
 func fanOut(n int) workload {
 	w := workload{name: fmt.Sprintf("fan-out-%d", n), groups: 1}
 	for i := range n {
