@@ -322,16 +322,18 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 // its log is read on the first chance, not at the Run's end. A pod that is gone is not
 // waited for.
 func (t *tails) open(ctx context.Context, namespace, pod string) (io.ReadCloser, error) {
-	for {
+	for waited := false; ; {
 		rc, err := t.src.Log(ctx, namespace, pod, true, nil)
 		if err == nil || apierrors.IsNotFound(err) {
 			return rc, err
 		}
-		if t.started != nil {
+		if t.started != nil && !waited {
 			if err := t.started(ctx, namespace, pod); err == nil || apierrors.IsNotFound(err) {
+				waited = true
 				continue // started, or gone: Log says which
 			}
 		}
+		waited = false // the log is still refused: try again in a while, not at once
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -213,6 +213,22 @@ func TestTailsFollowALogOnceItsContainerStarts(t *testing.T) {
 	}
 }
 
+func TestTailsDoNotSpinOnALogStillRefused(t *testing.T) {
+	src := &podLog{waiting: 1 << 30} // the log is refused however long one waits
+	logs := newTails(src, 2)
+	logs.retry = 50 * time.Millisecond
+	logs.started = func(context.Context, string, string) error { return nil } // says it started
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := logs.open(ctx, "ns", "compile-1"); err == nil {
+		t.Fatal("open succeeded on a log that is refused")
+	}
+	// Two tries per retry interval at most: after the pod's start, and after the wait.
+	if src.tries > 2*(500/50+1) {
+		t.Fatalf("%d tries to read the log in 500 ms, with a retry every 50 ms", src.tries)
+	}
+}
+
 func TestPodOfAttempt(t *testing.T) {
 	s := &ergonv1alpha1.StepStatus{Name: "build", Attempts: 3, PodName: "p3",
 		History: []ergonv1alpha1.AttemptStatus{{Attempt: 1, PodName: "p1"}, {Attempt: 2, PodName: "p2"}}}
