@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
@@ -127,7 +128,7 @@ func (l *loop) connectMCP(ctx context.Context, turn int) (*mcpTools, error) {
 	hc = &http.Client{Transport: limitedTransport{base: base, max: MCPMaxResponse},
 		CheckRedirect: hc.CheckRedirect, Jar: hc.Jar}
 	for _, srv := range l.Spec.MCP {
-		sess, tools, info, err := l.connectMCPServer(ctx, hc, srv)
+		sess, tools, info, err := l.connectMCPRetrying(ctx, hc, srv)
 		if err != nil {
 			m.close()
 			if ctx.Err() != nil {
@@ -143,6 +144,36 @@ func (l *loop) connectMCP(ctx context.Context, turn int) (*mcpTools, error) {
 		l.note(turn, "MCP server %s (%s) offers the tools %s", srv.URL, info, strings.Join(srv.Allow, ", "))
 	}
 	return m, nil
+}
+
+// connectMCPRetrying connects as connectMCPServer does, and tries again with the model calls'
+// backoff (Retry) while nothing accepts the connection: a server just deployed, or restarting,
+// or a Service whose endpoints the node has not programmed yet, is there a moment later. A
+// refusal of the address guard, or an answer that is not MCP, fails at once.
+func (l *loop) connectMCPRetrying(ctx context.Context, hc *http.Client, srv MCPServer) (*mcp.ClientSession, []*Tool, string, error) {
+	for attempt := 0; ; attempt++ {
+		sess, tools, info, err := l.connectMCPServer(ctx, hc, srv)
+		if err == nil || !notListening(err) || ctx.Err() != nil {
+			return sess, tools, info, err
+		}
+		if attempt >= l.Retry.Retries {
+			return nil, nil, "", fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)
+		}
+		wait := l.backoff(attempt)
+		if l.Log != nil {
+			l.Log(l.red.String(fmt.Sprintf("the MCP server %s: %v; retrying in %s (retry %d of %d)",
+				srv.URL, err, wait, attempt+1, l.Retry.Retries)))
+		}
+		if err := l.Sleep(ctx, wait); err != nil {
+			return nil, nil, "", err
+		}
+	}
+}
+
+// notListening reports whether a connection failed because nothing accepted it.
+func notListening(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // connectMCPServer opens a session with one server, within one tool call's timeout, and

@@ -21,8 +21,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -98,8 +101,8 @@ func (m *mcpServer) called() []string {
 }
 
 // mcpSpec is a spec whose MCP server is m, allowed the given tools.
-func mcpSpec(url string, allowHosts []string, allow ...string) Spec {
-	return Spec{MCP: []MCPServer{{URL: url, Allow: allow, Description: "The team's issue tracker."}},
+func mcpSpec(server string, allowHosts []string, allow ...string) Spec {
+	return Spec{MCP: []MCPServer{{URL: server, Allow: allow, Description: "The team's issue tracker."}},
 		HTTP: HTTPConfig{AllowHosts: allowHosts}}
 }
 
@@ -252,6 +255,55 @@ func TestMCPServerRefusedOrUnreachableFailsTheAttempt(t *testing.T) {
 				t.Errorf("the model was called %d times; an attempt without its MCP server must not start", n)
 			}
 		})
+	}
+}
+
+// A server that is not listening yet when the attempt starts (just deployed, restarting, its
+// Service not programmed yet) is tried again with the model calls' backoff; the address guard's
+// refusal is not.
+func TestMCPServerNotListeningYetIsTriedAgain(t *testing.T) {
+	m := newMCPServer(t) // serves the MCP handler; its address is not the one the spec names
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there until the second backoff
+	target, _ := url.Parse(m.url)
+	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target.Host}),
+		ReadHeaderTimeout: 5 * time.Second}
+	t.Cleanup(func() { _ = proxy.Close() })
+	script := fakellm.Script{Rules: []fakellm.Rule{{Reply: fakellm.Reply{Content: "done"}}}}
+	h := newHarness(t, script, mcpSpec("http://"+addr+"/mcp", []string{"127.0.0.1"}, "search"))
+	h.runner.Sleep = func(_ context.Context, d time.Duration) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.waits = append(h.waits, d)
+		if len(h.waits) == 2 {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			go func() { _ = proxy.Serve(l) }()
+		}
+		return nil
+	}
+	out, tr, f := h.run()
+	if f != nil {
+		t.Fatalf("failed: %s", f.Message)
+	}
+	if out != "done" || len(h.waits) != 2 {
+		t.Errorf("output %q after %d waits (%v), want done after 2", out, len(h.waits), h.waits)
+	}
+	if !strings.Contains(transcriptJSON(t, tr), "offers the tools search") {
+		t.Errorf("the transcript does not note the server's tools: %s", transcriptJSON(t, tr))
+	}
+
+	guarded := newHarness(t, script, mcpSpec(m.url, nil, "search"))
+	_, _, f = guarded.run()
+	wantFailure(t, f, ReasonMCPUnavailable, "the address guard refuses")
+	if len(guarded.waits) != 0 {
+		t.Errorf("the address guard's refusal was tried again after %v", guarded.waits)
 	}
 }
 
