@@ -69,13 +69,18 @@ func (l *loop) complete(ctx context.Context, client *openai.Client, params opena
 		if attempt >= l.Retry.Retries {
 			return nil, fail(ReasonModelUnavailable, ExitProvider, "%s (gave up after %d attempts)", last, attempt+1)
 		}
-		if l.Log != nil {
-			l.Log(l.red.String(fmt.Sprintf("%s; retrying in %s (retry %d of %d)", last, wait, attempt+1, l.Retry.Retries)))
-		}
-		if err := l.Sleep(ctx, wait); err != nil {
+		if err := l.waitToRetry(ctx, last, attempt, wait); err != nil {
 			return nil, l.ctxFailure(ctx)
 		}
 	}
+}
+
+// waitToRetry logs why a call failed and sleeps wait before retry attempt+1 of Retry.Retries.
+func (l *loop) waitToRetry(ctx context.Context, why string, attempt int, wait time.Duration) error {
+	if l.Log != nil {
+		l.Log(l.red.String(fmt.Sprintf("%s; retrying in %s (retry %d of %d)", why, wait, attempt+1, l.Retry.Retries)))
+	}
+	return l.Sleep(ctx, wait)
 }
 
 // backoff is the delay after a failed attempt (from 0): Base doubled per attempt, at most Max.

@@ -159,12 +159,8 @@ func (l *loop) connectMCPRetrying(ctx context.Context, hc *http.Client, srv MCPS
 		if attempt >= l.Retry.Retries {
 			return nil, nil, "", fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)
 		}
-		wait := l.backoff(attempt)
-		if l.Log != nil {
-			l.Log(l.red.String(fmt.Sprintf("the MCP server %s: %v; retrying in %s (retry %d of %d)",
-				srv.URL, err, wait, attempt+1, l.Retry.Retries)))
-		}
-		if err := l.Sleep(ctx, wait); err != nil {
+		why := fmt.Sprintf("the MCP server %s: %v", srv.URL, err)
+		if err := l.waitToRetry(ctx, why, attempt, l.backoff(attempt)); err != nil {
 			return nil, nil, "", err
 		}
 	}
