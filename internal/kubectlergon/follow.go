@@ -127,8 +127,7 @@ func (o *Options) follow(ctx context.Context, run *ergonv1alpha1.Run, timeout ti
 	ctx, stopLogs := context.WithCancel(ctx) // the log followers end with the command
 	defer stopLogs()
 	p := &progress{}
-	logs := newTails(o.logSource(), int(tail))
-	logs.started = o.podStarted
+	logs := newTails(o.logSource(), int(tail), o.podStarted)
 	show := func(run *ergonv1alpha1.Run) bool {
 		if tail > 0 {
 			logs.follow(ctx, run)
@@ -287,8 +286,9 @@ type tails struct {
 	retry   time.Duration
 }
 
-func newTails(src LogSource, n int) *tails {
-	return &tails{src: src, n: n, lines: map[string][]string{}, done: map[string]chan struct{}{}, retry: 250 * time.Millisecond}
+func newTails(src LogSource, n int, started func(ctx context.Context, namespace, pod string) error) *tails {
+	return &tails{src: src, n: n, lines: map[string][]string{}, done: map[string]chan struct{}{},
+		started: started, retry: 250 * time.Millisecond}
 }
 
 // follow starts following the log of each step pod of the Run not followed yet.
@@ -303,7 +303,7 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 		t.done[s.PodName] = done
 		go func(pod string) {
 			defer close(done)
-			rc, err := t.open(ctx, run.Namespace, pod)
+			rc, err := t.open(ctx, run.Namespace, pod, nil)
 			if err != nil {
 				return // gone, or the command ends: read again at the end
 			}
@@ -320,12 +320,18 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 // answers 400 ("container ... is waiting to start"): a step pod is Pending for a while after
 // its name reaches the Run's status, and a failed one may be deleted soon after it ends, so
 // its log is read on the first chance, not at the Run's end. A pod that is gone is not
-// waited for.
-func (t *tails) open(ctx context.Context, namespace, pod string) (io.ReadCloser, error) {
-	for waited := false; ; {
-		rc, err := t.src.Log(ctx, namespace, pod, true, nil)
+// waited for, nor is a log the API server still refuses refusedAfterStart times after the pod
+// said its container started (a pod that ended without ever starting it).
+func (t *tails) open(ctx context.Context, namespace, pod string, tailLines *int64) (io.ReadCloser, error) {
+	for waited, refused := false, 0; ; {
+		rc, err := t.src.Log(ctx, namespace, pod, true, tailLines)
 		if err == nil || apierrors.IsNotFound(err) {
 			return rc, err
+		}
+		if waited {
+			if refused++; refused >= refusedAfterStart {
+				return nil, err
+			}
 		}
 		if t.started != nil && !waited {
 			if err := t.started(ctx, namespace, pod); err == nil || apierrors.IsNotFound(err) {
@@ -341,6 +347,10 @@ func (t *tails) open(ctx context.Context, namespace, pod string) (io.ReadCloser,
 		}
 	}
 }
+
+// refusedAfterStart bounds the refusals of a log after its pod said the container started,
+// each a retry interval apart: about 5 s at the default interval.
+const refusedAfterStart = 20
 
 // podStarted waits, watching the pod, until its step container has started (or the pod has
 // ended without it) or the pod is gone (a NotFound error).

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -190,7 +191,13 @@ func (o *Options) logs(ctx context.Context, runName, step string, lo *logsOption
 }
 
 func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, follow, raw bool, tail *int64) error {
-	rc, err := o.logSource().Log(ctx, namespace, pod, follow, tail)
+	var rc io.ReadCloser
+	var err error
+	if follow {
+		rc, err = o.followLog(ctx, namespace, pod, tail)
+	} else {
+		rc, err = o.logSource().Log(ctx, namespace, pod, false, tail)
+	}
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s: %w", pod, err)
 	}
@@ -211,6 +218,19 @@ func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, fo
 		_, _ = fmt.Fprintln(o.Streams.Out, prefix+line)
 	}
 	return nil
+}
+
+// followLog opens a pod's log to follow, waiting first for a Pending pod's container to start,
+// as run --follow does: a step's pod exists, named in the Run's status, a while before it runs.
+func (o *Options) followLog(ctx context.Context, namespace, pod string, tail *int64) (io.ReadCloser, error) {
+	var once sync.Once
+	started := func(ctx context.Context, namespace, pod string) error {
+		once.Do(func() {
+			_, _ = fmt.Fprintf(o.Streams.ErrOut, "pod %s has not started its container yet: waiting for it\n", pod)
+		})
+		return o.podStarted(ctx, namespace, pod)
+	}
+	return newTails(o.logSource(), 0, started).open(ctx, namespace, pod, tail)
 }
 
 func (o *Options) transcript(ctx context.Context, run *ergonv1alpha1.Run, step string) error {

@@ -208,6 +208,32 @@ var _ = Describe("kubectl ergon output and logs", func() {
 		Expect(plugin(ctx, ns, "logs", name, "make", "--attempt", "2").err).To(ContainSubstring("attempt 2 has no pod"))
 	})
 
+	It("follows with -f the log of a step whose pod has not started yet", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(string) outcome { return outcome{Log: "compiling\ncompiled\n"} })
+		sim.Hold(ns, func(*corev1.Pod) *corev1.PodStatus {
+			return &corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "step",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+		})
+		DeferCleanup(func() { sim.Hold(ns, nil) })
+		apply(ctx, ns, `{apiVersion: ergon.dev/v1alpha1, kind: Scene, metadata: {name: slow},
+  spec: {steps: [{name: make, container: {image: x, command: ['true']}}]}}`)
+		name := createdRun(plugin(ctx, ns, "run", "slow"))
+		Eventually(func(g Gomega) {
+			steps := getRun(ctx, ns, name).Status.Steps
+			g.Expect(steps).To(HaveLen(1))
+			g.Expect(steps[0].PodName).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		followed := background(ctx, ns, "logs", name, "make", "-f")
+		Consistently(followed, 2*time.Second).ShouldNot(Receive(), "-f waits for the container to start")
+		sim.Hold(ns, nil)
+		var res result
+		Eventually(followed, 30*time.Second).Should(Receive(&res))
+		Expect(res.code).To(Equal(0), res.err)
+		Expect(res.out).To(Equal("compiling\ncompiled\n"))
+		Expect(res.err).To(MatchRegexp(`pod \S+ has not started its container yet: waiting for it\n`))
+	})
+
 	It("prints an agent step's transcript readably", func(ctx SpecContext) {
 		transcript, err := json.Marshal(agent.Transcript{Model: "small-model", Outcome: "Succeeded",
 			StartedAt: time.Unix(0, 0), FinishedAt: time.Unix(2, 0),

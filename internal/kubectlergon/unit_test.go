@@ -199,7 +199,7 @@ func TestTailsFollowALogOnceItsContainerStarts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			logs := newTails(tc.src, 2)
+			logs := newTails(tc.src, 2, nil)
 			logs.retry = time.Millisecond
 			logs.follow(ctx, run)
 			got, ok := logs.get("compile-1")
@@ -214,18 +214,36 @@ func TestTailsFollowALogOnceItsContainerStarts(t *testing.T) {
 }
 
 func TestTailsDoNotSpinOnALogStillRefused(t *testing.T) {
-	src := &podLog{waiting: 1 << 30} // the log is refused however long one waits
-	logs := newTails(src, 2)
+	// The log is refused however long one waits, and the pod says its container started.
+	src := &podLog{waiting: 1 << 30}
+	logs := newTails(src, 2, func(context.Context, string, string) error { return nil })
 	logs.retry = 50 * time.Millisecond
-	logs.started = func(context.Context, string, string) error { return nil } // says it started
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := logs.open(ctx, "ns", "compile-1"); err == nil {
+	if _, err := logs.open(ctx, "ns", "compile-1", nil); err == nil {
 		t.Fatal("open succeeded on a log that is refused")
 	}
 	// Two tries per retry interval at most: after the pod's start, and after the wait.
 	if src.tries > 2*(500/50+1) {
 		t.Fatalf("%d tries to read the log in 500 ms, with a retry every 50 ms", src.tries)
+	}
+}
+
+func TestTailsGiveUpOnALogRefusedAfterItsContainerStarted(t *testing.T) {
+	// A pod that ended without ever starting its container: it says it started (ended), and
+	// its log is refused for good.
+	src := &podLog{waiting: 1 << 30}
+	logs := newTails(src, 2, func(context.Context, string, string) error { return nil })
+	logs.retry = time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := logs.open(ctx, "ns", "compile-1", nil)
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("open returned %v, want the API server's refusal", err)
+	}
+	// Each refusal after the pod said it started is one more try once the retry interval passed.
+	if src.tries != 2*refusedAfterStart {
+		t.Fatalf("%d tries to read the log, want %d", src.tries, 2*refusedAfterStart)
 	}
 }
 
