@@ -275,20 +275,28 @@ func Tail(lines []string, n int) []string {
 // Ergon deletes the pod of a failed attempt once its step has ended (unless the manager runs
 // with --keep-failed-pods), often before the Run ends: its log must be read while it runs.
 type tails struct {
-	src   LogSource
+	logOpener
 	n     int
 	mu    sync.Mutex
 	lines map[string][]string
 	done  map[string]chan struct{}
+}
+
+func newTails(src LogSource, n int, started func(ctx context.Context, namespace, pod string) error) *tails {
+	return &tails{logOpener: newLogOpener(src, started), n: n, lines: map[string][]string{}, done: map[string]chan struct{}{}}
+}
+
+// logOpener opens pods' logs to follow once their container has started.
+type logOpener struct {
+	src LogSource
 	// started, when set, waits until a pod's step container has started or the pod is gone;
 	// between tries to follow a log whose container has not started, else wait retry.
 	started func(ctx context.Context, namespace, pod string) error
 	retry   time.Duration
 }
 
-func newTails(src LogSource, n int, started func(ctx context.Context, namespace, pod string) error) *tails {
-	return &tails{src: src, n: n, lines: map[string][]string{}, done: map[string]chan struct{}{},
-		started: started, retry: 250 * time.Millisecond}
+func newLogOpener(src LogSource, started func(ctx context.Context, namespace, pod string) error) logOpener {
+	return logOpener{src: src, started: started, retry: 250 * time.Millisecond}
 }
 
 // follow starts following the log of each step pod of the Run not followed yet.
@@ -322,28 +330,27 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 // its log is read on the first chance, not at the Run's end. A pod that is gone is not
 // waited for, nor is a log the API server still refuses refusedAfterStart times after the pod
 // said its container started (a pod that ended without ever starting it).
-func (t *tails) open(ctx context.Context, namespace, pod string, tailLines *int64) (io.ReadCloser, error) {
-	for waited, refused := false, 0; ; {
-		rc, err := t.src.Log(ctx, namespace, pod, true, tailLines)
+func (o logOpener) open(ctx context.Context, namespace, pod string, tailLines *int64) (io.ReadCloser, error) {
+	for refused := 0; ; {
+		rc, err := o.src.Log(ctx, namespace, pod, true, tailLines)
 		if err == nil || apierrors.IsNotFound(err) {
 			return rc, err
 		}
-		if waited {
-			if refused++; refused >= refusedAfterStart {
-				return nil, err
+		if o.started != nil {
+			if err := o.started(ctx, namespace, pod); err == nil || apierrors.IsNotFound(err) {
+				// Started, or gone: Log says which.
+				if rc, err = o.src.Log(ctx, namespace, pod, true, tailLines); err == nil || apierrors.IsNotFound(err) {
+					return rc, err
+				}
+				if refused++; refused >= refusedAfterStart {
+					return nil, err
+				}
 			}
 		}
-		if t.started != nil && !waited {
-			if err := t.started(ctx, namespace, pod); err == nil || apierrors.IsNotFound(err) {
-				waited = true
-				continue // started, or gone: Log says which
-			}
-		}
-		waited = false // the log is still refused: try again in a while, not at once
-		select {
+		select { // the log is still refused: try again in a while, not at once
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(t.retry):
+		case <-time.After(o.retry):
 		}
 	}
 }

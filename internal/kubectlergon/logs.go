@@ -230,7 +230,7 @@ func (o *Options) followLog(ctx context.Context, namespace, pod string, tail *in
 		})
 		return o.podStarted(ctx, namespace, pod)
 	}
-	return newTails(o.logSource(), 0, started).open(ctx, namespace, pod, tail)
+	return newLogOpener(o.logSource(), started).open(ctx, namespace, pod, tail)
 }
 
 func (o *Options) transcript(ctx context.Context, run *ergonv1alpha1.Run, step string) error {
