@@ -82,14 +82,15 @@ func keepRunControlled(obj any) (any, error) {
 
 // slimPod is what the manager keeps of a Run's step pod, most of which it made itself and never
 // reads again: the metadata but its annotations (the agent spec, the inputs: the pod's own
-// business), the node, the name, image and resources of each container (pod messages name
-// them), and the whole status. With 10,000 step pods running this is most of the manager's
+// business), the node, the restart policies (whether an ended container is the pod's end),
+// the name, image and resources of each container (pod messages name them), and the whole
+// status. With 10,000 step pods running this is most of the manager's
 // heap (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,
 // and the Run controller only creates and deletes step pods.
 func slimPod(pod *corev1.Pod) *corev1.Pod {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta, Status: pod.Status}
 	slim.Annotations = nil
-	slim.Spec.NodeName = pod.Spec.NodeName
+	slim.Spec.NodeName, slim.Spec.RestartPolicy = pod.Spec.NodeName, pod.Spec.RestartPolicy
 	slim.Spec.Containers = slimContainers(pod.Spec.Containers)
 	slim.Spec.InitContainers = slimContainers(pod.Spec.InitContainers)
 	return slim
@@ -101,7 +102,7 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	}
 	slim := make([]corev1.Container, len(cs))
 	for i, c := range cs {
-		slim[i] = corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources}
+		slim[i] = corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
 	}
 	return slim
 }

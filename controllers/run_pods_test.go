@@ -184,6 +184,46 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		Expect(succeededMessage(run)).To(ContainSubstring("step hog failed: the step ran out of memory"))
 	})
 
+	It("takes a step as done when its command ended on its own, before the kubelet has stopped its pod", func(ctx SpecContext) {
+		// The kubelet keeps a pod Running for a second or two after its container ended; the
+		// test kubelet keeps it so for good. Only the container's end and the entrypoint's
+		// report say the step is done.
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			o := echoLastArg(pod)
+			o.Lingering = true
+			return o
+		})
+		createScene(ctx, ns, "linger", container("first", "one"),
+			container("second", "got {{ .steps.first.output }}", "first"))
+		createRun(ctx, ns, "linger-1", "linger", nil)
+		run := finished(ctx, ns, "linger-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(stepStatus(run, "second").Output.Preview).To(Equal("got one"))
+	})
+
+	It("waits for the kubelet's word on a step whose command exited 0 only when asked to stop", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			o := echoLastArg(pod)
+			o.Lingering, o.Signaled = true, true
+			return o
+		})
+		createScene(ctx, ns, "stopped", container("work", "done"))
+		createRun(ctx, ns, "stopped-1", "stopped", nil)
+		run := &ergonv1alpha1.Run{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stopped-1"}, run)).To(Succeed())
+			g.Expect(stepOf(g, run, "work").Phase).To(Equal(ergonv1alpha1.StepRunning))
+			pods := &corev1.PodList{}
+			g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(ConsistOf(HaveField("Status.ContainerStatuses",
+				ConsistOf(HaveField("State.Terminated", Not(BeNil()))))))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "stopped-1"}, run)).To(Succeed())
+			g.Expect(stepOf(g, run, "work").Phase).To(Equal(ergonv1alpha1.StepRunning))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+
 	It("retries an evicted step", func(ctx SpecContext) {
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
 			if pod.Labels[ergonv1alpha1.LabelAttempt] == "1" {

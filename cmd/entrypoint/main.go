@@ -37,6 +37,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/nodump"
@@ -134,6 +135,7 @@ func run(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	code := 0
+	var signaled atomic.Bool
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "entrypoint:", err)
 		code = 127
@@ -142,13 +144,14 @@ func run(args []string) int {
 		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 		go func() {
 			for s := range signals {
+				signaled.Store(true)
 				_ = cmd.Process.Signal(s)
 			}
 		}()
 		code = exitCode(cmd.Wait())
 		signal.Stop(signals)
 	}
-	if err := report(code); err != nil {
+	if err := report(code, signaled.Load()); err != nil {
 		fmt.Fprintln(os.Stderr, "entrypoint: handing the output back:", err)
 		if code == 0 {
 			code = 1
@@ -196,14 +199,15 @@ func readLimited(env string, limit int64) ([]byte, error) {
 
 // report reads the output file and writes the report into the termination message. Agent
 // steps also leave a transcript ($ERGON_TRANSCRIPT) and, when they fail, a reason
-// ($ERGON_FAILURE, JSON {"reason","message"}).
-func report(code int) error {
+// ($ERGON_FAILURE, JSON {"reason","message"}). signaled says a stop signal came before the
+// command ended: the controller then waits for the pod's phase to learn why it stopped.
+func report(code int, signaled bool) error {
 	// Read one byte past the limit, so an oversized output is reported as such.
 	output, err := readLimited(stepcontract.EnvOutput, outputs.MaxSize+1)
 	if err != nil {
 		return err
 	}
-	res := outputs.Result{Output: output, ExitCode: code}
+	res := outputs.Result{Output: output, ExitCode: code, Signaled: signaled}
 	if res.Transcript, err = readLimited(stepcontract.EnvTranscript, outputs.MaxSize); err != nil {
 		return err
 	}

@@ -70,6 +70,9 @@ type Report struct {
 	Message string `json:"message,omitempty"`
 	// Transcript is the record of an agent step, its second output; it is always framed.
 	Transcript *Part `json:"transcript,omitempty"`
+	// Signaled says the entrypoint was asked to stop (SIGTERM, SIGINT, SIGHUP) before the
+	// command ended: the pod was being stopped, and the command's exit code may not say so.
+	Signaled bool `json:"signaled,omitempty"`
 }
 
 // Part is a value framed in the log, known by its size and digest.
@@ -86,6 +89,8 @@ type Result struct {
 	Reason, Message string
 	// Transcript, when not nil, is framed in the log too.
 	Transcript []byte
+	// Signaled says the command was asked to stop before it ended.
+	Signaled bool
 }
 
 // MaxMessage bounds Report.Message, so that the report fits the termination message.
@@ -107,7 +112,7 @@ func Write(log io.Writer, output []byte, exitCode int) ([]byte, error) {
 func WriteResult(log io.Writer, res Result) ([]byte, error) {
 	output := res.Output
 	r := Report{Version: version, ExitCode: res.ExitCode, Size: len(output), SHA256: Digest(output),
-		Reason: res.Reason, Message: truncate(res.Message, MaxMessage)}
+		Reason: res.Reason, Message: truncate(res.Message, MaxMessage), Signaled: res.Signaled}
 	if res.Transcript != nil {
 		t := res.Transcript
 		if len(t) > MaxSize {

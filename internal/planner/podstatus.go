@@ -53,6 +53,9 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 		s.Phase = PodPending
 	}
 	step := containerStatus(pod.Status.ContainerStatuses, container)
+	if pod.Status.Phase == corev1.PodRunning && endedOnItsOwn(pod, step) {
+		s.Phase = PodSucceeded
+	}
 	if step != nil {
 		if t := step.State.Terminated; t != nil {
 			s.ExitCode = &t.ExitCode
@@ -81,6 +84,28 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 		}
 	}
 	return s
+}
+
+// endedOnItsOwn reports whether a pod the kubelet still calls Running has done its work and
+// succeeded: it restarts no container, every container ended with exit code 0, and the
+// step's entrypoint reported a command that exited 0 before anyone asked it to stop. The
+// kubelet calls a pod Succeeded only once it has stopped the pod's sandbox, one or two of its
+// relists (a second each) after the container's end; a step's dependents need not wait for
+// that (Tekton ends a TaskRun on its steps' containers the same way). A command stopped by a
+// signal (an eviction, a node's shutdown, the pod's deadline, a deletion) is left to the
+// kubelet's phase, which says why; so is a container without Ergon's report.
+func endedOnItsOwn(pod *corev1.Pod, step *corev1.ContainerStatus) bool {
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || step == nil || step.State.Terminated == nil {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		cs := containerStatus(pod.Status.ContainerStatuses, c.Name)
+		if c.RestartPolicy != nil || cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	rep, err := outputs.ParseReport(step.State.Terminated.Message)
+	return err == nil && rep.ExitCode == 0 && !rep.Signaled
 }
 
 // deletionRequested is when the pod's deletion began: its deletionTimestamp less the grace

@@ -372,6 +372,81 @@ func TestObservePod(t *testing.T) {
 			phase: PodSucceeded,
 			exit:  new(int32(0)),
 		},
+		// The kubelet keeps a pod Running until it has stopped its sandbox, a second or two
+		// after the containers ended; these are the statuses it writes in between.
+		{
+			name: "a pod whose command ended on its own with exit code 0 has succeeded before the kubelet says so",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{Output: []byte("ok")}))}}
+			},
+			phase: PodSucceeded,
+			exit:  new(int32(0)),
+		},
+		{
+			name: "a pod whose command exited 0 when asked to stop waits for the kubelet's phase",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{Signaled: true}))}}
+			},
+			phase: PodRunning,
+			exit:  new(int32(0)),
+		},
+		{
+			name: "a pod whose command failed waits for the kubelet's phase and reason",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 2, "Error", report(outputs.Result{ExitCode: 2}))}}
+			},
+			phase: PodRunning,
+			exit:  new(int32(2)),
+		},
+		{
+			name: "a pod whose container left no report of Ergon's waits for the kubelet's phase",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", "")}}
+			},
+			phase: PodRunning,
+			exit:  new(int32(0)),
+		},
+		{
+			name: "a pod with another container still running has not succeeded",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "proxy:1"})
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{})),
+						{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+			},
+			phase: PodRunning,
+			exit:  new(int32(0)),
+		},
+		{
+			name: "a pod that restarts its containers has not succeeded when one ends",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{}))}}
+			},
+			phase: PodRunning,
+			exit:  new(int32(0)),
+		},
+		{
+			name: "a pod deleted after its command succeeded stays succeeded",
+			pod: func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.DeletionTimestamp = &deleting
+				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{}))}}
+			},
+			phase: PodSucceeded,
+			exit:  new(int32(0)),
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

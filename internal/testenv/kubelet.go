@@ -52,6 +52,12 @@ type Outcome struct {
 	FailReason, FailMessage string
 	// LoseLog drops the container log, as log rotation may.
 	LoseLog bool
+	// Lingering keeps the pod Running once its container ended, as the kubelet does until it
+	// has stopped the pod's sandbox; here it never does.
+	Lingering bool
+	// Signaled reports, as the entrypoint does, that the command was asked to stop before it
+	// ended.
+	Signaled bool
 }
 
 // Script decides the outcome of a running step pod.
@@ -139,6 +145,9 @@ func (k *Kubelet) step(ctx context.Context, pod *corev1.Pod) {
 			Name: k.Container, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		}}
 	case corev1.PodRunning:
+		if cs := pod.Status.ContainerStatuses; len(cs) > 0 && cs[0].State.Terminated != nil {
+			return // a Lingering pod: it has ended already
+		}
 		if !k.end(pod, s(pod), now) {
 			return
 		}
@@ -180,7 +189,8 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 		o.Log = "the command's own output\n"
 	}
 	log.WriteString(o.Log)
-	res := outputs.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage}
+	res := outputs.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage,
+		Signaled: o.Signaled}
 	if o.Transcript != "" {
 		res.Transcript = []byte(o.Transcript)
 	}
@@ -192,9 +202,12 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 		log.Reset()
 	}
 	k.Logs.Write(pod.Namespace, pod.Name, log.Bytes())
-	pod.Status.Phase = corev1.PodSucceeded
-	if o.ExitCode != 0 {
+	switch {
+	case o.Lingering:
+	case o.ExitCode != 0:
 		pod.Status.Phase = corev1.PodFailed
+	default:
+		pod.Status.Phase = corev1.PodSucceeded
 	}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
 		Name: k.Container, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
