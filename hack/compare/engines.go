@@ -293,18 +293,24 @@ type bare struct {
 	ergonImage string
 }
 
-// bareShape is how much of an Ergon step pod a bare pod carries, each adding to the one before.
-type bareShape int
+// bareShape is how much of an Ergon step pod a bare pod carries.
+type bareShape struct {
+	hardened   bool // fsGroup, runAsGroup, a read-only root, no service links
+	emptyDirs  int  // 1: an emptyDir at /tmp; 2: Ergon's two sized emptyDirs (its output and /tmp)
+	image      bool // Ergon's binaries as an image volume
+	entrypoint bool // the step run under Ergon's entrypoint, with its environment
+}
 
-const (
-	shapePlain   bareShape = iota // one restricted container
-	shapeVolumes                  // + Ergon's two sized emptyDirs, fsGroup, a read-only root
-	shapeImage                    // + Ergon's binaries as an image volume
-	shapeErgon                    // + the step run under Ergon's entrypoint, with its environment
-)
-
-var bareShapes = map[string]bareShape{"bare": shapePlain, "bare-volumes": shapeVolumes,
-	"bare-image": shapeImage, "bare-ergon": shapeErgon}
+// bareShapes are the bare engines. bare-volumes, bare-image and bare-ergon each add to the one
+// before, up to an Ergon step pod; bare-hardened and bare-emptydir split bare-volumes in two.
+var bareShapes = map[string]bareShape{
+	"bare":          {},
+	"bare-hardened": {hardened: true},
+	"bare-emptydir": {emptyDirs: 1},
+	"bare-volumes":  {hardened: true, emptyDirs: 2},
+	"bare-image":    {hardened: true, emptyDirs: 2, image: true},
+	"bare-ergon":    {hardened: true, emptyDirs: 2, image: true, entrypoint: true},
+}
 
 func (b bare) name() string { return b.engine }
 
@@ -318,25 +324,34 @@ func (b bare) pod(ns, group string, s step) *corev1.Pod {
 		Command: []string{"sh", "-c", s.script(), "sh", ""}, SecurityContext: restrictedContainer()}
 	spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, SecurityContext: restrictedPod(),
 		AutomountServiceAccountToken: new(false)}
-	if b.shape >= shapeVolumes {
+	if b.shape.hardened {
 		spec.SecurityContext.FSGroup = new(int64(65532))
 		spec.SecurityContext.RunAsGroup = new(int64(65532))
 		spec.EnableServiceLinks = new(false)
 		c.SecurityContext.ReadOnlyRootFilesystem = new(true)
-		sized := func(name, size string) corev1.Volume {
-			q := resource.MustParse(size)
-			return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &q}}}
+	}
+	sized := func(name, size string) corev1.Volume {
+		v := corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+		if size != "" {
+			v.EmptyDir.SizeLimit = new(resource.MustParse(size))
 		}
+		return v
+	}
+	switch b.shape.emptyDirs {
+	case 1:
+		spec.Volumes = append(spec.Volumes, sized("tmp", ""))
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+	case 2:
 		spec.Volumes = append(spec.Volumes, sized("ergon-output", "8Mi"), sized("tmp", "256Mi"))
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-output", MountPath: "/ergon/output"},
 			corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
 	}
-	if b.shape >= shapeImage {
+	if b.shape.image {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "ergon-bin", VolumeSource: corev1.VolumeSource{
 			Image: &corev1.ImageVolumeSource{Reference: b.ergonImage, PullPolicy: corev1.PullIfNotPresent}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ergon-bin", MountPath: "/ergon/bin", ReadOnly: true})
 	}
-	if b.shape >= shapeErgon {
+	if b.shape.entrypoint {
 		c.Args = append([]string{"run", "--"}, c.Command...)
 		c.Command = []string{"/ergon/bin/ergon-entrypoint"}
 		c.Env = []corev1.EnvVar{{Name: "ERGON_OUTPUT", Value: "/ergon/output/value"}, {Name: "ERGON_RUN", Value: group},

@@ -27,6 +27,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -113,7 +114,7 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 	for name := range strings.SplitSeq(engineList, ",") {
 		e, ok := all[strings.TrimSpace(name)]
 		if !ok {
-			return fmt.Errorf("unknown engine %q (ergon, argo, bare, bare-volumes, bare-image, bare-ergon)", name)
+			return fmt.Errorf("unknown engine %q (one of %s)", name, strings.Join(slices.Sorted(maps.Keys(all)), ", "))
 		}
 		order = append(order, e)
 	}

@@ -71,19 +71,37 @@ func (r *recorder) see(pod *corev1.Pod) {
 		r.created[k] = now
 	}
 	var notify func(string, string)
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded || endedCleanly(pod):
 		if _, seen := r.done[k]; !seen {
 			r.done[k] = now
 			notify = r.onDone
 		}
-	case corev1.PodFailed:
+	case pod.Status.Phase == corev1.PodFailed:
 		r.failed = append(r.failed, k)
 	}
 	r.mu.Unlock()
 	if notify != nil {
 		notify(group, step)
 	}
+}
+
+// endedCleanly reports whether a pod the kubelet still calls Running has done its work: it
+// restarts nothing and every container ended with exit code 0. The kubelet calls it
+// Succeeded only once it has stopped the pod's sandbox, one or two of its one-second relists
+// later; Ergon's controller takes a step as done on its container's end (and its
+// entrypoint's report), so bare pods are done by the same sign.
+func endedCleanly(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.Spec.RestartPolicy != corev1.RestartPolicyNever ||
+		len(pod.Status.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *recorder) setOnDone(f func(group, step string)) {
