@@ -6,7 +6,8 @@
 # workloads (hack/compare, its own Go module), prints the table, then uninstalls Argo and
 # deletes the namespaces it made. A benchmark: never part of make test.
 #
-#   COMPARE_WORKLOADS   default fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10
+#   COMPARE_WORKLOADS   default fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10 (also
+#                       chain-N-sleepMSms: each step sleeps MS milliseconds)
 #   COMPARE_ENGINES     default ergon,argo,bare (also bare-hardened, bare-emptydir, bare-volumes,
 #                       bare-image, bare-ergon); Argo is built and installed only when named
 #   COMPARE_REPEAT      runs of each workload by each engine (default 1; the order rotates)

@@ -29,11 +29,13 @@ type workload struct {
 	steps  []step
 }
 
-// A step runs `true`, or, with output set, reads its dependency's output and writes 100 KiB.
+// A step runs `true`, or `sleep` for sleep seconds, or, with output set, reads its
+// dependency's output and writes 100 KiB.
 type step struct {
 	name   string
 	deps   []string
 	output bool
+	sleep  float64
 }
 
 const outputBytes = 100 << 10
@@ -83,18 +85,25 @@ func diamonds(n int) workload {
 func parseWorkloads(list string) ([]workload, error) {
 	var out []workload
 	for name := range strings.SplitSeq(list, ",") {
-		var n int
+		var n, ms int
 		switch name = strings.TrimSpace(name); {
 		case scan(name, "fan-out-%d", &n):
 			out = append(out, fanOut(n))
 		case scan(name, "chain-%d", &n):
 			out = append(out, chain(n, false))
+		case scanSleepy(name, &n, &ms):
+			w := chain(n, false)
+			w.name = name
+			for i := range w.steps {
+				w.steps[i].sleep = float64(ms) / 1000
+			}
+			out = append(out, w)
 		case scan(name, "outputs-%d", &n):
 			out = append(out, chain(n, true))
 		case scan(name, "diamond-x%d", &n):
 			out = append(out, diamonds(n))
 		default:
-			return nil, fmt.Errorf("unknown workload %q (fan-out-N, chain-N, diamond-xN, outputs-N)", name)
+			return nil, fmt.Errorf("unknown workload %q (fan-out-N, chain-N, chain-N-sleepMSms, diamond-xN, outputs-N)", name)
 		}
 	}
 	return out, nil
@@ -105,9 +114,19 @@ func scan(s, format string, n *int) bool {
 	return err == nil && *n > 0 && fmt.Sprintf(format, *n) == s
 }
 
+// scanSleepy reads chain-N-sleepMSms: a chain of N steps that each sleep MS milliseconds.
+func scanSleepy(s string, n, ms *int) bool {
+	const format = "chain-%d-sleep%dms"
+	_, err := fmt.Sscanf(s, format, n, ms)
+	return err == nil && *n > 0 && *ms > 0 && fmt.Sprintf(format, *n, *ms) == s
+}
+
 // script is the shell program of a step; prev is how the engine hands it its dependency's
 // output as "$1" (empty when there is none).
 func (s step) script() string {
+	if s.sleep > 0 {
+		return fmt.Sprintf("sleep %g", s.sleep)
+	}
 	if !s.output {
 		return "true"
 	}
