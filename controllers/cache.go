@@ -84,8 +84,8 @@ func keepRunControlled(obj any) (any, error) {
 // reads again: the metadata but its annotations (the agent spec, the inputs: the pod's own
 // business), the node, the restart policies (whether an ended container is the pod's end),
 // the name, image and resources of each container (pod messages name them), and the whole
-// status. With 10,000 step pods running this is most of the manager's
-// heap (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,
+// status. With 10,000 step pods running this is most of the manager's heap
+// (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,
 // and the Run controller only creates and deletes step pods.
 func slimPod(pod *corev1.Pod) *corev1.Pod {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta, Status: pod.Status}
