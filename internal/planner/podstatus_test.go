@@ -76,6 +76,12 @@ func TestObservePod(t *testing.T) {
 		return string(b)
 	}
 	deleting := metav1.NewTime(t0.Add(2 * time.Minute))
+	// lingering is a pod the kubelet still calls Running after its containers ended, as it
+	// does until it has stopped the pod's sandbox.
+	lingering := func(p *corev1.Pod, restart corev1.RestartPolicy, statuses ...corev1.ContainerStatus) {
+		p.Spec.RestartPolicy = restart
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone, ContainerStatuses: statuses}
+	}
 	cases := []struct {
 		name   string
 		pod    func(p *corev1.Pod)
@@ -377,9 +383,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command ended on its own with exit code 0 has succeeded before the kubelet says so",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{Output: []byte("ok")}))}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{Output: []byte("ok")})))
 			},
 			phase: PodSucceeded,
 			exit:  new(int32(0)),
@@ -387,9 +391,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command exited 0 when asked to stop waits for the kubelet's phase",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{Signaled: true}))}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{Signaled: true})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -397,9 +399,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command failed waits for the kubelet's phase and reason",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 2, "Error", report(outputs.Result{ExitCode: 2}))}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 2, "Error", report(outputs.Result{ExitCode: 2})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(2)),
@@ -407,9 +407,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose container left no report of Ergon's waits for the kubelet's phase",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", "")}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", ""))
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -417,11 +415,9 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod with another container still running has not succeeded",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "proxy:1"})
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{})),
-						{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{})),
+					corev1.ContainerStatus{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -429,9 +425,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod that restarts its containers has not succeeded when one ends",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{}))}}
+				lingering(p, corev1.RestartPolicyOnFailure, terminated("step", 0, "Completed", report(outputs.Result{})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -439,10 +433,8 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod deleted after its command succeeded stays succeeded",
 			pod: func(p *corev1.Pod) {
-				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.DeletionTimestamp = &deleting
-				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{}))}}
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{})))
 			},
 			phase: PodSucceeded,
 			exit:  new(int32(0)),
