@@ -26,7 +26,9 @@ import (
 // EndedPods lists, sorted, the pods of a Run that may go: those whose attempt the stored
 // status records as ended, so their outputs are safe, and every pod once the Run has
 // finished. With keepFailed, the pods of failed attempts stay for debugging. pods and
-// unitPods are the Run's pods that exist, as in Facts; gone pods are ignored.
+// unitPods are the Run's pods that exist, as in Facts; gone pods, and pods already being
+// deleted, are ignored: the kubelet may take a relist or two to stop a pod that succeeded, and
+// asking again would only cost the API server a write each pass meanwhile.
 func EndedPods(status *ergonv1alpha1.RunStatus, pods map[string][]PodState,
 	unitPods map[string]map[Unit][]PodState, keepFailed bool) []string {
 	ended := map[string]ergonv1alpha1.StepPhase{}
@@ -51,7 +53,7 @@ func EndedPods(status *ergonv1alpha1.RunStatus, pods map[string][]PodState,
 	}
 	for _, states := range pods {
 		for _, p := range states {
-			if p.Phase != PodGone {
+			if p.Phase != PodGone && p.TerminatingUntil.IsZero() {
 				phase, ok := ended[p.Name]
 				keep(p.Name, phase, ok)
 			}
@@ -61,7 +63,7 @@ func EndedPods(status *ergonv1alpha1.RunStatus, pods map[string][]PodState,
 		s := byName[step]
 		for un, states := range byUnit {
 			for _, p := range states {
-				if p.Phase == PodGone {
+				if p.Phase == PodGone || !p.TerminatingUntil.IsZero() {
 					continue
 				}
 				phase, ok := ended[p.Name]

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
@@ -43,27 +44,30 @@ func TestEndedPods(t *testing.T) {
 	pods := map[string][]PodState{
 		"a": running("a-1", "a-2"), "b": running("b-1"), "c": running("c-1"),
 		"d": append(running("d-1"), PodState{Name: "d-0", Phase: PodGone}),
+		"e": {{Name: "e-1", UID: "uid-e-1", Attempt: 1, Phase: PodSucceeded, TerminatingUntil: time.Unix(100, 0)}},
 	}
 	unitPods := map[string]map[Unit][]PodState{
 		"f": {
 			{Index: 0}: running("f-0"),
 			{Index: 1}: {{Name: "f-1-a1", Attempt: 1, Phase: PodFailed}, {Name: "f-1-a2", Attempt: 2, Phase: PodRunning}},
 			{Index: 2}: running("f-2"),
+			{Index: 3}: {{Name: "f-3", Attempt: 1, Phase: PodSucceeded, TerminatingUntil: time.Unix(100, 0)}},
 		},
 		"l": {{Index: -1, Iteration: 2}: running("l-2"), {Index: -1, Iteration: 3}: running("l-3")},
 	}
-	steps := []ergonv1alpha1.StepStatus{retried, done, failed, fanOut, loop}
+	deleting := ergonv1alpha1.StepStatus{Name: "e", Phase: ergonv1alpha1.StepSucceeded, PodName: "e-1", Attempts: 1}
+	steps := []ergonv1alpha1.StepStatus{retried, done, failed, fanOut, loop, deleting}
 	for _, tc := range []struct {
 		name       string
 		phase      ergonv1alpha1.RunPhase
 		keepFailed bool
 		want       string
 	}{
-		{name: "while it runs, only pods whose attempt, instance or iteration ended go",
+		{name: "while it runs, only pods whose attempt, instance or iteration ended go, and not twice",
 			phase: ergonv1alpha1.RunRunning, want: "a-1,b-1,c-1,f-0,f-1-a1,l-2"},
 		{name: "keeping failed pods keeps the failed attempts",
 			phase: ergonv1alpha1.RunRunning, keepFailed: true, want: "b-1,f-0,f-1-a1,l-2"},
-		{name: "once the Run finished, every pod goes, gone ones aside",
+		{name: "once the Run finished, every pod goes, gone and going ones aside",
 			phase: ergonv1alpha1.RunFailed, want: "a-1,a-2,b-1,c-1,d-1,f-0,f-1-a1,f-1-a2,f-2,l-2,l-3"},
 		{name: "once finished, failed attempts still stay when kept",
 			phase: ergonv1alpha1.RunFailed, keepFailed: true, want: "a-2,b-1,d-1,f-0,f-1-a1,f-1-a2,f-2,l-2,l-3"},
