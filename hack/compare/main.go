@@ -49,7 +49,8 @@ type result struct {
 	wall             time.Duration
 	p50, p99         time.Duration
 	requests, writes float64
-	cpu              float64 // controller CPU seconds; -1 when there is no controller
+	writeKinds       writeCounts // writes per step by kind
+	cpu              float64     // controller CPU seconds; -1 when there is no controller
 	peakRSS          int64
 	node             nodeCPU // the node's CPU over the run, by component
 	err              error
@@ -134,6 +135,9 @@ func run(workloadList, engineList, image, ergonImage string, repeat int, timeout
 				fmt.Fprintf(os.Stderr, "%s %s: wall %s p50 %s p99 %s, %.1f requests/step (%.1f writes)%s, node CPU s %s %v\n",
 					w.name, e.name(), res.wall.Round(100*time.Millisecond), res.p50.Round(time.Millisecond),
 					res.p99.Round(time.Millisecond), res.requests, res.writes, res.usage(), res.node, errText(res.err))
+				if res.err == nil {
+					fmt.Fprintf(os.Stderr, "  writes per step: %s\n", res.writeKinds)
+				}
 				results = append(results, res)
 			}
 		}
@@ -214,7 +218,7 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 		res.err = err
 		return res
 	}
-	rate, wrate := (req0-base0)/baselineWindow.Seconds(), (wr0-bwr0)/baselineWindow.Seconds()
+	rate, wrate := (req0-base0)/baselineWindow.Seconds(), wr0.rate(bwr0, baselineWindow)
 	node0, err := readNodeCPU()
 	if err != nil {
 		res.err = err
@@ -251,8 +255,10 @@ func runOne(ctx context.Context, cs kubernetes.Interface, e engine, w workload, 
 	}
 	req1, wr1, err := apiRequests(ctx, cs)
 	if err == nil {
-		bg, wbg := rate*res.wall.Seconds(), wrate*res.wall.Seconds()
-		res.requests, res.writes = max(req1-req0-bg, 0)/float64(w.size()), max(wr1-wr0-wbg, 0)/float64(w.size())
+		bg, wbg := rate*res.wall.Seconds(), wrate.total()*res.wall.Seconds()
+		res.requests = max(req1-req0-bg, 0) / float64(w.size())
+		res.writes = max(wr1.total()-wr0.total()-wbg, 0) / float64(w.size())
+		res.writeKinds = wr1.perStep(wr0, wrate, res.wall, w.size())
 	}
 	if p.pid != 0 {
 		cpu1, peak, err := p.usage()

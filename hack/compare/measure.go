@@ -19,8 +19,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,12 +168,14 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[(len(sorted)-1)*p/100]
 }
 
-// apiRequests sums the API server's apiserver_request_total: all requests, and the writes.
-func apiRequests(ctx context.Context, cs kubernetes.Interface) (all, writes float64, err error) {
+// apiRequests sums the API server's apiserver_request_total: all requests, and the writes by
+// kind ("POST pods", "PATCH pods/status", ...), which writes.total sums.
+func apiRequests(ctx context.Context, cs kubernetes.Interface) (all float64, writes writeCounts, err error) {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
+	writes = writeCounts{}
 	s := bufio.NewScanner(bytes.NewReader(raw))
 	s.Buffer(make([]byte, 1<<20), 1<<22)
 	for s.Scan() {
@@ -185,13 +189,82 @@ func apiRequests(ctx context.Context, cs kubernetes.Interface) (all, writes floa
 			continue
 		}
 		all += v
-		for _, verb := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="DELETE"`, `verb="APPLY"`} {
-			if strings.Contains(line, verb) {
-				writes += v
-			}
+		if kind, ok := writeKind(line[:i]); ok {
+			writes[kind] += v
 		}
 	}
 	return all, writes, s.Err()
+}
+
+// writeCounts counts API writes by kind: the verb, then the resource and any subresource.
+type writeCounts map[string]float64
+
+// writeKind is the kind of the write an apiserver_request_total series counts ("PATCH
+// pods/status"), or false when the series counts reads.
+func writeKind(series string) (string, bool) {
+	label := func(name string) string {
+		_, rest, ok := strings.Cut(series, name+`="`)
+		if !ok {
+			return ""
+		}
+		v, _, _ := strings.Cut(rest, `"`)
+		return v
+	}
+	verb := label("verb")
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+	default:
+		return "", false
+	}
+	resource := label("resource")
+	if sub := label("subresource"); sub != "" {
+		resource += "/" + sub
+	}
+	return verb + " " + resource, true
+}
+
+func (w writeCounts) total() float64 {
+	var t float64
+	for _, v := range w {
+		t += v
+	}
+	return t
+}
+
+// perStep is what the writes of a run (after, less before) add up to per step, less the
+// background the cluster writes at rate (per second, by kind) over the run's wall time.
+func (w writeCounts) perStep(before, rate writeCounts, wall time.Duration, steps int) writeCounts {
+	d := writeCounts{}
+	for k, v := range w {
+		if n := (v - before[k] - rate[k]*wall.Seconds()) / float64(steps); n >= 0.05 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// String lists the kinds, the most frequent first.
+func (w writeCounts) String() string {
+	kinds := slices.SortedFunc(maps.Keys(w), func(a, b string) int {
+		if c := cmp.Compare(w[b], w[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %.1f", k, w[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rate is the writes per second by kind between before and w, over d.
+func (w writeCounts) rate(before writeCounts, d time.Duration) writeCounts {
+	r := writeCounts{}
+	for k, v := range w {
+		r[k] = (v - before[k]) / d.Seconds()
+	}
+	return r
 }
 
 // controllerProcess is a controller's process on this node, found by its command line in /proc

@@ -17,7 +17,9 @@ limitations under the License.
 package main
 
 import (
+	"maps"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -55,5 +57,39 @@ func TestEndedCleanly(t *testing.T) {
 		if got := endedCleanly(tc.pod); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestWriteKinds(t *testing.T) {
+	for _, tc := range []struct {
+		series string
+		kind   string
+		write  bool
+	}{
+		{`apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"}`, "POST pods", true},
+		{`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"}`, "PATCH pods/status", true},
+		{`apiserver_request_total{code="200",component="apiserver",dry_run="",group="ergon.dev",resource="runs",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"}`, "APPLY runs/status", true},
+		{`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"}`, "", false},
+		{`apiserver_request_total{code="0",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"}`, "", false},
+	} {
+		kind, write := writeKind(tc.series)
+		if kind != tc.kind || write != tc.write {
+			t.Errorf("%s: %q %v, want %q %v", tc.series, kind, write, tc.kind, tc.write)
+		}
+	}
+
+	before := writeCounts{"POST pods": 10, "PATCH pods/status": 100, "PUT leases": 50}
+	after := writeCounts{"POST pods": 30, "PATCH pods/status": 190, "PUT leases": 60, "POST events": 80}
+	rate := writeCounts{"PUT leases": 1, "PATCH pods/status": 1}
+	got := after.perStep(before, rate, 10*time.Second, 20)
+	want := writeCounts{"POST pods": 1, "PATCH pods/status": 4, "POST events": 4}
+	if !maps.Equal(got, want) {
+		t.Errorf("perStep: %v, want %v", got, want)
+	}
+	if s := got.String(); s != "PATCH pods/status 4.0, POST events 4.0, POST pods 1.0" {
+		t.Errorf("String: %q", s)
+	}
+	if tot := after.total(); tot != 360 {
+		t.Errorf("total: %v, want 360", tot)
 	}
 }
