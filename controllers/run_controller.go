@@ -70,6 +70,10 @@ type RunConfig struct {
 	// for the rest of the interval and carries whatever else was observed meanwhile. A pass
 	// that acts writes at once. Zero writes every pass at once.
 	StatusInterval time.Duration
+	// EventInterval is the shortest time between two progress Events of one Run (steps
+	// started and succeeded): progress that comes sooner is told, folded, with the next
+	// (tellEvents). Zero tells each pass's progress at once.
+	EventInterval time.Duration
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -94,6 +98,8 @@ type RunReconciler struct {
 	lastWrite sync.Map // namespace/name -> time.Time
 	// progress is what was last read of each running agent pod's log (run_checkpoint.go).
 	progress sync.Map // pod UID -> progressSeen
+	// heldProgress is each running Run's progress Events not told yet (tellEvents).
+	heldProgress sync.Map // namespace/name -> *heldProgress
 }
 
 type compiledScene struct {
@@ -117,6 +123,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.scenes.Delete(req.String())
 			r.written.Delete(req.String())
 			r.lastWrite.Delete(req.String())
+			r.heldProgress.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -126,6 +133,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if run.Status.Phase.Finished() {
 		r.scenes.Delete(req.String())
 		r.lastWrite.Delete(req.String())
+		r.heldProgress.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
@@ -193,12 +201,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		return ctrl.Result{}, err
 	}
-	for _, e := range plan.Events {
-		eventType := corev1.EventTypeNormal
-		if e.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
+	if wait := r.tellEvents(run, key, plan.Events, plan.Status.Phase.Finished()); wait > 0 &&
+		(plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
+		plan.RequeueAfter = wait
 	}
 	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil

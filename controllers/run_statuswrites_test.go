@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,5 +98,49 @@ var _ = Describe("Run status writes", func() {
 		// the manager's 1 s status interval it is the first ending, one write a second
 		// after it, and the Run's success.
 		Expect(writes).To(BeNumerically("<=", 5), "status writes while %d pods ended over about 1.2 s", steps)
+	})
+
+	It("tells a chain's progress in a few Events, and every step in its status", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		const steps = 8
+		var chain []ergonv1alpha1.Step
+		for i := range steps {
+			var deps []string
+			if i > 0 {
+				deps = []string{fmt.Sprintf("s%d", i-1)}
+			}
+			chain = append(chain, container(fmt.Sprintf("s%d", i), "true", deps...))
+		}
+		createScene(ctx, ns, "chain", chain...)
+		createRun(ctx, ns, "r", "chain", nil)
+		run := finished(ctx, ns, "r")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(run.Status.Steps).To(HaveLen(steps))
+		for _, s := range run.Status.Steps {
+			Expect(s.Phase).To(Equal(ergonv1alpha1.StepSucceeded), s.Name)
+		}
+		var told []string
+		Eventually(func(g Gomega) {
+			told = nil
+			list := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+			for _, e := range list.Items {
+				if e.Regarding.Name == "r" && e.Type == corev1.EventTypeNormal {
+					told = append(told, e.Reason+": "+e.Note)
+				}
+			}
+			g.Expect(told).NotTo(BeEmpty())
+			g.Expect(told[len(told)-1]).To(HavePrefix("RunSucceeded: "))
+		}).WithContext(ctx).Should(Succeed())
+		GinkgoWriter.Printf("Events of a chain of %d steps:\n%s\n", steps, strings.Join(told, "\n"))
+		// One Event a pass would be one a step and the Run's end; the 10 s interval tells the
+		// first step's start, then the rest with the Run's end (or once more, on a slow machine).
+		Expect(len(told)).To(BeNumerically("<=", 3))
+		all := strings.Join(told, "\n")
+		for i := range steps {
+			Expect(all).To(ContainSubstring(fmt.Sprintf("s%d", i)), "every step is told")
+		}
+		Expect(all).To(ContainSubstring("8 steps succeeded"))
 	})
 })

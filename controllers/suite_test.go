@@ -94,6 +94,10 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 		// they are in production (run_statuswrites_test.go).
 		runConfig.StatusInterval = time.Second
 	}
+	if runConfig.EventInterval == 0 {
+		// The manager's default too: progress Events folded (run_statuswrites_test.go).
+		runConfig.EventInterval = 10 * time.Second
+	}
 	options := testEnv.ManagerOptions(scheme)
 	options.Cache = CacheOptions()
 	// The restart test starts managers again and again in one process.

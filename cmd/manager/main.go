@@ -112,6 +112,10 @@ func (o *options) bindFlags() {
 		"The shortest time between two status writes of one Run that only record what its step pods did "+
 			"(a fan-out's pods starting and ending in a burst become one write per interval); a change that "+
 			"starts or stops something is written at once. 0 writes every change at once.")
+	flag.DurationVar(&o.run.EventInterval, "event-interval", 10*time.Second,
+		"The shortest time between two progress Events of one Run (steps started and succeeded): progress that "+
+			"comes sooner is told, folded into one Event, with the next, before the Run's next other Event, or with "+
+			"the Run's end. Failures, skips, waits and retries are told at once. 0 tells each change at once.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+

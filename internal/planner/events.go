@@ -18,6 +18,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -34,11 +35,14 @@ const runSucceeded = "RunSucceeded"
 // maxFoldedNames bounds the step names one folded Event lists (an Event's note holds 1 KiB).
 const maxFoldedNames = 600
 
-// foldEvents folds a plan's progress Events into one, where the first of them was. Its reason is
-// the furthest transition it tells (RunSucceeded, else StepStarted, else StepSucceeded); its
-// message tells each kind in the order they came: "Step a succeeded; 3 steps started: b, c, d".
-// A plan with one progress Event keeps it as it is.
-func foldEvents(events []Event) []Event {
+// FoldEvents folds the progress Events among events into one, where the first of them was.
+// Its reason is the furthest transition it tells (RunSucceeded, else StepStarted, else
+// StepSucceeded); its message tells each kind in the order they came: "Step a succeeded; 3
+// steps started: b, c, d". Events with one progress Event keep it as it is. An Event folded
+// before is folded again as the transitions it tells, so the progress of several passes can
+// be told in one Event (the Run controller holds progress back, see RunConfig.EventInterval).
+func FoldEvents(events []Event) []Event {
+	events = unfold(events)
 	names := map[string][]string{}
 	var order []string // the kinds of progress, in the order they first came
 	progress, runEnd := 0, -1
@@ -78,21 +82,47 @@ func foldEvents(events []Event) []Event {
 		}
 	}
 	out := make([]Event, 0, len(events)-progress+1)
-	folded := false
+	var told []Event
+	at := -1
 	for i, e := range events {
 		if !isFolded(e) && i != runEnd {
 			out = append(out, e)
 			continue
 		}
-		if !folded {
-			folded = true
-			out = append(out, Event{Reason: reason, Message: strings.Join(parts, "; ")})
+		told = append(told, e)
+		if at < 0 {
+			at = len(out)
+			out = append(out, Event{})
+		}
+	}
+	out[at] = Event{Reason: reason, Message: strings.Join(parts, "; "), folded: told}
+	return out
+}
+
+// unfold replaces each folded Event among events by the transitions it tells.
+func unfold(events []Event) []Event {
+	if !slices.ContainsFunc(events, func(e Event) bool { return e.folded != nil }) {
+		return events
+	}
+	var out []Event
+	for _, e := range events {
+		if e.folded != nil {
+			out = append(out, e.folded...)
+		} else {
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// isFolded says whether e is a step transition that foldEvents folds.
+// Progress reports whether e tells progress only: steps starting or succeeding, the Run
+// succeeding, or several of these folded. Such an Event may be told later, folded with others
+// (FoldEvents); failures, skips, waits and retries are told when they happen.
+func (e Event) Progress() bool {
+	return isFolded(e) || e.folded != nil || (e.Reason == runSucceeded && !e.Warning)
+}
+
+// isFolded says whether e is a step transition that FoldEvents folds.
 func isFolded(e Event) bool {
 	_, ok := foldedEvents[e.Reason]
 	return ok && e.step != "" && !e.Warning

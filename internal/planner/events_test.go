@@ -69,7 +69,7 @@ func TestFoldEvents(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range foldEvents(tc.events) {
+			for _, e := range FoldEvents(tc.events) {
 				got = append(got, e.Reason+": "+e.Message)
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
@@ -78,7 +78,7 @@ func TestFoldEvents(t *testing.T) {
 		})
 	}
 	t.Run("a wide fan-out lists what fits and counts the rest", func(t *testing.T) {
-		out := foldEvents(many)
+		out := FoldEvents(many)
 		if len(out) != 1 {
 			t.Fatalf("%d events, want 1", len(out))
 		}
@@ -97,7 +97,7 @@ func TestFoldEvents(t *testing.T) {
 		for i := range 200 {
 			mixed = append(mixed, succeeded(fmt.Sprintf("done-%04d", i)), started(fmt.Sprintf("next-%04d", i)))
 		}
-		out := foldEvents(append(mixed, runEnd))
+		out := FoldEvents(append(mixed, runEnd))
 		if len(out) != 1 || out[0].Reason != "RunSucceeded" {
 			t.Fatalf("got %+v, want one RunSucceeded Event", out)
 		}
@@ -105,6 +105,42 @@ func TestFoldEvents(t *testing.T) {
 		if len(m) > 1024 || !strings.HasPrefix(m, "200 steps succeeded: done-0000") || !strings.Contains(m, "; 200 steps started: next-0000") ||
 			!strings.HasSuffix(m, "; Run r Succeeded") {
 			t.Errorf("message (%d bytes) %q", len(m), m)
+		}
+	})
+	t.Run("the progress of several passes folds again into one Event", func(t *testing.T) {
+		var held []Event
+		for _, pass := range [][]Event{{started("a")}, {succeeded("a"), started("b")}, {succeeded("b"), started("c")}} {
+			for _, e := range FoldEvents(pass) {
+				if !e.Progress() {
+					t.Fatalf("%+v is not progress", e)
+				}
+				held = append(held, e)
+			}
+		}
+		out := FoldEvents(held)
+		if len(out) != 1 || out[0].Reason != "StepStarted" ||
+			out[0].Message != "3 steps started: a, b, c; 2 steps succeeded: a, b" {
+			t.Fatalf("got %+v", out)
+		}
+		out = FoldEvents(append(out, succeeded("c"), runEnd))
+		if len(out) != 1 || out[0].Reason != "RunSucceeded" ||
+			out[0].Message != "3 steps started: a, b, c; 3 steps succeeded: a, b, c; Run r Succeeded" {
+			t.Fatalf("folded once more, got %+v", out)
+		}
+	})
+	t.Run("progress is what may be told later", func(t *testing.T) {
+		for _, tc := range []struct {
+			e    Event
+			want bool
+		}{
+			{started("a"), true}, {succeeded("a"), true}, {runEnd, true},
+			{FoldEvents([]Event{succeeded("a"), started("b")})[0], true},
+			{failed, false}, {runFailed, false}, {skipped("s"), false},
+			{Event{Warning: true, Reason: "RunSucceeded", Message: "odd"}, false},
+		} {
+			if got := tc.e.Progress(); got != tc.want {
+				t.Errorf("%s %q: progress %v, want %v", tc.e.Reason, tc.e.Message, got, tc.want)
+			}
 		}
 	})
 }

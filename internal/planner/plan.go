@@ -120,8 +120,11 @@ type Event struct {
 	Warning bool
 	Reason  string
 	Message string
-	// step is the step a transition Event is about, for foldEvents.
+	// step is the step a transition Event is about, for FoldEvents.
 	step string
+	// folded are the progress Events a folded Event tells, so that it can be folded again
+	// with others (FoldEvents).
+	folded []Event
 }
 
 // planner holds one planning pass.
@@ -187,7 +190,7 @@ func Decide(f *Facts) *Plan {
 	p.finish(status)
 	status.Usage = RunUsage(status.Steps, f.Children)
 	p.decideStores(status)
-	p.plan.Events = foldEvents(p.plan.Events)
+	p.plan.Events = FoldEvents(p.plan.Events)
 	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)
 	p.plan.Status = *status
 	if !p.requeue.IsZero() && !status.Phase.Finished() {
@@ -237,9 +240,15 @@ func (p *planner) event(warning bool, reason, format string, args ...any) {
 	p.plan.Events = append(p.plan.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
-// stepEvent records a step's transition, which foldEvents may fold with others of the plan.
+// stepEvent records a step's transition, which FoldEvents may fold with others of the plan.
 func (p *planner) stepEvent(reason, step, format string, args ...any) {
-	p.plan.Events = append(p.plan.Events, Event{Reason: reason, Message: fmt.Sprintf(format, args...), step: step})
+	p.plan.Events = append(p.plan.Events, StepEvent(reason, step, format, args...))
+}
+
+// StepEvent is the Event of a step's transition (StepStarted, StepSucceeded, ...), which
+// FoldEvents may fold with others.
+func StepEvent(reason, step, format string, args ...any) Event {
+	return Event{Reason: reason, Message: fmt.Sprintf(format, args...), step: step}
 }
 
 // decide moves one step forward as far as the facts allow.

@@ -176,7 +176,7 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 	must((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
-			StatusInterval: time.Second}, // the manager's defaults (cmd/manager)
+			StatusInterval: time.Second, EventInterval: 10 * time.Second}, // the manager's defaults (cmd/manager)
 	}).SetupWithManager(mgr))
 	must(webhookv1alpha1.SetupSceneWebhookWithManager(mgr))
 	must(webhookv1alpha1.SetupRunWebhookWithManager(mgr))
