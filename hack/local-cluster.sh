@@ -44,6 +44,8 @@
 # $ERGON_CACHE_DIR/cluster); logs are in its logs/ folder. ERGON_CLUSTER_PROFILING=true serves
 # the API server's /debug/pprof (kubectl get --raw '/debug/pprof/profile?seconds=30'), to
 # profile it under a benchmark; `restart kube-apiserver` applies it to a running cluster.
+# ERGON_KUBELET_V sets the kubelet's log level (default 1; 4 logs each pod's volume waits,
+# sandbox, container starts and PLEG events with their times); `restart kubelet` applies it.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -769,7 +771,7 @@ start_kubelet() {
     --volume-plugin-dir="$STATE/kubelet/volume-plugins" \
     --hostname-override="$NODE_NAME" \
     --node-ip="$NODE_IP" \
-    --v=1
+    --v="${ERGON_KUBELET_V:-1}"
 }
 
 start_kube_proxy() {
