@@ -62,22 +62,23 @@ func (r *RunReconciler) tellEvents(run *ergonv1alpha1.Run, key string, events []
 	if len(h.events) > 0 {
 		now := r.Clock.Now()
 		if due := h.last.Add(r.Config.EventInterval); len(other) > 0 || finished || !now.Before(due) {
-			r.emit(run, planner.FoldEvents(h.events))
+			r.emit(run, "Reconcile", planner.FoldEvents(h.events))
 			h.events, h.last = nil, now
 		} else {
 			wait = due.Sub(now)
 		}
 	}
-	r.emit(run, other)
+	r.emit(run, "Reconcile", other)
 	return wait
 }
 
-func (r *RunReconciler) emit(run *ergonv1alpha1.Run, events []planner.Event) {
+// emit records events on the Run as the given action, Warnings as such.
+func (r *RunReconciler) emit(run *ergonv1alpha1.Run, action string, events []planner.Event) {
 	for _, e := range events {
 		eventType := corev1.EventTypeNormal
 		if e.Warning {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
+		r.Recorder.Eventf(run, nil, eventType, e.Reason, action, "%s", e.Message)
 	}
 }

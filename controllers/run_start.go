@@ -173,12 +173,6 @@ func (r *RunReconciler) actStart(ctx context.Context, run *ergonv1alpha1.Run, pl
 	if err := r.patchStatus(ctx, run.DeepCopy(), run, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
-	for _, e := range plan.Events {
-		eventType := corev1.EventTypeNormal
-		if e.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(run, nil, eventType, e.Reason, "Start", "%s", e.Message)
-	}
+	r.emit(run, "Start", plan.Events)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
