@@ -71,11 +71,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 				bindToWorkspace(pod, req.Step, w.Object, node, bins)
 			}
 			err := r.create(ctx, pod)
-			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-				// A quota, a LimitRange or Pod Security refuses the pod: say so, rather than
-				// only retrying. The recorder folds repeats of one message into one Event.
-				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "PodRefused", "CreatePod",
+			if refused(err) {
+				// The pod is invalid, or a quota, a LimitRange or Pod Security forbids it:
+				// its attempt fails on the next pass (run_refusals.go); the rest of the Run
+				// goes on.
+				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
 					"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
+				r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err)
+				return nil
 			}
 			return err
 		})
@@ -88,7 +91,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
-		if err := r.create(ctx, childRun(run, req, f.Depth)); err != nil {
+		err := r.create(ctx, childRun(run, req, f.Depth))
+		if refused(err) {
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonRunRefused, "CreateRun",
+				"Step %s cannot create its child Run %s: %v", req.Step, req.Name, err)
+			r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -112,7 +122,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, name := range plan.CancelChildren {
 		child, ok := f.Children[name]
-		if !ok {
+		if !ok || child.UID == "" {
 			continue // never created, or not the Run's
 		}
 		// metadata.uid is immutable: a Run that replaced the child under its name refuses

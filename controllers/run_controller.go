@@ -100,6 +100,8 @@ type RunReconciler struct {
 	progress sync.Map // pod UID -> progressSeen
 	// heldProgress is each running Run's progress Events not told yet (tellEvents).
 	heldProgress sync.Map // namespace/name -> *heldProgress
+	// refused is what the API server refused to create for each running Run (run_refusals.go).
+	refused refusals
 }
 
 type compiledScene struct {
@@ -124,6 +126,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.written.Delete(req.String())
 			r.lastWrite.Delete(req.String())
 			r.heldProgress.Delete(req.String())
+			r.refused.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -134,6 +137,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.scenes.Delete(req.String())
 		r.lastWrite.Delete(req.String())
 		r.heldProgress.Delete(req.String())
+		r.refused.forget(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {

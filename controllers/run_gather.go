@@ -106,6 +106,10 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.PodName}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
+			if refusal, ok := r.refusedPod(run, s.PodName, s.Attempts); ok {
+				f.Pods[s.Name] = append(f.Pods[s.Name], refusal)
+				continue
+			}
 			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
 				Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
 		case err != nil:
@@ -272,6 +276,17 @@ func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
 		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens, Cost: u.Cost}
 }
 
+// refusedPod is the attempt a pod that the API server refused to create ended with, if it
+// was refused (run_refusals.go): gone, never having run, with the API server's message.
+func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt int32) (planner.PodState, bool) {
+	msg, ok := r.refused.get(client.ObjectKeyFromObject(run).String(), name)
+	if !ok {
+		return planner.PodState{}, false
+	}
+	return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonPodRefused,
+		Message: "the API server refused the pod: " + msg, FinishedAt: r.Clock.Now()}, true
+}
+
 // gatherChildren reads the Run's child Runs and their outputs.
 func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, f *planner.Facts) error {
 	children := &ergonv1alpha1.RunList{}
@@ -302,6 +317,17 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 			state.Value = value
 		}
 		f.Children[child.Name] = state
+	}
+	// A child the status records but the cache does not hold may have been refused
+	// (run_refusals.go).
+	key := client.ObjectKeyFromObject(run).String()
+	for _, s := range run.Status.Steps {
+		if _, seen := f.Children[s.ChildRun]; s.ChildRun == "" || s.Phase.Finished() || seen {
+			continue
+		}
+		if msg, ok := r.refused.get(key, s.ChildRun); ok {
+			f.Children[s.ChildRun] = planner.ChildState{Refused: msg}
+		}
 	}
 	return nil
 }

@@ -268,7 +268,7 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		Expect(created.count()).To(Equal(2))
 	})
 
-	It("tells in an Event why the API server refuses a step's pod", func(ctx SpecContext) {
+	It("fails the attempt of a step whose pod the API server refuses, tells why, and goes on with the Run", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		refuse := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -278,8 +278,10 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 					}}}},
-				Validations: []admissionregistrationv1.Validation{{Expression: "false",
-					Message: "pods are not allowed here", Reason: new(metav1.StatusReasonForbidden)}},
+				// Only the pods of the step "work": the rest of the Run must go on.
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "!has(object.metadata.labels) || object.metadata.labels[?'" + ergonv1alpha1.LabelStep + "'].orValue('') != 'work'",
+					Message:    "pods are not allowed here", Reason: new(metav1.StatusReasonForbidden)}},
 			}}
 		Expect(k8sClient.Create(ctx, refuse)).To(Succeed())
 		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
@@ -294,12 +296,13 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		})
 		By("waiting until the policy refuses pods")
 		Eventually(func() error {
-			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
+			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns,
+				Labels: map[string]string{ergonv1alpha1.LabelStep: "work"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
 			return k8sClient.Create(ctx, probe, client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("pods are not allowed here")))
 
-		createScene(ctx, ns, "refused", container("work", "done"))
+		createScene(ctx, ns, "refused", withRetry(container("work", "done"), 1), container("other", "fine"))
 		createRun(ctx, ns, "refused-1", "refused", nil)
 		Eventually(func(g Gomega) {
 			refused := warnings(ctx, ns, "refused-1", "PodRefused")
@@ -307,7 +310,18 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 			g.Expect(refused[0].Note).To(And(ContainSubstring("Step work cannot create its pod "+naming.StepPodName("refused-1", "work", 1)),
 				ContainSubstring("pods are not allowed here")))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
-		cancelRun(ctx, ns, "refused-1")
+
+		By("the refused step failing after its retry, with the API server's message, while the other step runs")
+		Eventually(func(g Gomega) {
+			run, work := runStep(ctx, ns, "refused-1", "work")
+			g.Expect(work.Phase).To(Equal(ergonv1alpha1.StepFailed))
+			g.Expect(work.Reason).To(Equal(ergonv1alpha1.ReasonPodRefused))
+			g.Expect(work.Attempts).To(BeEquivalentTo(2))
+			g.Expect(work.Message).To(ContainSubstring("pods are not allowed here"))
+			_, other := runStep(ctx, ns, "refused-1", "other")
+			g.Expect(other.Phase).To(Equal(ergonv1alpha1.StepSucceeded))
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 
 	It("says a Run's Scene is missing, once as an Event, and fails the Run after the manager's pending timeout", func(ctx SpecContext) {

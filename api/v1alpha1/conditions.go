@@ -84,6 +84,12 @@ const (
 	ReasonOutputError = "OutputError"
 	// ReasonPodDeleted: the step's pod was deleted before it ended.
 	ReasonPodDeleted = "PodDeleted"
+	// ReasonPodRefused: the API server refused to create the attempt's pod (it is invalid, or
+	// a ResourceQuota, a LimitRange, Pod Security or an admission policy forbids it); the
+	// message is the API server's.
+	ReasonPodRefused = "PodRefused"
+	// ReasonRunRefused: the API server refused to create the scene step's child Run.
+	ReasonRunRefused = "RunRefused"
 	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
 	// and nothing is known to be wrong.
 	ReasonPodStarting = "PodStarting"

@@ -121,6 +121,9 @@ type ChildState struct {
 	Value string
 	// Usage is the model use the child reports in its status.
 	Usage *ergonv1alpha1.AgentUsage
+	// Refused is, for a child Run the API server refused to create, its message; the child
+	// does not exist.
+	Refused string
 }
 
 // GateState is what was observed of one Gate.

@@ -457,6 +457,11 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 	if !ok {
 		return // created, not observed yet
 	}
+	if child.Refused != "" {
+		p.active--
+		p.fail(s, step, ergonv1alpha1.ReasonRunRefused, fmt.Sprintf("the API server refused the child Run %s: %s", s.ChildRun, child.Refused))
+		return
+	}
 	switch child.Phase {
 	case ergonv1alpha1.RunSucceeded:
 		p.active--
