@@ -94,24 +94,104 @@ func checkArgv(cp *field.Path, command, args []string) field.ErrorList {
 		return errs
 	}
 	program, rest := programOf(argv)
+	errs = append(errs, checkProgram(program, rest, compiled, true)...)
+	// A program may start another one: timeout, nice, xargs, nohup, su -c and the like run a
+	// shell or an interpreter named among their own arguments. Wherever one is named further
+	// on, its script is checked as well; a shell there counts only with -c, so that a word
+	// "sh" given to grep is not taken for one.
+	for j := len(argv) - len(rest); j < len(argv); j++ {
+		errs = append(errs, checkProgram(argv[j].text, argv[j+1:], compiled, false)...)
+	}
+	return dedupe(errs)
+}
+
+// checkProgram checks the arguments rest of program when it is a shell, an interpreter or
+// awk. first says whether program is the one the container runs; otherwise a shell is
+// checked only when it is given a script with -c.
+func checkProgram(program string, rest []arg, compiled func(arg) *template.Template, first bool) field.ErrorList {
 	base := strings.TrimRight(path.Base(program), "0123456789.")
 	switch {
 	case slices.Contains(shells, base):
-		errs = append(errs, checkShell(rest, compiled)...)
+		if !first && !hasScriptFlag(rest) {
+			return nil
+		}
+		return checkShell(rest, compiled)
+	case slices.Contains(awks, base):
+		return checkAwk(program, rest, compiled)
 	case interpreters[base] != nil:
 		for j := 0; j+1 < len(rest); j++ {
 			if slices.Contains(interpreters[base], rest[j].text) {
 				if t := compiled(rest[j+1]); t != nil && t.HasActions() {
-					errs = append(errs, field.Invalid(rest[j+1].path, rest[j+1].text, fmt.Sprintf(
+					return field.ErrorList{field.Invalid(rest[j+1].path, rest[j+1].text, fmt.Sprintf(
 						"a template writes into the code %s %s runs, so a value could change the program: read the value "+
 							"from the environment instead (ERGON_PARAM_NAME for a param, the file $ERGON_INPUTS/STEP for an output)",
-						program, rest[j].text)))
+						program, rest[j].text))}
 				}
-				break
+				return nil
 			}
 		}
 	}
-	return errs
+	return nil
+}
+
+// hasScriptFlag reports whether a shell's options, before its first operand, include -c.
+func hasScriptFlag(rest []arg) bool {
+	for _, a := range rest {
+		if a.text == "--" || !(strings.HasPrefix(a.text, "-") || strings.HasPrefix(a.text, "+")) {
+			return false
+		}
+		if !strings.HasPrefix(a.text, "--") && strings.Contains(strings.TrimLeft(a.text, "-+"), "c") {
+			return true
+		}
+	}
+	return false
+}
+
+// awks run their first operand as an awk program, whose system() and pipes reach a shell.
+var awks = []string{"awk", "gawk", "mawk", "nawk"}
+
+// checkAwk refuses a template in the program awk runs, or in the file it reads it from; -v
+// assignments and the files it reads are data.
+func checkAwk(program string, rest []arg, compiled func(arg) *template.Template) field.ErrorList {
+	for j := 0; j < len(rest); j++ {
+		a := rest[j]
+		switch {
+		case a.text == "-f" || a.text == "--file":
+			if j+1 < len(rest) {
+				a = rest[j+1]
+			}
+		case a.text == "-v" || a.text == "-F" || a.text == "--assign" || a.text == "--field-separator":
+			j++
+			continue
+		case strings.HasPrefix(a.text, "-") && a.text != "--" && a.text != "-":
+			continue
+		case a.text == "--":
+			if j+1 >= len(rest) {
+				return nil
+			}
+			a = rest[j+1]
+		}
+		if t := compiled(a); t != nil && t.HasActions() {
+			return field.ErrorList{field.Invalid(a.path, a.text, fmt.Sprintf(
+				"a template writes into the program %s runs, so a value could change it: pass the value with -v NAME=... "+
+					"or read it from ENVIRON instead", program))}
+		}
+		return nil
+	}
+	return nil
+}
+
+// dedupe drops repeats of one error: a script may be reached from two places of an argv.
+func dedupe(errs field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	seen := map[string]bool{}
+	for _, e := range errs {
+		if k := e.Field + "\x00" + e.Detail; !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // programOf finds the program an argv runs, looking through env (with its options and
