@@ -24,8 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -202,6 +204,7 @@ func (c *compiler) compileStep(spec *ergonv1alpha1.Step, i int, path *field.Path
 		return nil
 	}
 	c.controlFlow(st, path, upstream)
+	c.attemptBounds(spec, path)
 	switch {
 	case spec.Container != nil:
 		cp := path.Child("container")
@@ -359,4 +362,37 @@ func (s *Step) paramEnv(data map[string]any) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: SecretParamEnv(name), Value: strings.ReplaceAll(text, "$", "$$")})
 	}
 	return env
+}
+
+// maxAttemptTimeout is the longest timeout a pod can carry (activeDeadlineSeconds is an int32
+// number of seconds on the API server).
+const maxAttemptTimeout = math.MaxInt32 * time.Second
+
+// attemptBounds refuses retry, timeout and pendingTimeout where nothing would honour them: they
+// bound a step's attempts, each a pod, so only container and agent steps have them. A gate is
+// bounded by gate.timeout; a scene step's child Run by the called Scene's own steps.
+func (c *compiler) attemptBounds(spec *ergonv1alpha1.Step, path *field.Path) {
+	kind, instead := "", ""
+	switch {
+	case spec.Gate != nil:
+		kind, instead = "gate", "bound the wait with gate.timeout and gate.onTimeout"
+	case spec.Scene != nil:
+		kind, instead = "scene", "give the called Scene's steps their own retry and timeout, or the Scene a finally step"
+	}
+	if kind != "" {
+		for _, b := range []struct {
+			name string
+			set  bool
+		}{{"retry", spec.Retry != nil}, {"timeout", spec.Timeout != nil}, {"pendingTimeout", spec.PendingTimeout != nil}} {
+			if name := b.name; b.set {
+				c.errs = append(c.errs, field.Forbidden(path.Child(name), fmt.Sprintf(
+					"a %s step has no attempts or pods for %s to bound: only container and agent steps have it; %s", kind, name, instead)))
+			}
+		}
+		return
+	}
+	if t := spec.Timeout; t != nil && t.Duration > maxAttemptTimeout {
+		c.errs = append(c.errs, field.Invalid(path.Child("timeout"), t.Duration.String(),
+			fmt.Sprintf("timeout may be at most %s (about 68 years), the longest a pod's activeDeadlineSeconds can be", maxAttemptTimeout)))
+	}
 }

@@ -19,8 +19,10 @@ package compile
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/template"
@@ -44,6 +46,11 @@ func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
 	whenSecret := run("a", "x")
 	whenSecret.When = "params.token != ''"
 	agent := ergonv1alpha1.Step{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "Review {{ .steps.draft.output }}"}}
+	minute := &metav1.Duration{Duration: time.Minute}
+	gateRetry := ergonv1alpha1.Step{Name: "a", Gate: &ergonv1alpha1.GateStep{Message: "ok?"}, Retry: &ergonv1alpha1.RetryPolicy{Limit: 1}}
+	sceneTimeout := ergonv1alpha1.Step{Name: "a", Scene: &ergonv1alpha1.SceneCall{Name: "other"}, Timeout: minute, PendingTimeout: minute}
+	forever := run("a", "x")
+	forever.Timeout = &metav1.Duration{Duration: 1 << 62}
 	cases := []struct {
 		name   string
 		params []ergonv1alpha1.ParamSpec
@@ -82,6 +89,12 @@ func TestScenesThatCannotRunAreRefusedWithTheirFieldPath(t *testing.T) {
 			[]string{"spec.steps[0].agent.system", "comes from a Secret"}},
 		{"a cycle", nil, []ergonv1alpha1.Step{run("a", "x", "b"), run("b", "x", "a")},
 			[]string{"a -> b -> a"}},
+		{"a gate step with retry", nil, []ergonv1alpha1.Step{gateRetry},
+			[]string{"spec.steps[0].retry", "gate.timeout"}},
+		{"a scene step with timeouts", nil, []ergonv1alpha1.Step{sceneTimeout},
+			[]string{"spec.steps[0].timeout", "spec.steps[0].pendingTimeout", "only container and agent steps"}},
+		{"a timeout no pod can carry", nil, []ergonv1alpha1.Step{forever},
+			[]string{"spec.steps[0].timeout", "activeDeadlineSeconds"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
