@@ -108,8 +108,9 @@ type ScheduleSource struct {
 	// +optional
 	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
 
-	// startingDeadlineSeconds is how late a missed schedule may still start.
-	// +kubebuilder:validation:Minimum=0
+	// startingDeadlineSeconds is how late a missed schedule may still start, at least 1: the
+	// controller wakes a moment after each start time, so 0 would let none start.
+	// +kubebuilder:validation:Minimum=1
 	// +optional
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
 }
