@@ -212,7 +212,10 @@ func (r *treeRenderer) stepLine(s *ergonv1alpha1.StepStatus) string {
 func (r *treeRenderer) stepChildren(t *Tree, s *ergonv1alpha1.StepStatus, prefix string) {
 	var lines []string
 	var child *Tree
+	current := s.PodName != ""
 	for _, h := range s.History {
+		// The attempt a failed step ended with is in its history already.
+		current = current && h.PodName != s.PodName
 		l := fmt.Sprintf("attempt %d %s", h.Attempt, r.phase(string(h.Phase)))
 		if h.PodName != "" {
 			l += " pod " + h.PodName
@@ -225,7 +228,7 @@ func (r *treeRenderer) stepChildren(t *Tree, s *ergonv1alpha1.StepStatus, prefix
 		}
 		lines = append(lines, l)
 	}
-	if s.PodName != "" {
+	if current {
 		lines = append(lines, fmt.Sprintf("attempt %d %s pod %s", max(s.Attempts, 1), r.phase(string(s.Phase)), s.PodName))
 	}
 	if s.Gate != "" {

@@ -75,8 +75,11 @@ func treeFixtures() map[string]*Tree {
 			Conditions: []metav1.Condition{{Type: ergonv1alpha1.ConditionSucceeded, Status: metav1.ConditionFalse,
 				Reason: "StepFailed", Message: "step test failed"}},
 			Steps: []ergonv1alpha1.StepStatus{
+				// The attempt a failed step ended with is in its history too, as the planner records it.
 				{Name: "test", Phase: ergonv1alpha1.StepFailed, Attempts: 1, PodName: "nightly-x-test-1",
-					Reason: "ExitCode", Message: "the command exited with 1\nand more", StartedAt: at(0), FinishedAt: at(75)},
+					Reason: "ExitCode", Message: "the command exited with 1\nand more", StartedAt: at(0), FinishedAt: at(75),
+					History: []ergonv1alpha1.AttemptStatus{{Attempt: 1, PodName: "nightly-x-test-1",
+						Phase: ergonv1alpha1.StepFailed, Reason: "ExitCode", ExitCode: new(int32(1))}}},
 				{Name: "report", Phase: ergonv1alpha1.StepSkipped, Reason: "DependencyFailed", FinishedAt: at(75)},
 			}}}
 	waiting := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
