@@ -137,7 +137,7 @@ func checkProgram(program string, rest []arg, compiled func(arg) *template.Templ
 // hasScriptFlag reports whether a shell's options, before its first operand, include -c.
 func hasScriptFlag(rest []arg) bool {
 	for _, a := range rest {
-		if a.text == "--" || !(strings.HasPrefix(a.text, "-") || strings.HasPrefix(a.text, "+")) {
+		if a.text == "--" || (!strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "+")) {
 			return false
 		}
 		if !strings.HasPrefix(a.text, "--") && strings.Contains(strings.TrimLeft(a.text, "-+"), "c") {
