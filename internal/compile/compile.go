@@ -180,7 +180,7 @@ func (c *compiler) compileStep(spec *ergonv1alpha1.Step, i int, path *field.Path
 	tmpl := func(p *field.Path, text string) *template.Template {
 		t, err := template.Compile(p.String(), text)
 		if err != nil {
-			c.errs = append(c.errs, field.Invalid(p, text, err.Error()))
+			c.errs = append(c.errs, field.Invalid(p, text, detail(err)))
 			return nil
 		}
 		for _, ref := range t.References() {

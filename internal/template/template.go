@@ -192,7 +192,14 @@ func Compile(field, text string) (*Template, error) {
 	}
 	tmpl, err := texttemplate.New(field).Option("missingkey=error").Funcs(funcs).Parse(text)
 	if err != nil {
-		return nil, &Error{Field: field, Detail: "invalid template: " + cleanError(field, err)}
+		detail := "invalid template: " + cleanError(field, err)
+		if m := hyphenated.FindStringSubmatch(text); m != nil && strings.Contains(err.Error(), "U+002D '-'") {
+			// Step names are DNS labels, so this is the usual cause: Go templates read a
+			// field name as an identifier, and '-' ends one.
+			detail += fmt.Sprintf(`; a name with '-' is read with index: {{ index .%s %q%s }}`,
+				m[1], m[2], indexRest(m[3]))
+		}
+		return nil, &Error{Field: field, Detail: detail}
 	}
 	for _, defined := range tmpl.Templates() {
 		if defined.Name() != field {
@@ -275,4 +282,20 @@ func cleanError(field string, err error) string {
 // does for outputs: for data added to a map from Data.Map, such as a fan-out's item.
 func Value(v any) any {
 	return normalize(v)
+}
+
+// hyphenated finds a field path through a name with '-' in it, as in .steps.fetch-data.output:
+// the map (steps, params, ...), the name, and the fields after it.
+var hyphenated = regexp.MustCompile(`\.(steps|params|outputs|item)\.([A-Za-z0-9_]*-[A-Za-z0-9_-]*)((?:\.[A-Za-z0-9_]+)*)`)
+
+// indexRest writes the fields after a name as more index arguments: .outputs.title becomes
+// "outputs" "title".
+func indexRest(rest string) string {
+	var b strings.Builder
+	for part := range strings.SplitSeq(strings.TrimPrefix(rest, "."), ".") {
+		if part != "" {
+			fmt.Fprintf(&b, " %q", part)
+		}
+	}
+	return b.String()
 }
