@@ -268,6 +268,10 @@ func LintScene(source string, scene *ergonv1alpha1.Scene, namespace []ergonv1alp
 
 func lintRun(source string, run *ergonv1alpha1.Run, scenes []ergonv1alpha1.Scene) LintResult {
 	res := LintResult{Source: source, Kind: "Run", Name: run.Name}
+	if errs := webhookv1alpha1.SceneRefName(field.NewPath("spec", "sceneRef", "name"), run.Spec.SceneRef.Name); len(errs) > 0 {
+		res.Err = apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
+		return res
+	}
 	for i := range scenes {
 		if scenes[i].Name != run.Spec.SceneRef.Name {
 			continue

@@ -148,8 +148,10 @@ func webhookCorpus(t fataler) []webhookCase {
 // documents named the way the webhook suite names them.
 func lintCase(t fataler, c webhookCase) LintResult {
 	var docs []Document
+	var want map[string]any
 	for i, obj := range append(append([]map[string]any{}, c.Setup...), c.Object) {
 		obj = withDefaults(obj, corpusName(c.Name, i, len(c.Setup)))
+		want = obj
 		data, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -159,6 +161,13 @@ func lintCase(t fataler, c webhookCase) LintResult {
 	results := Lint(docs)
 	if len(results) == 0 {
 		t.Fatal("lint saw no object")
+	}
+	// Lint reports an object its schema refuses before the ones it checks further.
+	name, _ := want["metadata"].(map[string]any)["name"].(string)
+	for _, r := range results {
+		if r.Kind == want["kind"] && r.Name == name {
+			return r
+		}
 	}
 	return results[len(results)-1]
 }

@@ -23,6 +23,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,9 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 	if run.Spec.SceneRef.Name == "" {
 		// The CRD refuses it first; without the name there is no Scene to look up.
 		return nil, invalid(field.ErrorList{field.Required(sceneRef, "name the Scene to run")})
+	}
+	if errs := SceneRefName(sceneRef, run.Spec.SceneRef.Name); len(errs) > 0 {
+		return nil, invalid(errs)
 	}
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
@@ -187,4 +191,14 @@ func reservedAnnotations(old, run *ergonv1alpha1.Run, requester string) field.Er
 // ValidateDelete allows every deletion.
 func (v *RunValidator) ValidateDelete(context.Context, *ergonv1alpha1.Run) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// SceneRefName refuses a sceneRef no Scene could ever answer: a Run of it would wait in Pending for
+// the manager's pending timeout.
+func SceneRefName(path *field.Path, name string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, name, "no Scene can have this name: "+msg))
+	}
+	return errs
 }

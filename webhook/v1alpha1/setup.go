@@ -19,8 +19,9 @@ package v1alpha1
 import ctrl "sigs.k8s.io/controller-runtime"
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind with the manager's
-// webhook server.
+// webhook server, each refusing a field of the wrong JSON type by its name (decoding.go).
 func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+	mgr = explainingManager{mgr}
 	for _, setup := range []func(ctrl.Manager) error{
 		SetupSceneWebhookWithManager, SetupRunWebhookWithManager, SetupTriggerWebhookWithManager,
 		SetupGateWebhookWithManager, SetupWorkspaceWebhookWithManager,

@@ -120,6 +120,9 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 		errs = append(errs, field.Required(field.NewPath("spec", "sceneRef", "name"), "name the Scene to run"))
 		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
 	}
+	if bad := SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name); len(bad) > 0 {
+		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, append(errs, bad...))
+	}
 	var warnings admission.Warnings
 	var uses []SecretUse
 	if t.Spec.Webhook != nil {
