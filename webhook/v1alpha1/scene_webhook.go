@@ -113,6 +113,7 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	errs = append(errs, compile.CheckPrograms(spec)...)
 	errs = append(errs, validateModels(spec)...)
 	errs = append(errs, validateMemory(spec)...)
+	errs = append(errs, validateContainers(spec)...)
 	steps := field.NewPath("spec", "steps")
 	for i, s := range spec.Steps {
 		if s.Agent == nil {
