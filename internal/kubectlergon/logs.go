@@ -32,6 +32,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agent"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // stepContainer is the container of a step pod that runs the step.
@@ -63,6 +64,7 @@ func (o *Options) logSource() LogSource {
 
 type logsOptions struct {
 	attempt    int32
+	instance   int32
 	follow     bool
 	transcript bool
 	raw        bool
@@ -75,6 +77,7 @@ func newLogsCommand(o *Options) *cobra.Command {
 		Use:   "logs RUN [STEP]",
 		Short: "Print the log of a step's pod, or an agent step's transcript",
 		Long: "Print the log of a step's pod while the pod exists: of the last attempt, or of --attempt N.\n" +
+			"For a fan-out step, the logs of its instances' pods that exist, or of --instance N's.\n" +
 			"Without STEP, the logs of every step with a pod, each line prefixed by its step. Framed\n" +
 			"outputs are shown as one line (read them with kubectl ergon output) unless --raw.\n" +
 			"--transcript prints an agent step's transcript: turns, tool calls and usage.",
@@ -90,6 +93,7 @@ func newLogsCommand(o *Options) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.Int32Var(&lo.attempt, "attempt", 0, "the attempt whose pod to read, from 1; the last one when 0")
+	f.Int32Var(&lo.instance, "instance", -1, "the instance of a fan-out step whose pod to read, from 0; all when -1")
 	f.BoolVarP(&lo.follow, "follow", "f", false, "stream the log while the step runs")
 	f.BoolVar(&lo.transcript, "transcript", false, "print the agent step's transcript instead of its log")
 	f.BoolVar(&lo.raw, "raw", false, "print the log as it is, framed outputs included")
@@ -170,6 +174,9 @@ func (o *Options) logs(ctx context.Context, runName, step string, lo *logsOption
 		if err != nil {
 			return err
 		}
+		if s.Instances != nil {
+			return o.instanceLogs(ctx, run, s, lo, tail)
+		}
 		pod, err := PodOfAttempt(s, lo.attempt)
 		if err != nil {
 			return err
@@ -188,6 +195,55 @@ func (o *Options) logs(ctx context.Context, runName, step string, lo *logsOption
 		}
 	}
 	return nil
+}
+
+// instanceLogs prints the logs of a fan-out step's instances: one, or every one that started,
+// each line prefixed by its instance. Pods of instances that ended may be gone.
+func (o *Options) instanceLogs(ctx context.Context, run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus, lo *logsOptions, tail *int64) error {
+	pods := InstancePods(run.Name, s)
+	if lo.instance >= 0 {
+		if int(lo.instance) >= len(pods) {
+			return fmt.Errorf("step %s has instances 0 to %d", s.Name, len(pods)-1)
+		}
+		if pods[lo.instance] == "" {
+			return fmt.Errorf("instance %d of step %s has not started", lo.instance, s.Name)
+		}
+		return o.copyLog(ctx, run.Namespace, pods[lo.instance], "", lo.follow, lo.raw, tail)
+	}
+	if lo.follow {
+		return fmt.Errorf("-f follows one pod's log; step %s fans out: name one with --instance N", s.Name)
+	}
+	for i, pod := range pods {
+		if pod == "" {
+			continue
+		}
+		prefix := fmt.Sprintf("[%s#%d] ", s.Name, i)
+		if err := o.copyLog(ctx, run.Namespace, pod, prefix, false, lo.raw, tail); err != nil {
+			_, _ = fmt.Fprintf(o.Streams.ErrOut, "%s%v\n", prefix, err)
+		}
+	}
+	return nil
+}
+
+// InstancePods names the pod of each instance of a fan-out step, by index, at its last
+// attempt and iteration; "" for an instance that has not started.
+func InstancePods(run string, s *ergonv1alpha1.StepStatus) []string {
+	in := s.Instances
+	pods := make([]string, len(in.States))
+	for i, st := range in.States {
+		if st == ergonv1alpha1.InstanceNotStarted || st == ergonv1alpha1.InstanceSkipped {
+			continue
+		}
+		attempt, iteration := int32(1), int32(0)
+		if i < len(in.Attempts) && in.Attempts[i] > 0 {
+			attempt = in.Attempts[i]
+		}
+		if i < len(in.Iterations) {
+			iteration = in.Iterations[i]
+		}
+		pods[i] = naming.UnitPodName(run, s.Name, int32(i), iteration, attempt)
+	}
+	return pods
 }
 
 func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, follow, raw bool, tail *int64) error {

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
@@ -261,6 +263,21 @@ func TestPodOfAttempt(t *testing.T) {
 	if _, err := PodOfAttempt(&ergonv1alpha1.StepStatus{Name: "review", Gate: "g"}, 0); err == nil ||
 		!strings.Contains(err.Error(), "a gate step") {
 		t.Errorf("a gate step has no pod: %v", err)
+	}
+}
+
+func TestInstancePods(t *testing.T) {
+	s := &ergonv1alpha1.StepStatus{Name: "work", Instances: &ergonv1alpha1.InstancesStatus{Total: 5, States: "SRFPK",
+		Attempts: []int32{1, 2, 3, 0, 0}}}
+	got := InstancePods("r", s)
+	want := []string{naming.UnitPodName("r", "work", 0, 0, 1), naming.UnitPodName("r", "work", 1, 0, 2),
+		naming.UnitPodName("r", "work", 2, 0, 3), "", ""}
+	if !slices.Equal(got, want) {
+		t.Fatalf("InstancePods = %q, want %q", got, want)
+	}
+	s.Instances.Iterations = []int32{4, 0, 0, 0, 0}
+	if got := InstancePods("r", s)[0]; got != naming.UnitPodName("r", "work", 0, 4, 1) {
+		t.Fatalf("a looping instance's pod %q, want its iteration's", got)
 	}
 }
 
