@@ -72,12 +72,13 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			}
 			err := r.create(ctx, pod)
 			if refused(err) {
-				// The pod is invalid, or a quota, a LimitRange or Pod Security forbids it:
-				// its attempt fails on the next pass (run_refusals.go); the rest of the Run
-				// goes on.
-				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
-					"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
-				r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err)
+				// The pod is invalid, or a LimitRange or Pod Security forbids it: its attempt
+				// fails on the next pass; a full quota makes it wait (run_refusals.go). The
+				// rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
+				if r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
+					r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
+						"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
+				}
 				return nil
 			}
 			return err
@@ -95,7 +96,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		if refused(err) {
 			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonRunRefused, "CreateRun",
 				"Step %s cannot create its child Run %s: %v", req.Step, req.Name, err)
-			r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err)
+			r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), nil)
 			continue
 		}
 		if err != nil {
@@ -115,6 +116,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	deletes, _ := errgroup.WithContext(ctx)
 	deletes.SetLimit(podCreators)
 	for _, name := range slices.Concat(plan.DeletePods, plan.CleanupPods) {
+		r.refused.drop(client.ObjectKeyFromObject(run).String(), name) // a pod waiting for quota waits no more
 		deletes.Go(func() error { return r.deletePod(ctx, run.Namespace, name, owned[name]) })
 	}
 	if err := deletes.Wait(); err != nil {

@@ -95,8 +95,10 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: want.name}, pod)
 			switch {
 			case apierrors.IsNotFound(err):
-				if refusal, ok := r.refusedPod(run, want.name, want.attempt); ok {
-					addUnitPod(f, s.Name, want.unit, refusal)
+				if state, ok, err := r.refusedPod(ctx, run, want.name, want.attempt); err != nil {
+					return err
+				} else if ok {
+					addUnitPod(f, s.Name, want.unit, state)
 					continue
 				}
 				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,

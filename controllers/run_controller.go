@@ -179,6 +179,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 			return ctrl.Result{}, err
 		}
 	}
+	if r.refused.waiting(key) && (plan.RequeueAfter == 0 || plan.RequeueAfter > quotaRetry) {
+		plan.RequeueAfter = quotaRetry // a pod waits for room in a quota (run_refusals.go)
+	}
 	if wait := r.holdWrite(key, &base.Status, plan); wait > 0 {
 		// Nothing to do but record what the pods did, and the last write was a moment
 		// ago: a burst of pod changes (a fan-out's steps starting and ending) becomes one

@@ -106,8 +106,10 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.PodName}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
-			if refusal, ok := r.refusedPod(run, s.PodName, s.Attempts); ok {
-				f.Pods[s.Name] = append(f.Pods[s.Name], refusal)
+			if state, ok, err := r.refusedPod(ctx, run, s.PodName, s.Attempts); err != nil {
+				return nil, err
+			} else if ok {
+				f.Pods[s.Name] = append(f.Pods[s.Name], state)
 				continue
 			}
 			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
@@ -276,17 +278,6 @@ func transcriptUsage(transcript []byte) *ergonv1alpha1.AgentUsage {
 		CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens, Cost: u.Cost}
 }
 
-// refusedPod is the attempt a pod that the API server refused to create ended with, if it
-// was refused (run_refusals.go): gone, never having run, with the API server's message.
-func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt int32) (planner.PodState, bool) {
-	msg, ok := r.refused.get(client.ObjectKeyFromObject(run).String(), name)
-	if !ok {
-		return planner.PodState{}, false
-	}
-	return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonPodRefused,
-		Message: "the API server refused the pod: " + msg, FinishedAt: r.Clock.Now()}, true
-}
-
 // gatherChildren reads the Run's child Runs and their outputs.
 func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, f *planner.Facts) error {
 	children := &ergonv1alpha1.RunList{}
@@ -325,8 +316,8 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		if _, seen := f.Children[s.ChildRun]; s.ChildRun == "" || s.Phase.Finished() || seen {
 			continue
 		}
-		if msg, ok := r.refused.get(key, s.ChildRun); ok {
-			f.Children[s.ChildRun] = planner.ChildState{Refused: msg}
+		if ref, ok := r.refused.get(key, s.ChildRun); ok {
+			f.Children[s.ChildRun] = planner.ChildState{Refused: ref.message}
 		}
 	}
 	return nil

@@ -324,6 +324,49 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 
+	It("keeps a step whose pod a full ResourceQuota refuses Pending, and starts it once there is room", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		// No quota controller runs here: the quota's status, which the API server's quota
+		// admission counts against, is written by hand. It is full.
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+		setUsed := func(used string) {
+			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
+			Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+		}
+		setUsed("1")
+		By("waiting until the quota refuses pods")
+		Eventually(func() error {
+			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
+			return k8sClient.Create(ctx, probe, client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("exceeded quota")))
+
+		createScene(ctx, ns, "quota", container("work", "done"))
+		createRun(ctx, ns, "quota-1", "quota", nil)
+		Eventually(func(g Gomega) {
+			_, work := runStep(ctx, ns, "quota-1", "work")
+			g.Expect(work.Phase).To(Equal(ergonv1alpha1.StepPending))
+			g.Expect(work.Reason).To(Equal(ergonv1alpha1.ReasonExceededQuota))
+			g.Expect(work.Message).To(ContainSubstring("exceeded quota: pods"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			told := warnings(ctx, ns, "quota-1", ergonv1alpha1.ReasonExceededQuota)
+			g.Expect(told).To(HaveLen(1))
+			g.Expect(told[0].Note).To(ContainSubstring("Step work cannot start attempt 1"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		By("making room: the pod is created on the next try, and the step runs")
+		setUsed("0")
+		Eventually(func(g Gomega) {
+			run, work := runStep(ctx, ns, "quota-1", "work")
+			g.Expect(work.Phase).To(Equal(ergonv1alpha1.StepSucceeded))
+			g.Expect(work.Attempts).To(BeEquivalentTo(1))
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
 	It("says a Run's Scene is missing, once as an Event, and fails the Run after the manager's pending timeout", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		createRun(ctx, ns, "orphan", "nowhere", nil)

@@ -88,6 +88,9 @@ const (
 	// a ResourceQuota, a LimitRange, Pod Security or an admission policy forbids it); the
 	// message is the API server's.
 	ReasonPodRefused = "PodRefused"
+	// ReasonExceededQuota: a ResourceQuota of the namespace has no room for the attempt's pod;
+	// Ergon tries again until it fits or the step's pendingTimeout is over.
+	ReasonExceededQuota = "ExceededQuota"
 	// ReasonRunRefused: the API server refused to create the scene step's child Run.
 	ReasonRunRefused = "RunRefused"
 	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
