@@ -160,9 +160,10 @@ type lintObject struct {
 
 // Lint checks the Ergon objects among documents as the API server does on create: each
 // against its CRD's schema and validation rules (after the schema's defaults), then each
-// Scene as the Scene webhook does, with the Scenes of the documents as its namespace, and
-// each Run's params against its Scene when the documents hold it. Other objects are left
-// alone.
+// Scene as the Scene webhook does, with the Scenes of the documents as its namespace, each
+// Run's params against its Scene when the documents hold it, and each Trigger's and
+// Workspace's spec as their webhooks do (what needs the cluster, such as the Trigger's Scene
+// and Secret or a runCompleted cycle, is left out). Other objects are left alone.
 func Lint(docs []Document) []LintResult {
 	var objs []lintObject
 	var results []LintResult
@@ -245,6 +246,22 @@ func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
 	case "Run":
 		obj.run = &ergonv1alpha1.Run{}
 		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj.run)
+	case "Trigger":
+		t := &ergonv1alpha1.Trigger{}
+		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, t); err == nil {
+			errs := webhookv1alpha1.ValidateTriggerSpec(&t.Spec)
+			errs = append(errs, webhookv1alpha1.SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name)...)
+			if len(errs) > 0 {
+				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
+			}
+		}
+	case "Workspace":
+		w := &ergonv1alpha1.Workspace{}
+		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, w); err == nil {
+			if errs := webhookv1alpha1.ValidateWorkspaceSpec(&w.Spec); len(errs) > 0 {
+				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
+			}
+		}
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("%s: %w", res.Kind, err)

@@ -187,3 +187,38 @@ spec:
 		t.Fatalf("want no error and a warning of spec.steps[0].colour, got %v, %q", r.Err, r.Warnings)
 	}
 }
+
+func TestLintChecksTriggersAndWorkspacesAsTheirWebhooksDo(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"a cron of six fields", `kind: Trigger
+spec: {sceneRef: {name: s}, schedule: {cron: '0 0 9 * * MON'}}`, "spec.schedule.cron"},
+		{"a webhook without its Secret", `kind: Trigger
+spec: {sceneRef: {name: s}, webhook: {params: {sprint: body.sprint}}}`, "spec.webhook.secretRef"},
+		{"a Scene name no Scene can have", `kind: Trigger
+spec: {sceneRef: {name: Weekly_Report}, schedule: {cron: '@daily'}}`, "no Scene can have this name"},
+		{"a good Trigger", `kind: Trigger
+spec: {sceneRef: {name: s}, schedule: {cron: '@daily'}}`, ""},
+		{"a Workspace request above its limit", `kind: Workspace
+spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi},
+  resources: {requests: {cpu: "2", memory: 512Mi}, limits: {cpu: "1", memory: 1Gi}}}`, "spec.resources.requests[cpu]"},
+		{"a good Workspace", `kind: Workspace
+spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi},
+  resources: {requests: {cpu: 250m, memory: 512Mi}, limits: {cpu: "1", memory: 1Gi}}}`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "apiVersion: ergon.dev/v1alpha1\nmetadata: {name: x, namespace: ns}\n" + tc.doc
+			results := Lint([]Document{{Source: tc.name, Data: []byte(doc)}})
+			if len(results) != 1 {
+				t.Fatalf("want one result, got %v", results)
+			}
+			err := results[0].Err
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want no error, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("want an error naming %s, got %v", tc.want, err)
+			}
+		})
+	}
+}
