@@ -273,6 +273,27 @@ var _ = Describe("The Run controller", func() {
 		Expect(childRun.OwnerReferences).To(ConsistOf(HaveField("Name", "report-1")))
 	})
 
+	It("fails a scene step whose child Run someone deleted, rather than waiting for it", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "review", ergonv1alpha1.Step{Name: "approve", Gate: &ergonv1alpha1.GateStep{Message: "go?"}})
+		createScene(ctx, ns, "ship", ergonv1alpha1.Step{Name: "review", Scene: &ergonv1alpha1.SceneCall{Name: "review"}})
+		createRun(ctx, ns, "ship-1", "ship", nil)
+		var child string
+		Eventually(func(g Gomega) {
+			_, review := runStep(ctx, ns, "ship-1", "review")
+			g.Expect(review.ChildRun).NotTo(BeEmpty())
+			child = review.ChildRun
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: child}, &ergonv1alpha1.Run{})).To(Succeed())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(k8sClient.Delete(ctx, &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: child}})).To(Succeed())
+
+		run := finished(ctx, ns, "ship-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		review := stepStatus(run, "review")
+		Expect(review.Reason).To(Equal(ergonv1alpha1.ReasonChildRunFailed))
+		Expect(review.Message).To(ContainSubstring("deleted before it finished"))
+	})
+
 	It("stops sub-scenes that nest past the depth limit", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "loop", ergonv1alpha1.Step{Name: "again", Scene: &ergonv1alpha1.SceneCall{Name: "loop"}})

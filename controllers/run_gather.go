@@ -309,8 +309,9 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		}
 		f.Children[child.Name] = state
 	}
-	// A child the status records but the cache does not hold may have been refused
-	// (run_refusals.go).
+	// A child the status records but the cache does not hold was refused (run_refusals.go),
+	// is not in the cache yet, or was deleted: the API server tells the last two apart, so a
+	// deleted child fails its step rather than leaving the Run waiting for it.
 	key := client.ObjectKeyFromObject(run).String()
 	for _, s := range run.Status.Steps {
 		if _, seen := f.Children[s.ChildRun]; s.ChildRun == "" || s.Phase.Finished() || seen {
@@ -318,6 +319,14 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		}
 		if ref, ok := r.refused.get(key, s.ChildRun); ok {
 			f.Children[s.ChildRun] = planner.ChildState{Refused: ref.message}
+			continue
+		}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.ChildRun}, &ergonv1alpha1.Run{})
+		switch {
+		case apierrors.IsNotFound(err):
+			f.Children[s.ChildRun] = planner.ChildState{Phase: ergonv1alpha1.RunFailed, Message: "it was deleted before it finished"}
+		case err != nil:
+			return err
 		}
 	}
 	return nil
