@@ -92,8 +92,11 @@ func (p *planner) finalizingPhase(o outcome) (phase ergonv1alpha1.RunPhase, reas
 		return ergonv1alpha1.RunRunning, ergonv1alpha1.ReasonFinalizing,
 			fmt.Sprintf("the graph ended %s (%s); %d of %d finally steps finished", o.phase, o.message, done, fin.Len()), finished, total
 	}
-	if failed != "" {
+	switch {
+	case failed != "":
 		message += fmt.Sprintf("; finally step %s failed: %s", failed, p.state(failed).Message)
+	case phase == ergonv1alpha1.RunSucceeded:
+		message = fmt.Sprintf("all %d steps finished", total)
 	}
 	return
 }

@@ -86,6 +86,9 @@ func (p *planner) finish(status *ergonv1alpha1.RunStatus) {
 	o := p.graphOutcome()
 	phase, reason, message := o.phase, o.reason, o.message
 	finished, total := o.finished, o.total
+	if fin := p.f.Scene.Finally; fin != nil {
+		total += fin.Len() // finally steps count from the start, so the total never grows
+	}
 	if o.done {
 		// The Run ends with the graph's outcome once its finally steps have ended too.
 		phase, reason, message, finished, total = p.finalizingPhase(o)

@@ -115,6 +115,20 @@ func TestFinallyStepsRunAfterTheGraphWhateverItsOutcome(t *testing.T) {
 	}
 }
 
+func TestProgressCountsFinallyStepsFromTheStart(t *testing.T) {
+	w := newWorld(t, ergonv1alpha1.SceneSpec{
+		Steps:   []ergonv1alpha1.Step{step("build"), step("deploy", "build")},
+		Finally: []ergonv1alpha1.Step{notify(), step("cleanup", "notify")},
+	}, outcomes(nil))
+	if p := w.plan(); p.Status.Progress != "0/4" {
+		t.Fatalf("first progress = %s, want 0/4: the total must not grow once finally starts", p.Status.Progress)
+	}
+	w.drive(20)
+	if c := w.run.Status.Conditions[0]; w.run.Status.Progress != "4/4" || c.Message != "all 4 steps finished" {
+		t.Errorf("progress %s, message %q: want 4/4 and all 4 steps finished", w.run.Status.Progress, c.Message)
+	}
+}
+
 func TestFinallyStepsRunAfterACancel(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{
 		Steps:   []ergonv1alpha1.Step{step("long"), step("next", "long")},
