@@ -332,7 +332,8 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
 		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
 		setUsed := func(used string) {
-			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
+			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard,
+				Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
 			Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
 		}
 		setUsed("1")

@@ -134,7 +134,8 @@ func (r *refusals) forget(run string) {
 // if it was refused: a pod waiting for quota is created again, and is Pending (created, or still
 // refused: ExceededQuota since its first refusal); a pod refused for good is gone, its attempt
 // failed with the API server's message.
-func (r *RunReconciler) refusedPod(ctx context.Context, run *ergonv1alpha1.Run, name string, attempt int32) (planner.PodState, bool, error) {
+func (r *RunReconciler) refusedPod(ctx context.Context, run *ergonv1alpha1.Run, name string,
+	attempt int32) (planner.PodState, bool, error) {
 	key := client.ObjectKeyFromObject(run).String()
 	f, ok := r.refused.get(key, name)
 	if !ok {

@@ -31,9 +31,10 @@ import (
 
 // imageReference is the grammar of an image reference (name, then an optional tag and digest),
 // as the kubelet parses it: an image outside it fails every attempt with InvalidImageName.
-var imageReference = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
-	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
-	`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+var imageReference = regexp.MustCompile(
+	`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
 
 // validateContainers refuses what the API server or the kubelet would refuse in every pod of a
 // container step, at admission rather than when the step starts: an image that is no image
@@ -58,7 +59,8 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 	var errs field.ErrorList
 	if c.Image != "" && !imageReference.MatchString(c.Image) {
 		errs = append(errs, field.Invalid(path.Child("image"), c.Image,
-			"not an image reference (the kubelet would refuse it as InvalidImageName); for example busybox:1.36 or registry.example:5000/team/tool@sha256:..."))
+			"not an image reference (the kubelet would refuse it as InvalidImageName); "+
+				"for example busybox:1.36 or registry.example:5000/team/tool@sha256:..."))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Resources.Requests)) {
 		req := c.Resources.Requests[name]

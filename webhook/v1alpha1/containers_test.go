@@ -34,7 +34,8 @@ func TestImageReferences(t *testing.T) {
 			t.Errorf("%q refused", good)
 		}
 	}
-	for _, bad := range []string{"Busybox", "busybox:", "bad image", "busybox::1", "-x/y", "x/Y", "busybox@sha256:12", "x:tag/more", " busybox"} {
+	for _, bad := range []string{"Busybox", "busybox:", "bad image", "busybox::1", "-x/y", "x/Y",
+		"busybox@sha256:12", "x:tag/more", " busybox"} {
 		if imageReference.MatchString(bad) {
 			t.Errorf("%q admitted", bad)
 		}
@@ -48,7 +49,8 @@ func TestValidateContainersNamesTheField(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 		Env: []corev1.EnvVar{{Name: "1BAD"}, {Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "Not_A_Name"}, Key: "a/b"}}}},
-		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ok-name"}}}},
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "ok-name"}}}},
 	}
 	errs := validateContainers(&ergonv1alpha1.SceneSpec{Finally: []ergonv1alpha1.Step{{Name: "a", Container: c}}})
 	got := errs.ToAggregate().Error()
