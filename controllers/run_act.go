@@ -122,6 +122,10 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := deletes.Wait(); err != nil {
 		return err
 	}
+	// After the deletions, which forget a waiting pod whose attempt this plan ends.
+	if err := r.retryQuota(ctx, run, plan); err != nil {
+		return err
+	}
 	for _, name := range plan.CancelChildren {
 		child, ok := f.Children[name]
 		if !ok || child.UID == "" {

@@ -95,9 +95,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: want.name}, pod)
 			switch {
 			case apierrors.IsNotFound(err):
-				if state, ok, err := r.refusedPod(ctx, run, want.name, want.attempt); err != nil {
-					return err
-				} else if ok {
+				if state, ok := r.refusedPod(run, want.name, want.attempt); ok {
 					addUnitPod(f, s.Name, want.unit, state)
 					continue
 				}

@@ -106,9 +106,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.PodName}, pod)
 		switch {
 		case apierrors.IsNotFound(err):
-			if state, ok, err := r.refusedPod(ctx, run, s.PodName, s.Attempts); err != nil {
-				return nil, err
-			} else if ok {
+			if state, ok := r.refusedPod(run, s.PodName, s.Attempts); ok {
 				f.Pods[s.Name] = append(f.Pods[s.Name], state)
 				continue
 			}

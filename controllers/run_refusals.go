@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,7 @@ import (
 // Run's every status write and left it stuck.
 //
 // A pod refused because a ResourceQuota is full is different: room may come. Its pod is kept
-// and created again on later passes (retryQuota), the step Pending meanwhile with reason
+// and created again by later passes' act (retryQuota), the step Pending meanwhile with reason
 // ExceededQuota, until it fits or the step's pendingTimeout is over, as Kubernetes' Job
 // controller, Tekton and Argo Workflows wait for quota.
 //
@@ -113,14 +114,20 @@ func (r *refusals) drop(run, name string) {
 
 // waiting reports whether any pod of the Run waits for room in a quota.
 func (r *refusals) waiting(run string) bool {
+	return len(r.waitingPods(run)) > 0
+}
+
+// waitingPods are the Run's pods that wait for room in a quota, by name.
+func (r *refusals) waitingPods(run string) map[string]*corev1.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, f := range r.byRun[run] {
+	pods := map[string]*corev1.Pod{}
+	for name, f := range r.byRun[run] {
 		if f.pod != nil {
-			return true
+			pods[name] = f.pod
 		}
 	}
-	return false
+	return pods
 }
 
 // forget drops what is remembered of a Run that finished or is gone.
@@ -131,33 +138,40 @@ func (r *refusals) forget(run string) {
 }
 
 // refusedPod is what became of a pod that the status expects and the API server does not hold,
-// if it was refused: a pod waiting for quota is created again, and is Pending (created, or still
-// refused: ExceededQuota since its first refusal); a pod refused for good is gone, its attempt
+// if it was refused: one waiting for room in a quota is Pending (ExceededQuota, since its first
+// refusal) and act creates it again (retryQuota); one refused for good is gone, its attempt
 // failed with the API server's message.
-func (r *RunReconciler) refusedPod(ctx context.Context, run *ergonv1alpha1.Run, name string,
-	attempt int32) (planner.PodState, bool, error) {
-	key := client.ObjectKeyFromObject(run).String()
-	f, ok := r.refused.get(key, name)
-	if !ok {
-		return planner.PodState{}, false, nil
+func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt int32) (planner.PodState, bool) {
+	f, ok := r.refused.get(client.ObjectKeyFromObject(run).String(), name)
+	switch {
+	case !ok:
+		return planner.PodState{}, false
+	case f.pod != nil:
+		return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodPending, Reason: ergonv1alpha1.ReasonExceededQuota,
+			Message: "waits for room in a ResourceQuota: " + f.message, CreatedAt: f.since}, true
 	}
-	if f.pod != nil {
-		err := r.Create(ctx, f.pod.DeepCopy())
+	return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonPodRefused,
+		Message: "the API server refused the pod: " + f.message, FinishedAt: r.Clock.Now()}, true
+}
+
+// retryQuota creates again the Run's pods a full quota refused, but those the plan just tried.
+// One that fits is observed as any pod on the next pass; one still refused waits on; one
+// refused otherwise now fails its attempt on the next pass.
+func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	key := client.ObjectKeyFromObject(run).String()
+	for name, pod := range r.refused.waitingPods(key) {
+		if slices.ContainsFunc(plan.Pods, func(req planner.PodRequest) bool { return req.Name == name }) {
+			continue
+		}
+		err := r.Create(ctx, pod.DeepCopy())
 		switch {
 		case err == nil || apierrors.IsAlreadyExists(err):
 			r.refused.drop(key, name)
-			return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodPending, CreatedAt: r.Clock.Now()}, true, nil
-		case exceededQuota(err):
-			r.refused.add(key, name, err, r.Clock.Now(), f.pod)
-			return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodPending, Reason: ergonv1alpha1.ReasonExceededQuota,
-				Message: "waits for room in a ResourceQuota: " + err.Error(), CreatedAt: f.since}, true, nil
 		case refused(err):
-			r.refused.add(key, name, err, r.Clock.Now(), nil)
-			f, _ = r.refused.get(key, name)
+			r.refused.add(key, name, err, r.Clock.Now(), pod)
 		default:
-			return planner.PodState{}, false, err
+			return err
 		}
 	}
-	return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonPodRefused,
-		Message: "the API server refused the pod: " + f.message, FinishedAt: r.Clock.Now()}, true, nil
+	return nil
 }
