@@ -39,6 +39,7 @@ import (
 // deterministic names, so doing it twice creates nothing twice.
 func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
 	logger := log.FromContext(ctx)
+	key := client.ObjectKeyFromObject(run).String()
 	if err := r.storeOutputs(ctx, run, plan); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 				// The pod is invalid, or a LimitRange or Pod Security forbids it: its attempt
 				// fails on the next pass; a full quota makes it wait (run_refusals.go). The
 				// rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
-				if r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
+				if r.refused.add(key, req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
 					r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
 						"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
 				}
@@ -96,7 +97,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		if refused(err) {
 			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonRunRefused, "CreateRun",
 				"Step %s cannot create its child Run %s: %v", req.Step, req.Name, err)
-			r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), nil)
+			r.refused.add(key, req.Name, err, r.Clock.Now(), nil)
 			continue
 		}
 		if err != nil {
@@ -116,14 +117,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	deletes, _ := errgroup.WithContext(ctx)
 	deletes.SetLimit(podCreators)
 	for _, name := range slices.Concat(plan.DeletePods, plan.CleanupPods) {
-		r.refused.drop(client.ObjectKeyFromObject(run).String(), name) // a pod waiting for quota waits no more
+		r.refused.drop(key, name) // a pod waiting for quota waits no more
 		deletes.Go(func() error { return r.deletePod(ctx, run.Namespace, name, owned[name]) })
 	}
 	if err := deletes.Wait(); err != nil {
 		return err
 	}
 	// After the deletions, which forget a waiting pod whose attempt this plan ends.
-	if err := r.retryQuota(ctx, run, plan); err != nil {
+	if err := r.retryQuota(ctx, key, plan); err != nil {
 		return err
 	}
 	for _, name := range plan.CancelChildren {

@@ -112,9 +112,17 @@ func (r *refusals) drop(run, name string) {
 	delete(r.byRun[run], name)
 }
 
-// waiting reports whether any pod of the Run waits for room in a quota.
+// waiting reports whether any pod of the Run waits for room in a quota. Every pass asks, so it
+// allocates nothing.
 func (r *refusals) waiting(run string) bool {
-	return len(r.waitingPods(run)) > 0
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.byRun[run] {
+		if f.pod != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingPods are the Run's pods that wait for room in a quota, by name.
@@ -157,8 +165,7 @@ func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt 
 // retryQuota creates again the Run's pods a full quota refused, but those the plan just tried.
 // One that fits is observed as any pod on the next pass; one still refused waits on; one
 // refused otherwise now fails its attempt on the next pass.
-func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
-	key := client.ObjectKeyFromObject(run).String()
+func (r *RunReconciler) retryQuota(ctx context.Context, key string, plan *planner.Plan) error {
 	for name, pod := range r.refused.waitingPods(key) {
 		if slices.ContainsFunc(plan.Pods, func(req planner.PodRequest) bool { return req.Name == name }) {
 			continue

@@ -62,13 +62,7 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 			"not an image reference (the kubelet would refuse it as InvalidImageName); "+
 				"for example busybox:1.36 or registry.example:5000/team/tool@sha256:..."))
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Resources.Requests)) {
-		req := c.Resources.Requests[name]
-		if limit, ok := c.Resources.Limits[name]; ok && req.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(path.Child("resources", "requests").Key(string(name)), req.String(),
-				fmt.Sprintf("must not be more than its limit, %s", limit.String())))
-		}
-	}
+	errs = append(errs, requestsWithinLimits(path.Child("resources"), c.Resources)...)
 	for j, e := range c.Env {
 		p := path.Child("env").Index(j)
 		for _, msg := range validation.IsEnvVarName(e.Name) {
@@ -92,27 +86,41 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 			}
 		}
 		if r := e.SecretRef; r != nil {
-			errs = append(errs, objectName(p.Child("secretRef", "name"), "Secret", r.LocalObjectReference)...)
+			errs = append(errs, objectName(p.Child("secretRef", "name"), "Secret", r.Name)...)
 		}
 		if r := e.ConfigMapRef; r != nil {
-			errs = append(errs, objectName(p.Child("configMapRef", "name"), "ConfigMap", r.LocalObjectReference)...)
+			errs = append(errs, objectName(p.Child("configMapRef", "name"), "ConfigMap", r.Name)...)
+		}
+	}
+	return errs
+}
+
+// requestsWithinLimits refuses a request above the limit of the same resource, which the API
+// server refuses in every pod.
+func requestsWithinLimits(path *field.Path, r corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+		request := r.Requests[name]
+		if limit, ok := r.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), request.String(),
+				fmt.Sprintf("must not be more than the limit (%s); lower the request or raise the limit", limit.String())))
 		}
 	}
 	return errs
 }
 
 func keyRef(path *field.Path, kind, name, key string) field.ErrorList {
-	errs := objectName(path.Child("name"), kind, corev1.LocalObjectReference{Name: name})
+	errs := objectName(path.Child("name"), kind, name)
 	for _, msg := range validation.IsConfigMapKey(key) {
 		errs = append(errs, field.Invalid(path.Child("key"), key, fmt.Sprintf("no %s can have this key: %s", kind, msg)))
 	}
 	return errs
 }
 
-func objectName(path *field.Path, kind string, ref corev1.LocalObjectReference) field.ErrorList {
+func objectName(path *field.Path, kind, name string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(ref.Name) {
-		errs = append(errs, field.Invalid(path, ref.Name, fmt.Sprintf("no %s can have this name: %s", kind, msg)))
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, name, fmt.Sprintf("no %s can have this name: %s", kind, msg)))
 	}
 	return errs
 }

@@ -56,7 +56,7 @@ func TestValidateContainersNamesTheField(t *testing.T) {
 	got := errs.ToAggregate().Error()
 	for _, want := range []string{
 		"spec.finally[0].container.image", "InvalidImageName",
-		"spec.finally[0].container.resources.requests[cpu]", "limit, 1",
+		"spec.finally[0].container.resources.requests[cpu]", "the limit (1)",
 		"spec.finally[0].container.env[0].name",
 		"spec.finally[0].container.env[1].valueFrom.secretKeyRef.name", "no Secret can have this name",
 		"spec.finally[0].container.env[1].valueFrom.secretKeyRef.key",

@@ -19,8 +19,6 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,13 +88,7 @@ func ValidateWorkspaceSpec(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
 				fmt.Sprintf("set a %s limit, for example {cpu: \"1\", memory: 2Gi}", name)))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(spec.Resources.Requests)) {
-		request := spec.Resources.Requests[name]
-		if limit, ok := spec.Resources.Limits[name]; ok && request.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(res.Child("requests").Key(string(name)), request.String(),
-				fmt.Sprintf("must not be more than the limit (%s); lower the request or raise the limit", limit.String())))
-		}
-	}
+	errs = append(errs, requestsWithinLimits(res, spec.Resources)...)
 	if memory, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && memory.Cmp(minWorkspaceMemory) < 0 {
 		errs = append(errs, field.Invalid(res.Child("limits").Key("memory"), memory.String(),
 			fmt.Sprintf("must be at least %s for the workspace's shell and tools to start", minWorkspaceMemory.String())))
