@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,11 @@ const (
 	annotationCheckpoint = "agent.ergon.dev/checkpoint-sha256"
 	// defaultProgressInterval is how often a running agent step's log is read.
 	defaultProgressInterval = 10 * time.Second
+	// lastReadRetry is how soon the log of a pod that ended is read again after a failed
+	// read, and lastReadPatience how long: its last checkpoint may list the tool calls the
+	// step waits for, or let the next attempt resume, so the pod is kept until it is read.
+	lastReadRetry    = 2 * time.Second
+	lastReadPatience = time.Minute
 )
 
 // progressSeen is what the controller last read of an agent pod's log.
@@ -56,6 +62,9 @@ type progressSeen struct {
 	// checkpoint is the digest of the last checkpoint kept, so that an unchanged one costs
 	// no read of its ConfigMap.
 	checkpoint string
+	// unreadSince is when the read of the log of a pod that ended first failed; zero while
+	// no such read failed.
+	unreadSince time.Time
 }
 
 // observeAgents reads what the running agent steps say in their logs: their progress, which
@@ -63,10 +72,13 @@ type progressSeen struct {
 // checkpoint ConfigMap for the next attempt. A running pod's log is read at most once per
 // progress interval; a pod that ended or is being deleted (still readable during its grace
 // period) is read once more, so a killed pod costs at most the turn it was in. It returns
-// when to look again; zero when no agent step runs. A log that cannot be read is no error: the
-// step goes on, and only its progress is older.
+// when to look again; zero when no agent step runs. A running pod's log that cannot be read is
+// no error: the step goes on, and only its progress is older. That last read of a pod that
+// ended is tried again for lastReadPatience, and the pod is not cleaned up meanwhile: its
+// checkpoint may hold the tool calls its step waits for.
 func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
-	status *ergonv1alpha1.RunStatus) time.Duration {
+	plan *planner.Plan) time.Duration {
+	status := &plan.Status
 	interval := r.Config.ProgressInterval
 	if interval <= 0 {
 		interval = defaultProgressInterval
@@ -102,10 +114,27 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 			case prog.Checkpoint != nil:
 				kept = prog.Checkpoint.SHA256
 			}
-			r.progress.Store(p.UID, progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept})
-			if err != nil {
+			next := progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept}
+			switch {
+			case err == nil:
+			case !final:
 				log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
+			case last.unreadSince.IsZero() || f.Now.Sub(last.unreadSince) < lastReadPatience:
+				next.final, next.unreadSince = false, last.unreadSince
+				if next.unreadSince.IsZero() {
+					next.unreadSince = f.Now
+				}
+				plan.CleanupPods = slices.DeleteFunc(plan.CleanupPods, func(name string) bool { return name == p.Name })
+				if requeue == 0 || requeue > lastReadRetry {
+					requeue = lastReadRetry
+				}
+				log.FromContext(ctx).V(verbosityOnce(last.unreadSince.IsZero())).Info(
+					"Reading the log of an agent pod that ended; trying again", "pod", p.Name, "error", err.Error())
+			default:
+				log.FromContext(ctx).Info("Gave up reading the log of an agent pod that ended: its last checkpoint is lost",
+					"pod", p.Name, "since", last.unreadSince, "error", err.Error())
 			}
+			r.progress.Store(p.UID, next)
 			if prog != nil {
 				showProgress(status, stepName, prog)
 			}
@@ -226,4 +255,13 @@ func mountOptionalKey(pod *corev1.Pod, volume, configMap, key, file, dir string)
 	c := &pod.Spec.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
 	return dir + "/" + file
+}
+
+// verbosityOnce logs the first of a series of like lines at the default level, the others
+// at debug level.
+func verbosityOnce(first bool) int {
+	if first {
+		return 0
+	}
+	return 1
 }

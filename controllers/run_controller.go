@@ -193,7 +193,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if wait := r.observeAgents(ctx, run, scene, facts, &plan.Status); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
+	if wait := r.observeAgents(ctx, run, scene, facts, plan); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
 		plan.RequeueAfter = wait
 	}
 	if err := r.act(ctx, run, scene, facts, plan); err != nil {

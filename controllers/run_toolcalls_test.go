@@ -198,6 +198,29 @@ var _ = Describe("An agent step's tool calls", func() {
 			Expect(toolResultsOf(ctx, ns, "w-1", "work")).To(Equal(agentspec.Results{Attempt: 1, Results: []agentspec.ToolResult{want}}))
 		}, SpecTimeout(60*time.Second))
 	}
+
+	It("are read from the log of the attempt that handed them over when the first reads of it fail", func(ctx SpecContext) {
+		play := agentScript(fetchCall)
+		var ns string
+		ns = newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			if pod.Labels[ergonv1alpha1.LabelStep] == "work" && pod.Labels[ergonv1alpha1.LabelAttempt] == "1" {
+				testKubelet.Logs.FailReads(ns, pod.Name, 3)
+			}
+			return play(pod)
+		})
+		toolCallScenes(ctx, ns)
+		createRun(ctx, ns, "w-1", "writer", nil)
+
+		gate := &ergonv1alpha1.Gate{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ToolCallName("w-1", "work", "call_2")},
+				gate)).To(Succeed())
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the Gate of the call the checkpoint lists")
+		patch := client.MergeFrom(gate.DeepCopy())
+		gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "alice"}
+		Expect(k8sClient.Patch(ctx, gate, patch)).To(Succeed())
+		Expect(finished(ctx, ns, "w-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+	}, SpecTimeout(60*time.Second))
 })
 
 var _ = Describe("Tool calls across a manager restart", Serial, func() {

@@ -222,6 +222,19 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 type Logs struct {
 	mu   sync.Mutex
 	logs map[string][]byte
+	// fail counts the reads of a pod's log still to fail, by namespace/pod.
+	fail map[string]int
+}
+
+// FailReads makes the next n reads of a pod's log fail, as reads through a kubelet that does
+// not answer do.
+func (l *Logs) FailReads(namespace, pod string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail == nil {
+		l.fail = map[string]int{}
+	}
+	l.fail[namespace+"/"+pod] = n
 }
 
 // Write stores the whole log of a pod.
@@ -244,6 +257,15 @@ func (l *Logs) Whole(namespace, pod string) ([]byte, error) {
 
 // Read serves the end of a log as the kubelet does for PodLogOptions TailLines and LimitBytes.
 func (l *Logs) Read(_ context.Context, namespace, pod, _ string, tail outputs.Tail) (io.ReadCloser, error) {
+	l.mu.Lock()
+	failing := l.fail[namespace+"/"+pod] > 0
+	if failing {
+		l.fail[namespace+"/"+pod]--
+	}
+	l.mu.Unlock()
+	if failing {
+		return nil, fmt.Errorf("reading the log of pod %s/%s: the kubelet did not answer", namespace, pod)
+	}
 	log, err := l.Whole(namespace, pod)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ limitations under the License.
 package e2e
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -68,7 +69,13 @@ func gateOfRun(ctx SpecContext, ns, run string) *ergonv1alpha1.Gate {
 				found = &gates.Items[i]
 			}
 		}
-		g.Expect(found).NotTo(BeNil())
+		if found == nil {
+			r := &ergonv1alpha1.Run{}
+			if k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: run}, r) == nil && r.Status.Phase.Finished() {
+				StopTrying(fmt.Sprintf("Run %s ended without a Gate: %+v", run, r.Status)).Now()
+			}
+		}
+		g.Expect(found).NotTo(BeNil(), "a Gate of Run %s", run)
 	}).WithTimeout(time.Minute).Should(Succeed())
 	return found
 }

@@ -24,7 +24,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,7 +48,36 @@ func newNamespace(ctx context.Context) string {
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
 	})
+	// Cleanups run last in, first out: a failed spec's namespace is shown before it goes.
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			dumpNamespace(ns.Name)
+		}
+	})
 	return ns.Name
+}
+
+// dumpNamespace prints what a failed spec left in its namespace, and what the manager said
+// about it, so that a failure on a machine nobody can log in to can still be understood.
+func dumpNamespace(ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kubectl := func(args ...string) {
+		out, err := exec.CommandContext(ctx, "kubectl", args...).CombinedOutput()
+		GinkgoWriter.Printf("\n### kubectl %s (err: %v)\n%s", strings.Join(args, " "), err, out)
+	}
+	kubectl("get", "runs,gates,scenes,triggers,workspaces,pods", "-n", ns, "-o", "wide")
+	kubectl("get", "runs,gates", "-n", ns, "-o", "yaml")
+	kubectl("get", "events", "-n", ns, "--sort-by", ".lastTimestamp")
+	kubectl("describe", "pods", "-n", ns)
+	out, err := exec.CommandContext(ctx, "kubectl", "logs", "-n", managerNamespace, "deploy/ergon-manager",
+		"--since", "15m").CombinedOutput()
+	GinkgoWriter.Printf("\n### the manager's log lines that name %s (err: %v)\n", ns, err)
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(line, ns) {
+			GinkgoWriter.Println(line)
+		}
+	}
 }
 
 var _ = Describe("Ergon on a real cluster", func() {
