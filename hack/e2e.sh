@@ -20,6 +20,8 @@ fi
 
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
+# A failed spec writes its Runs' state here (test/e2e/cluster_test.go); it is printed last.
+export E2E_SUMMARY=$state/failed
 hack/local-cluster.sh down >/dev/null 2>&1 || true
 # Install the Debian packages and build the binaries first: installing packages changes the
 # machine on purpose, and only what the cluster itself leaves behind is compared.
@@ -33,5 +35,9 @@ hack/local-cluster.sh host-state >"$state/after"
 if ! diff -u "$state/before" "$state/after"; then
   echo "e2e: the local cluster left the machine changed (above)" >&2
   rc=1
+fi
+if [ -s "$E2E_SUMMARY" ]; then
+  echo "e2e: what the failed specs left (the full dump is in each spec's output):"
+  cat "$E2E_SUMMARY"
 fi
 exit $rc

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -78,6 +79,44 @@ func dumpNamespace(ns string) {
 			GinkgoWriter.Println(line)
 		}
 	}
+	summarizeFailure(ctx, ns)
+}
+
+// summarizeFailure appends the state of a failed spec's Runs, a line a step, to the file
+// E2E_SUMMARY names: hack/e2e.sh prints it last, where a CI log's tail shows it.
+func summarizeFailure(ctx context.Context, ns string) {
+	path := os.Getenv("E2E_SUMMARY")
+	if path == "" {
+		return
+	}
+	cut := func(s string) string {
+		s = strings.ReplaceAll(s, "\n", " ")
+		if len(s) > 240 {
+			return s[:240] + "…"
+		}
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (namespace %s)\n", CurrentSpecReport().FullText(), ns)
+	runs := &ergonv1alpha1.RunList{}
+	if err := k8sClient.List(ctx, runs, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(&b, "  listing Runs: %v\n", err)
+	}
+	for _, run := range runs.Items {
+		fmt.Fprintf(&b, "  Run %s: %s\n", run.Name, run.Status.Phase)
+		for _, c := range run.Status.Conditions {
+			fmt.Fprintf(&b, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, cut(c.Message))
+		}
+		for _, st := range run.Status.Steps {
+			fmt.Fprintf(&b, "    step %s: %s %s (attempt %d): %s\n", st.Name, st.Phase, st.Reason, st.Attempts, cut(st.Message))
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	_, _ = f.WriteString(b.String())
 }
 
 var _ = Describe("Ergon on a real cluster", func() {
