@@ -270,37 +270,8 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 
 	It("fails the attempt of a step whose pod the API server refuses, tells why, and goes on with the Run", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
-		refuse := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: new(admissionregistrationv1.Fail),
-				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-					}}}},
-				// Only the pods of the step "work": the rest of the Run must go on.
-				Validations: []admissionregistrationv1.Validation{{
-					Expression: "!has(object.metadata.labels) || object.metadata.labels[?'" + ergonv1alpha1.LabelStep + "'].orValue('') != 'work'",
-					Message:    "pods are not allowed here", Reason: new(metav1.StatusReasonForbidden)}},
-			}}
-		Expect(k8sClient.Create(ctx, refuse)).To(Succeed())
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: refuse.Name,
-				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-					MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
-		Expect(k8sClient.Create(ctx, binding)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
-			Expect(k8sClient.Delete(ctx, refuse)).To(Succeed())
-		})
-		By("waiting until the policy refuses pods")
-		Eventually(func() error {
-			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns,
-				Labels: map[string]string{ergonv1alpha1.LabelStep: "work"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
-			return k8sClient.Create(ctx, probe, client.DryRunAll)
-		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("pods are not allowed here")))
+		// Only the pods of the step "work": the rest of the Run must go on.
+		refusePods(ctx, ns, ergonv1alpha1.LabelStep, "work")
 
 		createScene(ctx, ns, "refused", withRetry(container("work", "done"), 1), container("other", "fine"))
 		createRun(ctx, ns, "refused-1", "refused", nil)
@@ -403,3 +374,37 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 			"; the Run waited 10m0s for it (the manager's --pending-timeout)"))
 	})
 })
+
+// refusePods makes the API server refuse, in namespace ns, the pods whose label key is value,
+// as a ValidatingAdmissionPolicy of a cluster's administrator would, until the spec ends.
+func refusePods(ctx SpecContext, ns, key, value string) {
+	refuse := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: new(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.metadata.labels) || object.metadata.labels[?'" + key + "'].orValue('') != '" + value + "'",
+				Message:    "pods are not allowed here", Reason: new(metav1.StatusReasonForbidden)}},
+		}}
+	Expect(k8sClient.Create(ctx, refuse)).To(Succeed())
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-no-pods"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: refuse.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}}
+	Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+		Expect(k8sClient.Delete(ctx, refuse)).To(Succeed())
+	})
+	By("waiting until the policy refuses pods")
+	Eventually(func() error {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns, Labels: map[string]string{key: value}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
+		return k8sClient.Create(ctx, probe, client.DryRunAll)
+	}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("pods are not allowed here")))
+}

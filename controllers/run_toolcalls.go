@@ -181,6 +181,7 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 				return err
 			}
 		}
+		r.addRefusedToolPods(run, s.Name, f, tc.Pending)
 		if f.ToolCalls == nil {
 			f.ToolCalls = map[string]planner.ToolCallFacts{}
 		}

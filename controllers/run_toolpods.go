@@ -22,12 +22,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -41,6 +42,28 @@ const annotationTool = "agent.ergon.dev/tool"
 // isToolPod reports whether a pod of the Run is a container tool call's, not a step attempt's.
 func isToolPod(pod *corev1.Pod) bool {
 	return pod.Labels[ergonv1alpha1.LabelToolCall] == "true"
+}
+
+// addRefusedToolPods records in the facts the pods of a step's container tool calls that the
+// API server refused: a refused one as failed, one that waits for room in a quota as Pending.
+func (r *RunReconciler) addRefusedToolPods(run *ergonv1alpha1.Run, step string, f *planner.Facts, pending *agentspec.Pending) {
+	for _, call := range pending.Calls {
+		name := naming.ToolCallName(run.Name, step, call.ID)
+		if _, exists := f.ToolPods[name]; exists || call.Kind != agentspec.RequestContainer {
+			continue
+		}
+		state, ok := r.refusedPod(run, name, pending.Attempt)
+		if !ok {
+			continue
+		}
+		if state.Phase == planner.PodGone {
+			state.Phase = planner.PodFailed
+		}
+		if f.ToolPods == nil {
+			f.ToolPods = map[string]planner.ToolPodState{}
+		}
+		f.ToolPods[name] = planner.ToolPodState{Pod: state}
+	}
 }
 
 // addToolPod records a tool pod in the facts and, once it ended while its step waits for it,
@@ -103,9 +126,14 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)
 		}
 		err := r.create(ctx, pod)
-		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "PodRefused", "CreatePod",
-				"Step %s cannot create the pod %s of a call of its tool %s: %v", req.Step.Name, req.Name, req.Tool, err)
+		if refused(err) {
+			// As a step's pod (run_refusals.go): the call fails with the API server's
+			// message, which the model reads, or waits for room in a quota.
+			if r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
+				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
+					"Step %s cannot create the pod %s of a call of its tool %s: %v", req.Step.Name, req.Name, req.Tool, err)
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("creating tool pod %s: %w", req.Name, err)

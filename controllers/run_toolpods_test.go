@@ -176,6 +176,25 @@ var _ = Describe("An agent step's container tool calls", func() {
 		Expect(res.Results[0].Content).To(ContainSubstring("(exit code 2)\na.go:1: unused variable"))
 		Expect(res.Results[0].ToolPod).To(Equal(naming.ToolCallName("l-1", "check", "call_9")))
 	}, SpecTimeout(60*time.Second))
+
+	It("give the model the API server's refusal of a tool pod as an error, and the Run goes on", func(ctx SpecContext) {
+		seen := &toolPods{}
+		ns := newNamespace(ctx, linterScript(seen, func(*corev1.Pod) outcome { return outcome{Output: "clean"} }))
+		refusePods(ctx, ns, ergonv1alpha1.LabelToolCall, "true")
+		linterScene(ctx, ns)
+		createRun(ctx, ns, "l-1", "linter", nil)
+
+		run := finished(ctx, ns, "l-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(stepStatus(run, "check").Attempts).To(Equal(int32(2)))
+		res := toolResultsOf(ctx, ns, "l-1", "check")
+		Expect(res.Results).To(HaveLen(1))
+		Expect(res.Results[0].Error).To(BeTrue())
+		Expect(res.Results[0].Content).To(And(ContainSubstring(ergonv1alpha1.ReasonPodRefused),
+			ContainSubstring("pods are not allowed here")))
+		Expect(seen.all()).To(BeEmpty(), "no tool pod ran")
+		Expect(warnings(ctx, ns, "l-1", ergonv1alpha1.ReasonPodRefused)).To(HaveLen(1), "one Event for the refusal")
+	}, SpecTimeout(60*time.Second))
 })
 
 var _ = Describe("A container tool of a Scene bound to a Workspace", func() {
