@@ -22,6 +22,9 @@ package stepcontract
 
 // Environment variables of a step's container.
 const (
+	// EnvPrefix begins the name of every variable of the contract: a step's own env may not
+	// use it (admission refuses it), so no step can redirect its output or shadow a param.
+	EnvPrefix = "ERGON_"
 	// EnvOutput is the file the step writes its output to.
 	EnvOutput = "ERGON_OUTPUT"
 	// EnvRun, EnvStep and EnvAttempt name the Run, the step and the attempt (1, 2, ...).

@@ -21,12 +21,14 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // imageReference is the grammar of an image reference (name, then an optional tag and digest),
@@ -38,8 +40,8 @@ var imageReference = regexp.MustCompile(
 
 // validateContainers refuses what the API server or the kubelet would refuse in every pod of a
 // container step, at admission rather than when the step starts: an image that is no image
-// reference, a request above its limit, and env and envFrom names that no variable, Secret or
-// ConfigMap can have.
+// reference, a request above its limit, env and envFrom names that no variable, Secret or
+// ConfigMap can have, and env names of the step contract's, which would break it.
 func validateContainers(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
@@ -67,6 +69,11 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 		p := path.Child("env").Index(j)
 		for _, msg := range validation.IsEnvVarName(e.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), e.Name, msg))
+		}
+		if strings.HasPrefix(e.Name, stepcontract.EnvPrefix) {
+			errs = append(errs, field.Invalid(p.Child("name"), e.Name, fmt.Sprintf("names beginning with %s are the step "+
+				"contract's, which Ergon sets (where the output goes, the params, the inputs); choose another name",
+				stepcontract.EnvPrefix)))
 		}
 		if e.ValueFrom == nil {
 			continue

@@ -48,7 +48,8 @@ func TestValidateContainersNamesTheField(t *testing.T) {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
 		Env: []corev1.EnvVar{{Name: "1BAD"}, {Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: "Not_A_Name"}, Key: "a/b"}}}},
+			LocalObjectReference: corev1.LocalObjectReference{Name: "Not_A_Name"}, Key: "a/b"}}},
+			{Name: "ERGON_OUTPUT", Value: "/tmp/elsewhere"}, {Name: "NOT_ERGON_OUTPUT", Value: "fine"}},
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "ok-name"}}}},
 	}
@@ -60,12 +61,13 @@ func TestValidateContainersNamesTheField(t *testing.T) {
 		"spec.finally[0].container.env[0].name",
 		"spec.finally[0].container.env[1].valueFrom.secretKeyRef.name", "no Secret can have this name",
 		"spec.finally[0].container.env[1].valueFrom.secretKeyRef.key",
+		"spec.finally[0].container.env[2].name: Invalid value: \"ERGON_OUTPUT\": names beginning with ERGON_ are the step contract's",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
-	if strings.Contains(got, "memory") || strings.Contains(got, "envFrom") {
+	if strings.Contains(got, "memory") || strings.Contains(got, "envFrom") || strings.Contains(got, "env[3]") {
 		t.Errorf("a request equal to its limit or a good name refused: %q", got)
 	}
 }
