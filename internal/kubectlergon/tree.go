@@ -181,7 +181,12 @@ func (r *treeRenderer) steps(t *Tree, prefix string) {
 		}
 		s := byName[name]
 		if s == nil {
-			_, _ = fmt.Fprintf(r.w, "%s%s%s %s\n", prefix, branch, name, r.phase(string(ergonv1alpha1.StepPending)))
+			// A step the Run has no record of has not started; once the Run ended, it never will.
+			phase := string(ergonv1alpha1.StepPending)
+			if t.Run.Status.Phase.Finished() {
+				phase = notStarted
+			}
+			_, _ = fmt.Fprintf(r.w, "%s%s%s %s\n", prefix, branch, name, r.phase(phase))
 			continue
 		}
 		_, _ = fmt.Fprintf(r.w, "%s%s%s\n", prefix, branch, r.stepLine(s))
@@ -286,12 +291,15 @@ func (r *treeRenderer) took(start, end *metav1.Time) string {
 	return duration.HumanDuration(until.Sub(start.Time))
 }
 
+// notStarted is shown for a step of a Run that ended before the step started.
+const notStarted = "NotStarted"
+
 // The colours of phases on a terminal.
 var phaseColors = map[string]string{
 	"Succeeded": "32", "Approved": "32",
 	"Failed": "31", "Rejected": "31", "TimedOut": "31",
 	"Running": "34", "Retrying": "33", "Waiting": "33", "Pending": "33",
-	"Skipped": "90", "Cancelled": "90", "Closed": "90",
+	"Skipped": "90", "Cancelled": "90", "Closed": "90", notStarted: "90",
 }
 
 func (r *treeRenderer) phase(p string) string {
