@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -186,13 +187,35 @@ func (o *Options) logs(ctx context.Context, runName, step string, lo *logsOption
 	if lo.follow {
 		return fmt.Errorf("-f follows one step's log; name the STEP")
 	}
+	read := logsRead{o: o}
 	for _, s := range run.Status.Steps {
 		if s.PodName == "" {
 			continue
 		}
-		if err := o.copyLog(ctx, run.Namespace, s.PodName, "["+s.Name+"] ", false, lo.raw, tail); err != nil {
-			_, _ = fmt.Fprintf(o.Streams.ErrOut, "[%s] %v\n", s.Name, err)
-		}
+		read.note("["+s.Name+"] ", o.copyLog(ctx, run.Namespace, s.PodName, "["+s.Name+"] ", false, lo.raw, tail))
+	}
+	return read.err(run.Name)
+}
+
+// logsRead counts the logs of a Run that could be read and those that could not, each told on
+// stderr: printing some is success, printing none (every pod gone) is an error.
+type logsRead struct {
+	o          *Options
+	ok, failed int
+}
+
+func (r *logsRead) note(prefix string, err error) {
+	if err == nil {
+		r.ok++
+		return
+	}
+	r.failed++
+	_, _ = fmt.Fprintf(r.o.Streams.ErrOut, "%s%v\n", prefix, err)
+}
+
+func (r *logsRead) err(run string) error {
+	if r.ok == 0 && r.failed > 0 {
+		return fmt.Errorf("no log of Run %s could be read (above)", run)
 	}
 	return nil
 }
@@ -213,16 +236,15 @@ func (o *Options) instanceLogs(ctx context.Context, run *ergonv1alpha1.Run, s *e
 	if lo.follow {
 		return fmt.Errorf("-f follows one pod's log; step %s fans out: name one with --instance N", s.Name)
 	}
+	read := logsRead{o: o}
 	for i, pod := range pods {
 		if pod == "" {
 			continue
 		}
 		prefix := fmt.Sprintf("[%s#%d] ", s.Name, i)
-		if err := o.copyLog(ctx, run.Namespace, pod, prefix, false, lo.raw, tail); err != nil {
-			_, _ = fmt.Fprintf(o.Streams.ErrOut, "%s%v\n", prefix, err)
-		}
+		read.note(prefix, o.copyLog(ctx, run.Namespace, pod, prefix, false, lo.raw, tail))
 	}
-	return nil
+	return read.err(run.Name)
 }
 
 // InstancePods names the pod of each instance of a fan-out step, by index, at its last
@@ -253,6 +275,10 @@ func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, fo
 		rc, err = o.followLog(ctx, namespace, pod, tail)
 	} else {
 		rc, err = o.logSource().Log(ctx, namespace, pod, false, tail)
+	}
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("pod %s is gone: Ergon deletes a step's pod once the Run's status records its end "+
+			"(the output stays: kubectl ergon output; the manager's --keep-failed-pods keeps failed ones)", pod)
 	}
 	if err != nil {
 		return fmt.Errorf("reading the log of pod %s: %w", pod, err)

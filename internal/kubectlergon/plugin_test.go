@@ -204,8 +204,11 @@ var _ = Describe("kubectl ergon output and logs", func() {
 		// Ergon deletes a step's pod once the step ended, and its log with it.
 		pod := getRun(ctx, ns, name).Status.Steps[0].PodName
 		Eventually(func() string { return plugin(ctx, ns, "logs", name, "make").err }).Should(
-			ContainSubstring(`reading the log of pod ` + pod + `: pods "` + pod + `" not found`))
+			ContainSubstring(`pod ` + pod + ` is gone: Ergon deletes a step's pod once the Run's status records its end`))
 		Expect(plugin(ctx, ns, "logs", name, "make", "--attempt", "2").err).To(ContainSubstring("attempt 2 has no pod"))
+		all := plugin(ctx, ns, "logs", name)
+		Expect(all.code).NotTo(Equal(0), "no log could be read")
+		Expect(all.err).To(And(ContainSubstring("[make] pod "+pod+" is gone"), ContainSubstring("no log of Run "+name+" could be read")))
 	})
 
 	It("follows with -f the log of a step whose pod has not started yet", func(ctx SpecContext) {
