@@ -313,7 +313,7 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(runsOfLease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
-		Complete(r)
+		Complete(quietWhileNamespaceEnds(r))
 }
 
 // runsWaitingFor maps a Scene to the Runs of it that have not started yet.

@@ -62,9 +62,10 @@ type refusal struct {
 const quotaRetry = 10 * time.Second
 
 // refused reports whether err is the API server refusing an object for good: invalid, or
-// forbidden by a policy. Anything else (a timeout, a conflict) is retried.
+// forbidden by a policy. Anything else (a timeout, a conflict) is retried; a namespace being
+// deleted ends the pass quietly (quietWhileNamespaceEnds).
 func refused(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && !namespaceEnding(err)
 }
 
 // exceededQuota reports whether a ResourceQuota refused the object, as the quota admission

@@ -169,7 +169,7 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.triggersWaitingFor)).
 		WithOptions(r.Options).
 		Named("trigger").
-		Complete(r)
+		Complete(quietWhileNamespaceEnds(r))
 }
 
 // triggersWaitingFor maps a finished Run to the runCompleted Triggers of its Scene.

@@ -115,7 +115,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(isStepOfWorkspace))).
 		Named("workspace").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Complete(r)
+		Complete(quietWhileNamespaceEnds(r))
 }
 
 // specOrMetadataChanged lets through the changes of a Workspace its controller acts on: its
