@@ -22,6 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// Durations: each field of type metav1.Duration is checked by a rule that first matches the
+// value against Go's duration grammar, then compares it. A value outside the grammar (such as
+// "5 minutes") then makes the rule false, and the API server names the value; passed straight
+// to CEL's duration(), it would be an evaluation error, whose message shows only the type.
+// The pattern needs a maxLength to stay within the CRD's cost budget.
+
 // RunSpec says which Scene to run and with what.
 // +kubebuilder:validation:XValidation:rule="size(self.sceneRef.name) > 0",fieldPath=".sceneRef.name",reason="FieldValueRequired",message="sceneRef.name must name the Scene to run"
 // +kubebuilder:validation:XValidation:rule="self.sceneRef == oldSelf.sceneRef",fieldPath=".sceneRef",reason="FieldValueForbidden",message="sceneRef is immutable; create a new Run to run another Scene"
@@ -40,7 +46,9 @@ type RunSpec struct {
 	Params map[string]string `json:"params,omitempty"`
 
 	// timeout bounds the whole Run, for example 2h.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 2h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="timeout must be a positive duration such as 2h"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

@@ -91,7 +91,9 @@ type SceneSpec struct {
 	// pendingTimeout is the pendingTimeout of every container and agent step of the Scene
 	// that sets none: how long an attempt's pod may take to start running. Unset means the
 	// manager's --pending-timeout (10m).
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="pendingTimeout must be a positive duration such as 5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="pendingTimeout must be a positive duration such as 5m"
 	// +optional
 	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
 
@@ -116,7 +118,9 @@ type SceneSpec struct {
 
 	// finallyTimeout bounds the finally steps together, from when the graph ended, for
 	// example 5m; those still running then are stopped. Default 10m.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="finallyTimeout must be a positive duration such as 5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="finallyTimeout must be a positive duration such as 5m"
 	// +optional
 	FinallyTimeout *metav1.Duration `json:"finallyTimeout,omitempty"`
 }
@@ -195,7 +199,9 @@ type Step struct {
 	Retry *RetryPolicy `json:"retry,omitempty"`
 
 	// timeout bounds one attempt of the step, for example 15m.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 30s or 15m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="timeout must be a positive duration such as 30s or 15m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
@@ -204,7 +210,9 @@ type Step struct {
 	// not started in time fails with the reason it was waiting for (ImagePullBackOff,
 	// Unschedulable, ...), and retry applies. It defaults to the Scene's pendingTimeout, then
 	// to the manager's --pending-timeout (10m).
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="pendingTimeout must be a positive duration such as 5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="pendingTimeout must be a positive duration such as 5m"
 	// +optional
 	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
 
@@ -253,10 +261,12 @@ type RetryPolicy struct {
 }
 
 // Backoff is an exponential delay: duration, then duration*factor, ... at most maxDuration.
-// +kubebuilder:validation:XValidation:rule="!has(self.maxDuration) || !has(self.duration) || duration(self.maxDuration) >= duration(self.duration)",message="maxDuration must not be shorter than duration"
+// +kubebuilder:validation:XValidation:rule=`!has(self.maxDuration) || !has(self.duration) || !self.maxDuration.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") || !self.duration.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") || duration(self.maxDuration) >= duration(self.duration)`,message="maxDuration must not be shorter than duration"
 type Backoff struct {
 	// duration before the first retry, for example 10s.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="duration must be a duration such as 10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) >= duration("0s")`,message="duration must be a duration such as 10s"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 
@@ -268,7 +278,9 @@ type Backoff struct {
 	Factor *int32 `json:"factor,omitempty"`
 
 	// maxDuration caps the delay.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="maxDuration must be a duration such as 5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) >= duration("0s")`,message="maxDuration must be a duration such as 5m"
 	// +optional
 	MaxDuration *metav1.Duration `json:"maxDuration,omitempty"`
 }
@@ -359,7 +371,9 @@ type GateStep struct {
 	ForbidSelfApproval bool `json:"forbidSelfApproval,omitempty"`
 
 	// timeout after which onTimeout decides.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be a positive duration such as 24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="timeout must be a positive duration such as 24h"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

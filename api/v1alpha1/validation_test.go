@@ -99,6 +99,7 @@ func (c invalidCase) object(namespace string) *unstructured.Unstructured {
 func expectRefused(err error, expect []string) {
 	Expect(err).To(HaveOccurred(), "the API server accepted the object")
 	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got: %v", err)
+	Expect(err.Error()).NotTo(ContainSubstring("type conversion error"), "a rule that fails to evaluate says nothing of the value")
 	for _, want := range expect {
 		Expect(err.Error()).To(ContainSubstring(want))
 	}

@@ -49,7 +49,9 @@ type WorkspaceSpec struct {
 	Storage WorkspaceStorage `json:"storage"`
 
 	// idleTimeout stops the pod after this long without use; the volume stays.
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="idleTimeout must be a positive duration such as 1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule=`self.matches("^(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(h|m|s|ms|us|ns))+)$") && duration(self) > duration("0s")`,message="idleTimeout must be a positive duration such as 1h"
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 
