@@ -76,10 +76,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 				// The pod is invalid, or a LimitRange or Pod Security forbids it: its attempt
 				// fails on the next pass; a full quota makes it wait (run_refusals.go). The
 				// rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
-				if r.refused.add(key, req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
-					r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
-						"Step %s cannot create its pod %s: %v", req.Step.Name, req.Name, err)
-				}
+				r.podRefused(run, key, pod, err, fmt.Sprintf("Step %s cannot create its pod %s", req.Step.Name, req.Name))
 				return nil
 			}
 			return err

@@ -61,6 +61,15 @@ type refusal struct {
 // quotaRetry is how often a pod that a full ResourceQuota refused is tried again.
 const quotaRetry = 10 * time.Second
 
+// podRefused remembers a pod the API server refused, for the Run whose key is run: its
+// attempt or call fails on the next pass, or waits for room in a quota. A refusal for good is
+// told once, in a Warning Event that begins with what.
+func (r *RunReconciler) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Pod, err error, what string) {
+	if r.refused.add(key, pod.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod", "%s: %v", what, err)
+	}
+}
+
 // refused reports whether err is the API server refusing an object for good: invalid, or
 // forbidden by a policy. Anything else (a timeout, a conflict) is retried; a namespace being
 // deleted ends the pass quietly (quietWhileNamespaceEnds).

@@ -129,10 +129,8 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 		if refused(err) {
 			// As a step's pod (run_refusals.go): the call fails with the API server's
 			// message, which the model reads, or waits for room in a quota.
-			if r.refused.add(client.ObjectKeyFromObject(run).String(), req.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
-				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod",
-					"Step %s cannot create the pod %s of a call of its tool %s: %v", req.Step.Name, req.Name, req.Tool, err)
-			}
+			r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
+				fmt.Sprintf("Step %s cannot create the pod %s of a call of its tool %s", req.Step.Name, req.Name, req.Tool))
 			continue
 		}
 		if err != nil {
