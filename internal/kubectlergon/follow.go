@@ -214,10 +214,11 @@ func (o *Options) finish(ctx context.Context, run *ergonv1alpha1.Run, logs *tail
 }
 
 // printTail prints the last lines of a step pod's log, without the framed outputs: as
-// followed while the pod ran, else as read now.
+// followed while the pod ran, else as read now. A follow that saw nothing (its stream began
+// before the container wrote, and ended with it) is read again now too.
 func (o *Options) printTail(ctx context.Context, namespace, pod string, logs *tails) {
 	last, ok := logs.get(pod)
-	if !ok {
+	if !ok || len(last) == 0 {
 		rc, err := o.logSource().Log(ctx, namespace, pod, false, nil)
 		if err != nil {
 			_, _ = fmt.Fprintf(o.Streams.Out, "(the log of pod %s cannot be read: %v)\n", pod, err)
