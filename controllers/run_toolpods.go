@@ -125,8 +125,11 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 			// A step of no kind writes nothing: the volume is mounted read-only.
 			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)
 		}
-		err := r.create(ctx, pod)
-		if refused(err) {
+		err := r.authorizePod(ctx, run, pod, ws)
+		if err == nil {
+			err = r.create(ctx, pod)
+		}
+		if refused(err) || isNotAuthorized(err) {
 			// As a step's pod (run_refusals.go): the call fails with the API server's
 			// message, which the model reads, or waits for room in a quota.
 			r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,

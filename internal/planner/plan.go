@@ -459,6 +459,10 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 	}
 	if child.Refused != "" {
 		p.active--
+		if child.NotAuthorized {
+			p.fail(s, step, ergonv1alpha1.ReasonNotAuthorized, fmt.Sprintf("Ergon did not create the child Run %s: %s", s.ChildRun, child.Refused))
+			return
+		}
 		p.fail(s, step, ergonv1alpha1.ReasonRunRefused, fmt.Sprintf("the API server refused the child Run %s: %s", s.ChildRun, child.Refused))
 		return
 	}

@@ -33,8 +33,10 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/identity"
 )
 
+// +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-scene,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=scenes,verbs=create;update,versions=v1alpha1,name=mscene.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-scene,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=scenes,verbs=create;update,versions=v1alpha1,name=vscene.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
 
 // SceneValidator refuses Scenes that cannot run: what the CRD's schema cannot see from one
@@ -57,8 +59,28 @@ func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	secrets := newSecretAccess(mgr, m)
-	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).WithDefaulter(&sceneEditor{manager: m}).
 		WithValidator(&SceneValidator{Reader: mgr.GetAPIReader(), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}).Complete()
+}
+
+// sceneEditor stamps a Scene with whoever last changed its spec (AnnotationEditor): every
+// effect of a Run of it, or of a Run that calls it, is authorized against that person too.
+type sceneEditor struct{ manager manager }
+
+// Default stamps the editor on create and on a change of the spec, and keeps it otherwise.
+func (e *sceneEditor) Default(ctx context.Context, scene *ergonv1alpha1.Scene) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return err
+	}
+	old, err := oldObject[ergonv1alpha1.Scene](req)
+	if err != nil {
+		return err
+	}
+	changed := old != nil && !equality.Semantic.DeepEqual(old.Spec, scene.Spec)
+	stampOnChange(req, e.manager, scene, objectOrNil(old), ergonv1alpha1.AnnotationEditor, changed,
+		identity.FromUserInfo(req.UserInfo))
+	return nil
 }
 
 // ValidateCreate checks a new Scene.
