@@ -56,8 +56,8 @@ type refusal struct {
 	message string
 	// notAuthorized: Ergon refused the effect itself (run_authority.go).
 	notAuthorized bool
-	since   time.Time
-	pod     *corev1.Pod
+	since         time.Time
+	pod           *corev1.Pod
 }
 
 // quotaRetry is how often a pod that a full ResourceQuota refused is tried again.

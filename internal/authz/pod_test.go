@@ -28,7 +28,9 @@ func TestPodQuestions(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "s-env"}, Key: "k"}}}
 	cmEnv := corev1.EnvVar{Name: "C", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cm-env"}, Key: "k"}}}
-	vol := func(name string, src corev1.VolumeSource) corev1.Volume { return corev1.Volume{Name: name, VolumeSource: src} }
+	vol := func(name string, src corev1.VolumeSource) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: src}
+	}
 	cases := []struct {
 		name    string
 		pod     corev1.PodSpec
