@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,22 +84,42 @@ func (r *RunReconciler) authorize(ctx context.Context, run *ergonv1alpha1.Run, q
 // claim it makes the kubelet read, and, for a pod bound to a Workspace, the verb use on it
 // (which vouches for the Workspace's own claim).
 func (r *RunReconciler) authorizePod(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod, ws *ergonv1alpha1.Workspace) error {
-	var vouched []string
 	var questions []authz.Attributes
 	if ws != nil {
 		questions = append(questions, authz.Attributes{Verb: verbUse, Group: ergonv1alpha1.GroupVersion.Group,
 			Resource: "workspaces", Namespace: run.Namespace, Name: ws.Name})
-		for _, v := range pod.Spec.Volumes {
-			if v.Name == workspaceVolume && v.PersistentVolumeClaim != nil {
-				vouched = append(vouched, v.PersistentVolumeClaim.ClaimName)
-			}
-		}
 	}
-	refs, err := authz.PodQuestions(pod, vouched...)
+	refs, err := authz.PodQuestions(pod, ownVolumes(pod))
 	if err != nil {
 		return &notAuthorized{err: err}
 	}
 	return r.authorize(ctx, run, append(questions, refs...))
+}
+
+// ownVolumes vouches for what the manager itself mounts in a pod, in volumes it names
+// ergon-* (a step's spec has no volumes of its own): the Run's own state in ConfigMaps
+// (inputs, checkpoints, tool results, its memory store, which the identity rule selects) and a
+// bound Workspace's claim, which the verb use on the Workspace authorizes.
+func ownVolumes(pod *corev1.Pod) func(resource, name string) bool {
+	own := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if !strings.HasPrefix(v.Name, "ergon-") && v.Name != workspaceVolume {
+			continue
+		}
+		switch {
+		case v.ConfigMap != nil:
+			own["configmaps/"+v.ConfigMap.Name] = true
+		case v.PersistentVolumeClaim != nil:
+			own["persistentvolumeclaims/"+v.PersistentVolumeClaim.ClaimName] = true
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil {
+					own["configmaps/"+src.ConfigMap.Name] = true
+				}
+			}
+		}
+	}
+	return func(resource, name string) bool { return own[resource+"/"+name] }
 }
 
 // authorizeChild authorizes a child Run about to be created: the person behind the parent must

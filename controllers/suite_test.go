@@ -69,7 +69,7 @@ var _ = BeforeSuite(func() {
 	cfg = testEnv.Config
 	raw, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	k8sClient = stampingClient(raw)
+	k8sClient = testenv.StampingClient(raw, suiteUser)
 	testKubelet.Client = k8sClient
 	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 })

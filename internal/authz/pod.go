@@ -45,14 +45,15 @@ func (u *UnknownVolume) Error() string {
 // PodQuestions lists what a pod makes the kubelet read for it, the way Kubernetes lists a pod's
 // Secret and ConfigMap names: every container's env and envFrom (init and ephemeral containers
 // too), every volume (projected sources included), image pull Secrets, and claims. Each becomes
-// a "get" of that object in the pod's namespace. Claims the caller vouches for (a bound
-// Workspace's own volume, authorized as "use" of the Workspace) are left out.
-func PodQuestions(pod *corev1.Pod, vouched ...string) ([]Attributes, error) {
+// a "get" of that object in the pod's namespace. Objects the caller vouches for (a bound
+// Workspace's own claim, authorized as "use" of the Workspace; the Run's own state that the
+// manager keeps in ConfigMaps) are left out: vouched(resource, name) says which.
+func PodQuestions(pod *corev1.Pod, vouched func(resource, name string) bool) ([]Attributes, error) {
 	ns := pod.Namespace
 	var out []Attributes
 	seen := map[Attributes]bool{}
 	add := func(resource, name string) {
-		if name == "" {
+		if name == "" || (vouched != nil && vouched(resource, name)) {
 			return
 		}
 		a := Attributes{Verb: "get", Resource: resource, Namespace: ns, Name: name}
@@ -101,9 +102,7 @@ func PodQuestions(pod *corev1.Pod, vouched ...string) ([]Attributes, error) {
 		case v.ConfigMap != nil:
 			add("configmaps", v.ConfigMap.Name)
 		case v.PersistentVolumeClaim != nil:
-			if !slices.Contains(vouched, v.PersistentVolumeClaim.ClaimName) {
-				add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
-			}
+			add("persistentvolumeclaims", v.PersistentVolumeClaim.ClaimName)
 		case v.Projected != nil:
 			for _, src := range v.Projected.Sources {
 				switch {

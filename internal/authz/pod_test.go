@@ -18,6 +18,7 @@ package authz
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +91,9 @@ func TestPodQuestions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: c.pod}
 			pod.Namespace = "team"
-			got, err := PodQuestions(pod, c.vouched...)
+			got, err := PodQuestions(pod, func(resource, name string) bool {
+				return resource == "persistentvolumeclaims" && slices.Contains(c.vouched, name)
+			})
 			if c.unknown != "" {
 				var u *UnknownVolume
 				if !errors.As(err, &u) || u.Type != c.unknown {

@@ -48,21 +48,20 @@ func actingAs(req admission.Request, namespace, runAs string) ergonv1alpha1.User
 
 // stampOnChange stamps the identity under key when the object is new, when its spec changed,
 // or when it carries none yet; otherwise the identity it had stays, whatever the client sent.
-// The manager's own changes never stamp the manager.
+// The manager's own changes never stamp the manager: it keeps what it sent, or what was there.
 func stampOnChange(req admission.Request, m manager, obj metav1.Object, old metav1.Object, key string, changed bool,
 	id ergonv1alpha1.UserIdentity) {
 	if m.is(req) {
-		annotations := obj.GetAnnotations()
-		delete(annotations, key)
 		if old != nil {
 			if was, ok := old.GetAnnotations()[key]; ok {
+				annotations := obj.GetAnnotations()
 				if annotations == nil {
 					annotations = map[string]string{}
 				}
 				annotations[key] = was
+				obj.SetAnnotations(annotations)
 			}
 		}
-		obj.SetAnnotations(annotations)
 		return
 	}
 	if old != nil && !changed {
