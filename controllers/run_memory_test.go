@@ -29,8 +29,8 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/identity"
+	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 

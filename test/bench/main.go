@@ -61,9 +61,9 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/authz"
-	"github.com/ergon-dev/ergon/internal/testenv"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
