@@ -24,11 +24,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/identity"
 )
+
+// updateAs changes obj as c, reading it again when a controller wrote it meanwhile.
+func updateAs(c client.Client, obj client.Object, change func()) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(ctx, obj)
+	})).To(Succeed())
+}
 
 // One authority: the identity stamped once, and every effect authorized at the effect.
 var _ = Describe("Attack 31: Ergon acts for someone other than the person behind the work", func() {
@@ -75,22 +88,21 @@ var _ = Describe("Attack 31: Ergon acts for someone other than the person behind
 		Expect(identityOf(t, ergonv1alpha1.AnnotationIdentity).Username).To(Equal("alice"))
 
 		// A change of metadata only keeps the identity, even one that tries to set it.
-		t.Labels = map[string]string{"team": "a"}
-		t.Annotations[ergonv1alpha1.AnnotationIdentity] = identity.Encode(ergonv1alpha1.UserIdentity{Username: "mallory"})
-		Expect(mallory.Update(ctx, t)).To(Succeed())
+		updateAs(mallory, t, func() {
+			t.Labels = map[string]string{"team": "a"}
+			t.Annotations[ergonv1alpha1.AnnotationIdentity] = identity.Encode(ergonv1alpha1.UserIdentity{Username: "mallory"})
+		})
 		Expect(identityOf(t, ergonv1alpha1.AnnotationIdentity).Username).To(Equal("alice"))
 
 		// Mallory's change of the spec makes the Trigger act as Mallory, not Alice.
-		t.Spec.Schedule.Cron = "*/5 * * * *"
-		Expect(mallory.Update(ctx, t)).To(Succeed())
+		updateAs(mallory, t, func() { t.Spec.Schedule.Cron = "*/5 * * * *" })
 		Expect(identityOf(t, ergonv1alpha1.AnnotationIdentity).Username).To(Equal("mallory"))
 		Expect(t.Annotations[ergonv1alpha1.AnnotationCreator]).To(Equal("alice"), "the creator is history, kept")
 
 		scene := &ergonv1alpha1.Scene{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "s"}, scene)).To(Succeed())
 		Expect(identityOf(scene, ergonv1alpha1.AnnotationEditor).Username).To(Equal("alice"))
-		scene.Spec.Steps[0].Container.Command = []string{"sh", "-c", "echo changed"}
-		Expect(mallory.Update(ctx, scene)).To(Succeed())
+		updateAs(mallory, scene, func() { scene.Spec.Steps[0].Container.Command = []string{"sh", "-c", "echo changed"} })
 		Expect(identityOf(scene, ergonv1alpha1.AnnotationEditor).Username).To(Equal("mallory"))
 	})
 

@@ -131,7 +131,9 @@ var _ = Describe("Attacks on who is behind a Run", func() {
 				"metadata.annotations[ergon.dev/", "never")
 		}
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-		Expect(run.Annotations).To(Equal(map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory"}))
+		Expect(run.Annotations).To(HaveLen(2))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationCreatedBy, "mallory"))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationIdentity, ContainSubstring(`"username":"mallory"`)))
 		Expect(mallory.Patch(ctx, run.DeepCopy(), client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"team":"payments"}}}`)))).To(Succeed(), "other annotations are the tenant's")
 	})

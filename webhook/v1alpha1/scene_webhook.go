@@ -17,17 +17,22 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -59,28 +64,71 @@ func SetupSceneWebhookWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	secrets := newSecretAccess(mgr, m)
-	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).WithDefaulter(&sceneEditor{manager: m}).
+	mgr.GetWebhookServer().Register(sceneEditorPath, &webhook.Admission{Handler: &sceneEditor{manager: m}})
+	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Scene{}).
 		WithValidator(&SceneValidator{Reader: mgr.GetAPIReader(), secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}).Complete()
 }
 
+// sceneEditorPath is where the API server asks sceneEditor.
+const sceneEditorPath = "/mutate-ergon-dev-v1alpha1-scene"
+
 // sceneEditor stamps a Scene with whoever last changed its spec (AnnotationEditor): every
 // effect of a Run of it, or of a Run that calls it, is authorized against that person too.
+// It reads only metadata and the spec as JSON, never the typed Scene: a mutating webhook runs
+// before the CRD's schema, whose messages about a malformed spec must stay the API server's.
 type sceneEditor struct{ manager manager }
 
-// Default stamps the editor on create and on a change of the spec, and keeps it otherwise.
-func (e *sceneEditor) Default(ctx context.Context, scene *ergonv1alpha1.Scene) error {
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil {
-		return err
+// Handle stamps the editor on create and on a change of the spec, and keeps it otherwise.
+func (e *sceneEditor) Handle(_ context.Context, req admission.Request) admission.Response {
+	var obj, old struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Spec     json.RawMessage   `json:"spec"`
 	}
-	old, err := oldObject[ergonv1alpha1.Scene](req)
-	if err != nil {
-		return err
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Allowed("") // not a Scene the schema will take; it refuses it
 	}
-	changed := old != nil && !equality.Semantic.DeepEqual(old.Spec, scene.Spec)
-	stampOnChange(req, e.manager, scene, objectOrNil(old), ergonv1alpha1.AnnotationEditor, changed,
-		identity.FromUserInfo(req.UserInfo))
-	return nil
+	var before metav1.Object
+	changed := false
+	if len(req.OldObject.Raw) > 0 {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		before = &old.Metadata
+		changed = !sameJSON(old.Spec, obj.Spec)
+	}
+	meta := obj.Metadata.DeepCopy()
+	stampOnChange(req, e.manager, meta, before, ergonv1alpha1.AnnotationEditor, changed, identity.FromUserInfo(req.UserInfo))
+	if equality.Semantic.DeepEqual(meta.Annotations, obj.Metadata.Annotations) {
+		return admission.Allowed("")
+	}
+	var whole map[string]any
+	if err := json.Unmarshal(req.Object.Raw, &whole); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	metadata, _ := whole["metadata"].(map[string]any)
+	if metadata == nil {
+		metadata = map[string]any{}
+		whole["metadata"] = metadata
+	}
+	annotations := map[string]any{}
+	for k, v := range meta.Annotations {
+		annotations[k] = v
+	}
+	metadata["annotations"] = annotations
+	patched, err := json.Marshal(whole)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, patched)
+}
+
+// sameJSON reports whether two JSON documents hold the same value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return equality.Semantic.DeepEqual(x, y)
 }
 
 // ValidateCreate checks a new Scene.
