@@ -132,6 +132,25 @@ func (r *RunReconciler) authorizeChild(ctx context.Context, run *ergonv1alpha1.R
 	})
 }
 
+// authorizeStart asks whether the person the Run acts for may still run its Scene: create Runs
+// and get the Scene, as their own request would have needed. A Trigger acts as whoever last
+// changed it, who may have lost access since; a Run of theirs starts nothing then.
+func (r *RunReconciler) authorizeStart(ctx context.Context, run *ergonv1alpha1.Run) error {
+	who, err := actors(run)
+	if err != nil {
+		return &notAuthorized{err: err}
+	}
+	group := ergonv1alpha1.GroupVersion.Group
+	err = r.authorizer().Check(ctx, who[:1], []authz.Attributes{
+		{Verb: "create", Group: group, Resource: "runs", Namespace: run.Namespace},
+		{Verb: "get", Group: group, Resource: "scenes", Namespace: run.Namespace, Name: run.Spec.SceneRef.Name},
+	})
+	if denied, ok := errors.AsType[*authz.Denied](err); ok {
+		return &notAuthorized{err: denied}
+	}
+	return err
+}
+
 // verbUse is the verb that lets a person run steps in a Workspace.
 const verbUse = "use"
 

@@ -109,6 +109,7 @@ var _ = Describe("One authority at the effect", func() {
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "reads", secretStep("read", "team-token"))
 		grant(ctx, ns, "alice", "", []string{"secrets"}, []string{"team-token"}, []string{"get"})
+		grant(ctx, ns, "alice", ergonv1alpha1.GroupVersion.Group, []string{"runs", "scenes"}, nil, []string{"get", "create"})
 		runAs(ctx, ns, "allowed", "reads", alice)
 		Expect(finished(ctx, ns, "allowed").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 	})
@@ -121,6 +122,7 @@ var _ = Describe("One authority at the effect", func() {
 		identity.Stamp(scene, ergonv1alpha1.AnnotationEditor, ergonv1alpha1.UserIdentity{Username: "mallory"})
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		grant(ctx, ns, "alice", "", []string{"secrets"}, []string{"alices-token"}, []string{"get"})
+		grant(ctx, ns, "alice", ergonv1alpha1.GroupVersion.Group, []string{"runs", "scenes"}, nil, []string{"get", "create"})
 		runAs(ctx, ns, "by-alice", "borrowed", alice)
 
 		done := finished(ctx, ns, "by-alice")
@@ -130,18 +132,30 @@ var _ = Describe("One authority at the effect", func() {
 		Expect(read.Message).To(And(ContainSubstring("mallory"), ContainSubstring("alices-token")))
 	})
 
-	It("creates no child Run for a person who may not create Runs of the called Scene", func(ctx SpecContext) {
+	It("starts nothing for a person who may no longer run the Scene, as a Trigger's last editor who left", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "plain", container("one", "hello"))
+		runAs(ctx, ns, "by-alice", "plain", alice) // alice has no role here
+		done := finished(ctx, ns, "by-alice")
+		Expect(done.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		Expect(done.Status.Conditions).To(ContainElement(And(HaveField("Reason", ergonv1alpha1.ReasonNotAuthorized),
+			HaveField("Message", ContainSubstring("alice (the Run's identity) may not create runs.ergon.dev")))))
+		Expect(podsOf(ctx, ns)).To(BeEmpty())
+	})
+
+	It("creates no child Run for a person who may not run the called Scene", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "inner", container("one", "hello"))
 		createScene(ctx, ns, "outer", ergonv1alpha1.Step{Name: "call", Scene: &ergonv1alpha1.SceneCall{Name: "inner"}})
-		// alice may read Scenes but not create Runs.
-		grant(ctx, ns, "alice", ergonv1alpha1.GroupVersion.Group, []string{"scenes"}, nil, []string{"get"})
+		// alice may run outer, but not read inner.
+		grant(ctx, ns, "alice", ergonv1alpha1.GroupVersion.Group, []string{"runs"}, nil, []string{"create"})
+		grant(ctx, ns, "alice", ergonv1alpha1.GroupVersion.Group, []string{"scenes"}, []string{"outer"}, []string{"get"})
 		runAs(ctx, ns, "by-alice", "outer", alice)
 
 		done := finished(ctx, ns, "by-alice")
 		call := stepStatus(done, "call")
 		Expect(call.Reason).To(Equal(ergonv1alpha1.ReasonNotAuthorized))
-		Expect(call.Message).To(ContainSubstring("create runs.ergon.dev"))
+		Expect(call.Message).To(ContainSubstring("get scenes.ergon.dev inner"))
 		runs := &ergonv1alpha1.RunList{}
 		Expect(k8sClient.List(ctx, runs, client.InNamespace(ns))).To(Succeed())
 		Expect(runs.Items).To(HaveLen(1), "a child Run was created")

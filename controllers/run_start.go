@@ -68,6 +68,11 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		if _, err := actors(run); err != nil {
 			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNoIdentity, err.Error())
 		}
+		if err := r.authorizeStart(ctx, run); isNotAuthorized(err) {
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNotAuthorized, "Ergon did not start the Run: "+err.Error())
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	switch plan.Action {
 	case planner.StartRetry:
