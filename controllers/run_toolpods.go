@@ -147,7 +147,7 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 // and the JSON Schema of its arguments (none: any object).
 func containerCallTool(t ergonv1alpha1.AgentTool) agentspec.CallTool {
 	c := agentspec.CallTool{Name: t.ToolName(), Description: t.Description, Kind: agentspec.RequestContainer,
-		RequireApproval: t.RequireApproval}
+		RequireApproval: t.NeedsApproval()}
 	if c.Description == "" {
 		c.Description = fmt.Sprintf("Runs a one-shot container (image %s) with the arguments; the result is its output.",
 			t.Container.Image)

@@ -127,6 +127,7 @@ func (b *ContextBudget) CharsBudget() int64 {
 // tool (`http_fetch`), or an object that names exactly one kind of tool:
 //
 //	{name: shell, requireApproval: true}            a built-in tool, with options
+//	{name: shell, approval: {minApprovals: 2}}      ... whose calls two other people approve
 //	{scene: summarize, description: "..."}          another Scene, called as a tool
 //	{name: lint, container: {image: ..., ...}}      a one-shot container, called as a tool
 //	{mcp: {url: ..., allow: [search]}}              the tools of an MCP server
@@ -145,8 +146,13 @@ type AgentTool struct {
 
 	// requireApproval makes every call of the tool (of each tool of an MCP server) wait for a
 	// person to approve it through a Gate; a rejected call returns the rejection to the model
-	// as the tool's result.
+	// as the tool's result. The person behind the Run cannot approve their own agent's calls;
+	// approval says who can.
 	RequireApproval bool `json:"requireApproval,omitempty"`
+
+	// approval says who approves the tool's calls; setting it makes every call wait for
+	// approval, as requireApproval does.
+	Approval *ToolApproval `json:"approval,omitempty"`
 
 	// scene names a Scene of the same namespace to call as a tool: its params are the tool's
 	// arguments and its output is the tool's result.
@@ -157,6 +163,26 @@ type AgentTool struct {
 
 	// mcp offers the tools of a Model Context Protocol server.
 	MCP *MCPTool `json:"mcp,omitempty"`
+}
+
+// ToolApproval says who approves the calls of an agent's tool, as a gate step says who decides
+// its Gate, except that the person behind the Run may not approve unless allowSelfApproval
+// says so: an agent's calls are approved by someone other than the person it acts for.
+type ToolApproval struct {
+	// approvers may approve, besides anyone granted the verb approve on gates by RBAC.
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+
+	// minApprovals is how many different people must approve each call, from 1 (the
+	// default) to 10; any rejection decides.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	MinApprovals *int32 `json:"minApprovals,omitempty"`
+
+	// allowSelfApproval lets the person behind the Run approve their own agent's calls.
+	// +optional
+	AllowSelfApproval bool `json:"allowSelfApproval,omitempty"`
 }
 
 // ContainerTool is a one-shot container an agent calls as a tool.
@@ -209,6 +235,11 @@ func (t AgentTool) IsBuiltin() bool {
 	return t.Scene == "" && t.Container == nil && t.MCP == nil
 }
 
+// NeedsApproval says whether every call of the tool waits for people to approve it.
+func (t AgentTool) NeedsApproval() bool {
+	return t.RequireApproval || t.Approval != nil
+}
+
 // ToolName is the name the model calls the tool by: its name, or a Scene tool's Scene.
 func (t AgentTool) ToolName() string {
 	if t.Name == "" && t.Scene != "" {
@@ -237,7 +268,7 @@ func (t *AgentTool) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes a built-in tool without options as its name, so what a user wrote in
 // the short form reads back the same.
 func (t AgentTool) MarshalJSON() ([]byte, error) {
-	if t.IsBuiltin() && t.Description == "" && !t.RequireApproval {
+	if t.IsBuiltin() && t.Description == "" && !t.NeedsApproval() {
 		return json.Marshal(t.Name)
 	}
 	return json.Marshal(agentToolFields(t))

@@ -110,9 +110,10 @@ type GateRequest struct {
 	Name    string
 	Step    *compile.Step
 	Message string
-	// ToolCall is the id of the agent's tool call the Gate asks approval of; empty for a
-	// gate step's Gate.
+	// ToolCall is the id of the agent's tool call the Gate asks approval of, and Tool the
+	// agent's tool it calls (whose approval says who approves); empty for a gate step's Gate.
 	ToolCall string
+	Tool     *ergonv1alpha1.AgentTool
 }
 
 // Event is a transition worth an Event on the Run.

@@ -156,11 +156,12 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 	if msg, conflict := p.f.Conflicts[name]; conflict {
 		return failed("%s", msg)
 	}
-	if call.NeedsApproval() {
+	// The Scene says which tools need approval, whatever the pod's request says.
+	if call.NeedsApproval() || tool.NeedsApproval() {
 		gate, ok := p.f.Gates[name]
 		if !ok {
 			p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: approvalMessage(p.f.Run.Name, step.Name, call),
-				ToolCall: call.ID})
+				ToolCall: call.ID, Tool: tool})
 		}
 		if !ok || !gate.Decided {
 			return res, fmt.Sprintf("approval of a call of %s (Gate %s)", call.Tool, name)

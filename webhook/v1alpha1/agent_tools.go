@@ -60,6 +60,7 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 		if len(t.Description) > maxToolDescription {
 			errs = append(errs, field.TooLong(p.Child("description"), t.Description, maxToolDescription))
 		}
+		errs = append(errs, validateToolApproval(p.Child("approval"), t.Approval)...)
 		name := t.ToolName()
 		switch {
 		case t.IsBuiltin():
@@ -84,6 +85,50 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 		}
 		seen[name] = true
 	}
+	return errs
+}
+
+// Bounds of a tool's approval, as a gate step's (the Gate kind's own limits).
+const (
+	maxMinApprovals  = 10
+	maxApproverNames = 100
+	maxApproverName  = 512
+)
+
+// validateToolApproval checks who approves a tool's calls. The CRD checks the same of tools
+// written as objects; this check is for everything that reads Scenes without the API server
+// (kubectl ergon lint), and names what the CRD allows but is no name (an empty group).
+func validateToolApproval(p *field.Path, a *ergonv1alpha1.ToolApproval) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if n := a.MinApprovals; n != nil && (*n < 1 || *n > maxMinApprovals) {
+		errs = append(errs, field.Invalid(p.Child("minApprovals"), *n,
+			fmt.Sprintf("how many different people approve each call: from 1 to %d", maxMinApprovals)))
+	}
+	if a.Approvers == nil {
+		return errs
+	}
+	names := func(p *field.Path, kind string, list []string) {
+		if len(list) > maxApproverNames {
+			errs = append(errs, field.TooMany(p, len(list), maxApproverNames))
+		}
+		seen := map[string]bool{}
+		for i, name := range list {
+			switch {
+			case name == "":
+				errs = append(errs, field.Invalid(p.Index(i), name, "name a Kubernetes "+kind))
+			case len(name) > maxApproverName:
+				errs = append(errs, field.TooLong(p.Index(i), name, maxApproverName))
+			case seen[name]:
+				errs = append(errs, field.Duplicate(p.Index(i), name))
+			}
+			seen[name] = true
+		}
+	}
+	names(p.Child("approvers", "users"), "user", a.Approvers.Users)
+	names(p.Child("approvers", "groups"), "group", a.Approvers.Groups)
 	return errs
 }
 
