@@ -29,6 +29,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/authz"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/identity"
 )
 
@@ -187,13 +188,19 @@ func (e *editorsError) Error() string { return e.msg }
 // that runs it, when it starts.
 func (r *RunReconciler) closureEditors(ctx context.Context, run *ergonv1alpha1.Run,
 	scene *ergonv1alpha1.Scene) ([]ergonv1alpha1.UserIdentity, error) {
+	resolver := closure.Reader(ctx, r.Client, run.Namespace)
+	walked, err := closure.Walk(scene.Name, &scene.Spec, resolver)
+	if err != nil {
+		return nil, err
+	}
 	var editors []ergonv1alpha1.UserIdentity
-	seen := map[string]bool{}
-	queue := []*ergonv1alpha1.Scene{scene}
-	seen[scene.Name] = true
-	for len(queue) > 0 {
-		sc := queue[0]
-		queue = queue[1:]
+	for _, name := range walked.Scenes {
+		sc := scene
+		if name != scene.Name {
+			if sc = resolver.Scenes[name]; sc == nil {
+				continue // not there yet: the child Run that runs it records its editor
+			}
+		}
 		id, ok, err := identity.Of(sc, ergonv1alpha1.AnnotationEditor)
 		if err != nil || !ok {
 			return nil, &editorsError{fmt.Sprintf("Scene %s has no recorded editor (annotation %s), so Ergon cannot tell "+
@@ -201,21 +208,6 @@ func (r *RunReconciler) closureEditors(ctx context.Context, run *ergonv1alpha1.R
 				sc.Name, ergonv1alpha1.AnnotationEditor)}
 		}
 		editors = append(editors, id)
-		for _, name := range calledSceneNames(&sc.Spec) {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
-			callee := &ergonv1alpha1.Scene{}
-			err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: name}, callee)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			queue = append(queue, callee)
-		}
 	}
 	if parent := metav1.GetControllerOf(run); parent != nil && parent.Kind == "Run" &&
 		parent.APIVersion == ergonv1alpha1.GroupVersion.String() {
@@ -229,25 +221,4 @@ func (r *RunReconciler) closureEditors(ctx context.Context, run *ergonv1alpha1.R
 		}
 	}
 	return identity.Union(editors), nil
-}
-
-// calledSceneNames are the Scenes a spec calls directly: sub-scene steps and scene tools, in
-// spec.steps and spec.finally.
-func calledSceneNames(spec *ergonv1alpha1.SceneSpec) []string {
-	var names []string
-	for _, steps := range [][]ergonv1alpha1.Step{spec.Steps, spec.Finally} {
-		for _, s := range steps {
-			if s.Scene != nil {
-				names = append(names, string(s.Scene.Name))
-			}
-			if s.Agent != nil {
-				for _, t := range s.Agent.Tools {
-					if t.Scene != "" {
-						names = append(names, string(t.Scene))
-					}
-				}
-			}
-		}
-	}
-	return names
 }

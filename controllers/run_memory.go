@@ -58,7 +58,7 @@ func memoryStore(run *ergonv1alpha1.Run, m *ergonv1alpha1.SceneMemory) (string, 
 			return "", false
 		}
 	}
-	return naming.MemoryConfigMapName(m.Name, string(scope), key), true
+	return naming.MemoryConfigMapName(string(m.Name), string(scope), key), true
 }
 
 // mountMemory gives an agent pod its Scene's memory, if the Run has a store: the store's
@@ -75,7 +75,7 @@ func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, 
 		return
 	}
 	file := mountOptionalKey(pod, "ergon-memory", name, memoryKey, memoryFile, memoryDir)
-	spec.Memory = &agentspec.MemoryConfig{Name: m.Name, Scope: string(m.EffectiveScope()), File: file}
+	spec.Memory = &agentspec.MemoryConfig{Name: string(m.Name), Scope: string(m.EffectiveScope()), File: file}
 }
 
 // transcriptMemory reads the memory writes an agent transcript proposes.
@@ -146,10 +146,10 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 		switch {
 		case create:
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: m.Name}}}
+				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(m.Name)}}}
 		case err != nil:
 			return err
-		case cm.Labels[labelMemory] != m.Name || cm.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
+		case cm.Labels[labelMemory] != string(m.Name) || cm.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
 			return fmt.Errorf("ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", name, m.Name)
 		}
 		store, err := memory.Read([]byte(cm.Data[memoryKey]))

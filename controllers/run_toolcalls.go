@@ -59,7 +59,7 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 		switch {
 		case t.Scene != "":
 			calls = append(calls, agentspec.CallTool{Name: t.ToolName(), Description: sceneToolDescription(t),
-				Kind: agentspec.RequestScene, Scene: t.Scene, RequireApproval: t.NeedsApproval()})
+				Kind: agentspec.RequestScene, Scene: string(t.Scene), RequireApproval: t.NeedsApproval()})
 		case t.Container != nil:
 			calls = append(calls, containerCallTool(t))
 		case t.IsBuiltin() && t.NeedsApproval():
@@ -204,7 +204,7 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 	if i < 0 {
 		return nil // the planner answers it
 	}
-	sceneName := step.Spec.Agent.Tools[i].Scene
+	sceneName := string(step.Spec.Agent.Tools[i].Scene)
 	scene := &ergonv1alpha1.Scene{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: sceneName}, scene)
 	if apierrors.IsNotFound(err) {

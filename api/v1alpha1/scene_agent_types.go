@@ -31,7 +31,7 @@ type ModelSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +required
-	BaseURL string `json:"baseURL"`
+	BaseURL URL `json:"baseURL"`
 
 	// model is the model name the API expects.
 	// +kubebuilder:validation:MinLength=1
@@ -156,7 +156,7 @@ type AgentTool struct {
 
 	// scene names a Scene of the same namespace to call as a tool: its params are the tool's
 	// arguments and its output is the tool's result.
-	Scene string `json:"scene,omitempty"`
+	Scene SceneName `json:"scene,omitempty"`
 
 	// container runs a one-shot container as a tool.
 	Container *ContainerTool `json:"container,omitempty"`
@@ -202,7 +202,7 @@ type ContainerTool struct {
 // MCPTool is a Model Context Protocol server whose tools an agent may call.
 type MCPTool struct {
 	// url is the server's streamable HTTP endpoint.
-	URL string `json:"url"`
+	URL URL `json:"url"`
 
 	// allow lists the server's tools the agent may call; the others are not offered.
 	Allow []string `json:"allow"`
@@ -243,7 +243,7 @@ func (t AgentTool) NeedsApproval() bool {
 // ToolName is the name the model calls the tool by: its name, or a Scene tool's Scene.
 func (t AgentTool) ToolName() string {
 	if t.Name == "" && t.Scene != "" {
-		return t.Scene
+		return string(t.Scene)
 	}
 	return t.Name
 }
@@ -326,7 +326,7 @@ type AgentStep struct {
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
 	// +optional
-	AllowHosts []string `json:"allowHosts,omitempty"`
+	AllowHosts []Host `json:"allowHosts,omitempty"`
 }
 
 // OutputContract is the type an agent's answer must have. Invalid answers are sent back to

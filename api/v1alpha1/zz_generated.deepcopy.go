@@ -54,7 +54,7 @@ func (in *AgentStep) DeepCopyInto(out *AgentStep) {
 	}
 	if in.AllowHosts != nil {
 		in, out := &in.AllowHosts, &out.AllowHosts
-		*out = make([]string, len(*in))
+		*out = make([]Host, len(*in))
 		copy(*out, *in)
 	}
 }
@@ -1256,7 +1256,7 @@ func (in *SceneSpec) DeepCopyInto(out *SceneSpec) {
 	}
 	if in.AllowHosts != nil {
 		in, out := &in.AllowHosts, &out.AllowHosts
-		*out = make([]string, len(*in))
+		*out = make([]Host, len(*in))
 		copy(*out, *in)
 	}
 	if in.Workspace != nil {

@@ -438,13 +438,13 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		}
 		p.take()
 		s = p.record(step.Name)
-		s.ChildRun = naming.ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
+		s.ChildRun = naming.ChildRunName(p.f.Run.Name, string(step.Spec.Scene.Name), r.SceneParams)
 		s.Attempts = 1
 		s.Phase = ergonv1alpha1.StepRunning
 		p.start(s)
 		if _, exists := p.f.Children[s.ChildRun]; !exists {
 			p.plan.Children = append(p.plan.Children, ChildRequest{
-				Name: s.ChildRun, Step: step.Name, Scene: step.Spec.Scene.Name, Params: r.SceneParams,
+				Name: s.ChildRun, Step: step.Name, Scene: string(step.Spec.Scene.Name), Params: r.SceneParams,
 			})
 		}
 		return

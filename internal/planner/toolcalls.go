@@ -194,7 +194,7 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 		if err != nil {
 			return failed("%v", err)
 		}
-		p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: tool.Scene, Params: params})
+		p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: string(tool.Scene), Params: params})
 		return res, fmt.Sprintf("%s (child Run %s of Scene %s)", call.Tool, name, tool.Scene)
 	}
 	res.ChildRun = name

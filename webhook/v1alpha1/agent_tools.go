@@ -155,7 +155,7 @@ func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1
 // is ValidateSceneCalls's to say.
 func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(t.Scene) {
+	for _, msg := range validation.IsDNS1123Subdomain(string(t.Scene)) {
 		errs = append(errs, field.Invalid(p.Child("scene"), t.Scene, msg))
 	}
 	if slices.Contains(ergonv1alpha1.BuiltinTools, t.ToolName()) {
@@ -164,29 +164,13 @@ func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList
 	return errs
 }
 
-// sceneTools are the Scenes a Scene's agent steps call as tools, with the path of each entry.
-func sceneTools(spec *ergonv1alpha1.SceneSpec) (paths []*field.Path, scenes []string) {
-	for i, s := range spec.Steps {
-		if s.Agent == nil {
-			continue
-		}
-		for j, t := range s.Agent.Tools {
-			if t.Scene != "" {
-				paths = append(paths, field.NewPath("spec", "steps").Index(i).Child("agent", "tools").Index(j).Child("scene"))
-				scenes = append(scenes, t.Scene)
-			}
-		}
-	}
-	return paths, scenes
-}
-
 // toolSummary names a tool entry in an error message.
 func toolSummary(t ergonv1alpha1.AgentTool) string {
 	switch {
 	case t.Name != "":
 		return t.Name
 	case t.Scene != "":
-		return "scene " + t.Scene
+		return "scene " + string(t.Scene)
 	}
 	return "tool"
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/expr"
 	"github.com/ergon-dev/ergon/internal/schedule"
 	"github.com/ergon-dev/ergon/internal/triggers"
@@ -147,9 +148,10 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 		errs = append(errs, runAs...)
 	}
 	var warnings admission.Warnings
-	var uses []SecretUse
+	var uses []closure.Ref
 	if t.Spec.Webhook != nil {
-		uses = append(uses, SecretUse{Path: field.NewPath("spec", "webhook", "secretRef"), Secret: t.Spec.Webhook.SecretRef.Name})
+		uses = append(uses, closure.Ref{Kind: closure.KindSecret, Name: t.Spec.Webhook.SecretRef.Name,
+			Path: field.NewPath("spec", "webhook", "secretRef")})
 	}
 	sceneRef := field.NewPath("spec", "sceneRef", "name")
 	scene := &ergonv1alpha1.Scene{}
