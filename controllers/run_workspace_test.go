@@ -34,6 +34,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 // workspaceFor creates a Workspace of user in ns.
@@ -108,7 +109,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("edit-1", "edit", 1)}, pod)).To(Succeed())
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 
-		claim := naming.WorkspaceName("alice@example.org")
+		claim := workspace.ObjectName(ws)
 		c := pod.Spec.Containers[0]
 		Expect(c.Image).To(Equal("dev-image:test"))
 		Expect(c.Command).To(Equal([]string{entrypointPath}))
@@ -118,6 +119,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Expect(pod.Spec.InitContainers[0].Image).To(Equal("ergon/manager:test"))
 		Expect(pod.Spec.InitContainers[0].Command).To(Equal([]string{EntrypointInImage, "copy", entrypointPath, AgentInImage + "=" + agentPath}))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, ws.Name))
+		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspaceUID, string(ws.UID)))
 		Expect(*pod.Spec.AutomountServiceAccountToken).To(BeFalse())
 		Expect(pod.Spec.RuntimeClassName).To(Equal(&sandbox.Name))
 		psc := pod.Spec.SecurityContext
@@ -140,7 +142,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		lease := &coordinationv1.Lease{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: claim}, lease)).To(Succeed())
 		Expect(*lease.Spec.HolderIdentity).To(Equal(pod.Name))
-		Expect(lease.OwnerReferences).To(ContainElement(HaveField("UID", ws.UID)))
+		Expect(metav1.GetControllerOf(lease)).To(HaveField("UID", ws.UID))
 
 		By("letting a reading step start beside it, on the volume read-only, and keeping the container step waiting")
 		look := &corev1.Pod{}

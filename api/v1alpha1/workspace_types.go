@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // WorkspaceSpec describes a sandboxed, long-lived environment of one user.
@@ -162,6 +163,14 @@ type WorkspaceStatus struct {
 	// claimName of the workspace volume.
 	// +optional
 	ClaimName string `json:"claimName,omitempty"`
+
+	// claimUID is the UID of the claim the Workspace made (or, made by an earlier version of
+	// Ergon, took over once). Only that claim is the Workspace's: one of the same name with
+	// another UID is never mounted, changed or deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClaimUID types.UID `json:"claimUID,omitempty"`
 
 	// lastActivityTime is when the Workspace was last used.
 	// +optional

@@ -37,6 +37,9 @@ type WorkspaceFacts struct {
 	Holder, HolderRun string
 	// HolderIsThisRun is true when the holder is an attempt of this Run.
 	HolderIsThisRun bool
+	// LeaseConflict says why the Lease under the Workspace's name cannot be used (someone
+	// else made it); "" when it can.
+	LeaseConflict string
 }
 
 // LeaseRequest asks the controller to take a Workspace's write lease for an attempt, or to
@@ -75,6 +78,11 @@ func (w *WorkspaceFacts) unusable() (reason, message string) {
 		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s is being deleted", w.Name)
 	case o.Status.Phase == ergonv1alpha1.WorkspaceFailed:
 		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has failed; the step starts when it is repaired", w.Name)
+	case o.Status.ClaimName == "" || o.Status.ClaimUID == "":
+		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has no volume of its own yet; "+
+			"the step starts when it has", w.Name)
+	case w.LeaseConflict != "":
+		return ergonv1alpha1.ReasonWorkspaceNotReady, w.LeaseConflict
 	}
 	return "", ""
 }

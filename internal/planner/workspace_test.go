@@ -54,9 +54,10 @@ func (w *world) planBound(ws *WorkspaceFacts) *Plan {
 	return p
 }
 
+// usable is a Workspace steps can use: Idle, with a claim of its own.
 func usable() *ergonv1alpha1.Workspace {
-	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "ws", Namespace: "ns"},
-		Status: ergonv1alpha1.WorkspaceStatus{Phase: ergonv1alpha1.WorkspaceIdle}}
+	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "ws", Namespace: "ns", UID: "ws-uid"},
+		Status: ergonv1alpha1.WorkspaceStatus{Phase: ergonv1alpha1.WorkspaceIdle, ClaimName: "claim", ClaimUID: "claim-uid"}}
 }
 
 func stepOf(t *testing.T, status ergonv1alpha1.RunStatus, name string) ergonv1alpha1.StepStatus {
@@ -236,4 +237,18 @@ func succeededCondition(p *Plan) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+func TestAWorkspaceWithoutAClaimOfItsOwnHoldsStepsBack(t *testing.T) {
+	w := newWorld(t, boundScene(agentStep("read", ergonv1alpha1.ToolReadFile)), succeed)
+	ws := usable()
+	ws.Status.ClaimUID = ""
+	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: ws})
+	if s := stepOf(t, p.Status, "read"); s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ergonv1alpha1.ReasonWorkspaceNotReady || len(p.Pods) != 0 {
+		t.Errorf("step %s %s, pods %v: a step must not mount a claim the Workspace has not made its own", s.Phase, s.Reason, p.Pods)
+	}
+	p = w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), LeaseConflict: "Lease x is not Workspace ws's"})
+	if s := stepOf(t, p.Status, "read"); s.Reason != ergonv1alpha1.ReasonWorkspaceNotReady || s.Message != "Lease x is not Workspace ws's" {
+		t.Errorf("step %s %s %q: want it held back by a Lease someone else made", s.Phase, s.Reason, s.Message)
+	}
 }
