@@ -50,6 +50,29 @@ const (
 	annotationLease = ergonv1alpha1.AnnotationPrefix + "lease"
 )
 
+// pinWorkspace records in the Run's status the Workspace its Scene binds, as it is when the
+// Run starts, read from the API server: its UID is pinned, and no step of the Run binds to
+// another Workspace of the name (planner.WorkspaceFacts). A Workspace that does not exist
+// yet, or is being deleted, is pinned by the planner when the Run first sees one.
+func (r *RunReconciler) pinWorkspace(ctx context.Context, run *ergonv1alpha1.Run, spec *ergonv1alpha1.SceneSpec) error {
+	run.Status.Workspace = nil
+	if spec.Workspace == nil {
+		return nil
+	}
+	pin := &ergonv1alpha1.PinnedWorkspace{Name: spec.Workspace.Name}
+	ws := &ergonv1alpha1.Workspace{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: pin.Name}, ws)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case ws.DeletionTimestamp.IsZero():
+		pin.UID = ws.UID
+	}
+	run.Status.Workspace = pin
+	return nil
+}
+
 // gatherWorkspace reads the Workspace a Run's Scene is bound to and who holds its write lease.
 func (r *RunReconciler) gatherWorkspace(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
 	ref := scene.Spec.Workspace

@@ -141,6 +141,9 @@ const (
 	// ReasonWorkspaceNotReady: the Workspace is being deleted, has failed, or has no volume
 	// of its own yet.
 	ReasonWorkspaceNotReady = "WorkspaceNotReady"
+	// ReasonWorkspaceReplaced: the Workspace the Run started with (its UID, status.workspace)
+	// was deleted, or deleted and created again; the Run binds no step to another one.
+	ReasonWorkspaceReplaced = "WorkspaceReplaced"
 	// ReasonOutcomeNotMet: the step's after entry names an outcome its step did not have.
 	ReasonOutcomeNotMet = "OutcomeNotMet"
 	// ReasonFinallyTimedOut: a finally step still ran at spec.finallyTimeout.
