@@ -131,7 +131,7 @@ func gone(ctx context.Context, obj client.Object) func() bool {
 }
 
 var _ = Describe("Workspace controller", func() {
-	It("makes a claim, a hardened pod and a NetworkPolicy named for the user's hash, and is Running once the pod is", func(ctx SpecContext) {
+	It("makes a claim, a hardened pod and a NetworkPolicy named for its UID, and is Running once the pod is", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		ws := newWorkspace(ns, "desk")
 		ws.Spec.Storage.StorageClassName = new("local-path")

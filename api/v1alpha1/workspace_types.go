@@ -25,10 +25,10 @@ import (
 )
 
 // WorkspaceSpec describes a sandboxed, long-lived environment of one user.
-// +kubebuilder:validation:XValidation:rule="self.user == oldSelf.user",fieldPath=".user",reason="FieldValueForbidden",message="user is immutable: a user always maps to the same volume; create another Workspace for another user"
+// +kubebuilder:validation:XValidation:rule="self.user == oldSelf.user",fieldPath=".user",reason="FieldValueForbidden",message="user is immutable: the Workspace's files are its user's; create another Workspace for another user"
 type WorkspaceSpec struct {
-	// user owns the Workspace. Pod and volume names derive from a hash of it, so no personal
-	// data appears in names and a user always gets the same volume.
+	// user owns the Workspace: its files are theirs, and only they (or someone granted the verb
+	// use on it) run steps in it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required

@@ -69,7 +69,7 @@ func (v *WorkspaceValidator) ValidateUpdate(_ context.Context, old, w *ergonv1al
 	// is bypassed by a client that does not validate (or an older CRD).
 	if old.Spec.User != w.Spec.User {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "user"),
-			"user is immutable: a user always maps to the same volume; create another Workspace for another user"))
+			"user is immutable: the Workspace's files are its user's; create another Workspace for another user"))
 	}
 	return nil, invalid("Workspace", w.Name, errs)
 }
