@@ -114,11 +114,11 @@ var _ = Describe("Workspace ownership", func() {
 
 	It("leaves an object under its name that it does not control alone, and says which (NameConflict)", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
-		ws := newWorkspace(ns, "desk")
+		ws := newWorkspace(ns, "studio")
 		ws.Spec.IdleTimeout = &metav1.Duration{Duration: 2 * time.Second}
 		createWorkspace(ctx, ws)
-		first := workspacePod(ctx, ns, "desk", "")
-		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceIdle, ergonv1alpha1.ReasonIdle)
+		first := workspacePod(ctx, ns, "studio", "")
+		workspaceIn(ctx, ns, "studio", ergonv1alpha1.WorkspaceIdle, ergonv1alpha1.ReasonIdle)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &corev1.Pod{}))
 		}).Should(BeTrue())
@@ -129,17 +129,17 @@ var _ = Describe("Workspace ownership", func() {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "evil:1"}}}}
 		Eventually(func() error { return k8sClient.Create(ctx, squatter) }).Should(Succeed())
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			ws := getWorkspace(ctx, Default, ns, "desk")
+			ws := getWorkspace(ctx, Default, ns, "studio")
 			ws.Annotations = map[string]string{ergonv1alpha1.AnnotationWorkspaceTouch: time.Now().UTC().Format(time.RFC3339)}
 			return k8sClient.Update(ctx, ws)
 		})).To(Succeed())
-		failedWs := workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceFailed, ergonv1alpha1.ReasonNameConflict)
+		failedWs := workspaceIn(ctx, ns, "studio", ergonv1alpha1.WorkspaceFailed, ergonv1alpha1.ReasonNameConflict)
 		ready := meta.FindStatusCondition(failedWs.Status.Conditions, ergonv1alpha1.ConditionReady)
 		Expect(ready.Message).To(And(ContainSubstring("pod "+squatter.Name), ContainSubstring("create it again")))
 
 		By("deleted, it deletes nothing of the squatter's")
-		Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk"))).To(Succeed())
-		Eventually(gone(ctx, &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "desk"}})).Should(BeTrue())
+		Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "studio"))).To(Succeed())
+		Eventually(gone(ctx, &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "studio"}})).Should(BeTrue())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(squatter), squatter)).To(Succeed())
 		Expect(squatter.DeletionTimestamp).To(BeNil())
 	})
