@@ -129,9 +129,13 @@ const snapshotKey = "scene.json"
 
 // takeSnapshot records the Scene spec the Run executes: in its status, or in a ConfigMap it
 // owns when the spec is large. A ConfigMap left by an attempt whose status write was lost is
-// used as it is, so the snapshot never changes once taken.
+// used as it is, so the snapshot never changes once taken. With it goes the UID of the
+// Workspace the spec binds (pinWorkspace).
 func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) error {
 	run.Status.SceneGeneration = scene.Generation
+	if err := r.pinWorkspace(ctx, run, &scene.Spec); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(&scene.Spec)
 	if err != nil {
 		return err
