@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,8 +74,10 @@ var _ = Describe("Attack 31: Ergon acts for someone other than the person behind
 		Expect(got.Annotations[ergonv1alpha1.AnnotationCreatedBy]).To(Equal("mallory"))
 
 		// And nobody changes it afterwards.
-		got.Annotations[ergonv1alpha1.AnnotationIdentity] = identity.Encode(ergonv1alpha1.UserIdentity{Username: "alice"})
-		refusedNaming(mallory.Update(ctx, got), "metadata.annotations[ergon.dev/identity]")
+		// (A merge patch: the manager writes the Run meanwhile, and an update would only conflict.)
+		forged := `{"metadata":{"annotations":{"ergon.dev/identity":"{\"username\":\"alice\"}"}}}`
+		refusedNaming(mallory.Patch(ctx, got.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(forged))),
+			"metadata.annotations[ergon.dev/identity]")
 	})
 
 	It("makes a Trigger act as whoever last changed its spec, and a Scene record its last editor", func() {
