@@ -56,6 +56,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err != nil {
 		return err
 	}
+	memoryPin, err := r.memoryPin(ctx, run, scene, plan)
+	if err != nil {
+		return err
+	}
+	kept := map[string]*ergonv1alpha1.StepStatus{}
+	for i := range plan.Status.Steps {
+		kept[plan.Status.Steps[i].Name] = &plan.Status.Steps[i]
+	}
 	// A fan-out starts many pods at once; create them side by side.
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
@@ -65,6 +73,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
 			pod := stepPod(run, scene, req, bins)
 			labelUnit(pod, req.Unit)
+			pinAgentState(pod, kept[req.Step.Name], memoryPin)
 			if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
 				return err
 			}

@@ -102,6 +102,9 @@ type RunReconciler struct {
 	heldProgress sync.Map // namespace/name -> *heldProgress
 	// refused is what the API server refused to create for each running Run (run_refusals.go).
 	refused refusals
+	// checkpoints are the checkpoint digests of each running Run's steps that its stored
+	// status may not record yet (run_checkpoint.go).
+	checkpoints sync.Map // namespace/name -> *keptCheckpoints
 }
 
 type compiledScene struct {
@@ -127,6 +130,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.lastWrite.Delete(req.String())
 			r.heldProgress.Delete(req.String())
 			r.refused.forget(req.String())
+			r.checkpoints.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -138,6 +142,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.lastWrite.Delete(req.String())
 		r.heldProgress.Delete(req.String())
 		r.refused.forget(req.String())
+		r.checkpoints.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {

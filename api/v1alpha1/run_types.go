@@ -172,6 +172,11 @@ type RunStatus struct {
 	// +optional
 	SceneSnapshotRef *OutputRef `json:"sceneSnapshotRef,omitempty"`
 
+	// sceneSnapshotSHA256 is the SHA-256 (hex) of the snapshot sceneSnapshotRef locates; the
+	// Run executes the ConfigMap's snapshot only when it has this digest.
+	// +optional
+	SceneSnapshotSHA256 string `json:"sceneSnapshotSHA256,omitempty"`
+
 	// progress counts finished steps of all steps, for example 3/7.
 	// +optional
 	Progress string `json:"progress,omitempty"`
@@ -273,6 +278,17 @@ type StepStatus struct {
 	// loop records a looping step's iterations.
 	// +optional
 	Loop *LoopStatus `json:"loop,omitempty"`
+
+	// checkpointSHA256 is the SHA-256 (hex) of the agent checkpoint the step's checkpoint
+	// ConfigMap holds. The controller reads the tool calls it lists, and the next attempt
+	// resumes from it, only when the ConfigMap has this digest.
+	// +optional
+	CheckpointSHA256 string `json:"checkpointSHA256,omitempty"`
+
+	// toolResultsSHA256 is the SHA-256 (hex) of the tool results the step's results ConfigMap
+	// holds; the next attempt reads them only when the ConfigMap has this digest.
+	// +optional
+	ToolResultsSHA256 string `json:"toolResultsSHA256,omitempty"`
 }
 
 // AttemptStatus is the record of one attempt of a step.
