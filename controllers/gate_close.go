@@ -61,22 +61,30 @@ func closedMessage(gate *ergonv1alpha1.Gate, end ergonv1alpha1.RunPhase) string 
 		gate.Spec.RunRef.Name, end)
 }
 
-// runEnd is the phase the Gate's Run ended in, or "" while it runs. A Run that is gone, or
-// is another Run of the name (the Gate's owner was deleted), ends nothing here: the
-// garbage collector deletes the Gate with its owner.
-func (r *GateReconciler) runEnd(ctx context.Context, gate *ergonv1alpha1.Gate) (ergonv1alpha1.RunPhase, error) {
+// runOf is the Run that waits on the Gate, or nil. A Run that is gone, or is another Run of
+// the name (the Gate's owner was deleted), is none: the garbage collector deletes the Gate with
+// its owner.
+func (r *GateReconciler) runOf(ctx context.Context, gate *ergonv1alpha1.Gate) (*ergonv1alpha1.Run, error) {
 	run := &ergonv1alpha1.Run{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: gate.Namespace, Name: gate.Spec.RunRef.Name}, run)
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if !controlledBy(gate, run.UID) || !run.Status.Phase.Finished() {
-		return "", nil
+	if !controlledBy(gate, run.UID) {
+		return nil, nil
 	}
-	return run.Status.Phase, nil
+	return run, nil
+}
+
+// runEnd is the phase the Gate's Run ended in, or "" while it runs or when there is none.
+func runEnd(run *ergonv1alpha1.Run) ergonv1alpha1.RunPhase {
+	if run == nil || !run.Status.Phase.Finished() {
+		return ""
+	}
+	return run.Status.Phase
 }
 
 // announceClosed records the closing as an Event on the Gate and on its Run.

@@ -35,7 +35,7 @@ func TestAGateWhoseRunEndedIsClosed(t *testing.T) {
 		t.Run(string(end), func(t *testing.T) {
 			gate := &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 3},
 				Spec: ergonv1alpha1.GateSpec{RunRef: corev1.LocalObjectReference{Name: "deploy-7"}, Step: "review"}}
-			pending, _ := decideGate(gate, now)
+			pending, _ := decideGate(gate, "", now)
 			status := closeGate(gate, pending, end, now)
 			if status.Phase != ergonv1alpha1.GateClosed || status.DecidedBy != "" || status.Option != "" || status.DecidedAt != nil {
 				t.Fatalf("status = %+v", status)
@@ -51,7 +51,7 @@ func TestAGateWhoseRunEndedIsClosed(t *testing.T) {
 			// Closed for good: deciding again changes nothing.
 			gate.Status = status
 			gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "alice"}
-			again, outcome := decideGate(gate, now.Add(time.Minute))
+			again, outcome := decideGate(gate, "", now.Add(time.Minute))
 			if again.Phase != ergonv1alpha1.GateClosed || outcome != nil {
 				t.Fatalf("after a late decision: %s, %+v", again.Phase, outcome)
 			}

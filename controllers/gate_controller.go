@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 )
 
 // GateReconciler keeps a Gate's status: Pending until a decision, a quorum of approvals or
@@ -55,18 +56,19 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
-	status, outcome := decideGate(gate, now)
-	var end ergonv1alpha1.RunPhase
+	var run *ergonv1alpha1.Run
 	if gate.Status.Phase.Open() {
-		// A decision that comes as the Run ends decides nothing: the Run reads only a
-		// decided status, which it never saw.
 		var err error
-		if end, err = r.runEnd(ctx, gate); err != nil {
+		if run, err = r.runOf(ctx, gate); err != nil {
 			return ctrl.Result{}, err
 		}
-		if end != "" {
-			status, outcome = closeGate(gate, status, end, now), nil
-		}
+	}
+	status, outcome := decideGate(gate, gatepolicy.PersonOf(run), now)
+	// A decision that comes as the Run ends decides nothing: the Run reads only a decided
+	// status, which it never saw.
+	end := runEnd(run)
+	if end != "" {
+		status, outcome = closeGate(gate, status, end, now), nil
 	}
 	if !equality.Semantic.DeepEqual(&gate.Status, &status) {
 		base := gate.DeepCopy()
@@ -91,21 +93,21 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // announce records the decision as an Event on the Gate and on its Run.
-func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gateOutcome) {
+func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gatepolicy.Outcome) {
 	eventType := corev1.EventTypeNormal
-	if o.phase != ergonv1alpha1.GateApproved {
+	if o.Phase != ergonv1alpha1.GateApproved {
 		eventType = corev1.EventTypeWarning
 	}
 	note := "Gate %s %s by %s: option %q"
-	args := []any{gate.Name, o.phase, o.decidedBy, o.option}
-	if o.comment != "" {
+	args := []any{gate.Name, o.Phase, o.DecidedBy, o.Option}
+	if o.Comment != "" {
 		note += ", comment %q"
-		args = append(args, o.comment)
+		args = append(args, o.Comment)
 	}
-	r.Recorder.Eventf(gate, nil, eventType, "Gate"+string(o.phase), "Decide", note, args...)
+	r.Recorder.Eventf(gate, nil, eventType, "Gate"+string(o.Phase), "Decide", note, args...)
 	run := &ergonv1alpha1.Run{}
 	run.Name, run.Namespace = gate.Spec.RunRef.Name, gate.Namespace
-	r.Recorder.Eventf(run, gate, eventType, "Gate"+string(o.phase), "Decide", note, args...)
+	r.Recorder.Eventf(run, gate, eventType, "Gate"+string(o.Phase), "Decide", note, args...)
 }
 
 // SetupWithManager registers the controller.

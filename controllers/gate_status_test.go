@@ -40,47 +40,53 @@ func TestGatesAreDecidedByDecisionQuorumOrTimeout(t *testing.T) {
 	cases := []struct {
 		name      string
 		gate      *ergonv1alpha1.Gate
+		person    string
 		at        time.Duration
 		phase     ergonv1alpha1.GatePhase
 		option    string
 		decidedBy string
 	}{
-		{"an undecided gate waits", gate(func(*ergonv1alpha1.GateSpec) {}), time.Minute, ergonv1alpha1.GatePending, "", ""},
+		{"an undecided gate waits", gate(func(*ergonv1alpha1.GateSpec) {}), "", time.Minute, ergonv1alpha1.GatePending, "", ""},
 		{"a decision approves", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "alice"}
-		}), time.Minute, ergonv1alpha1.GateApproved, "approve", "alice"},
+		}), "", time.Minute, ergonv1alpha1.GateApproved, "approve", "alice"},
 		{"a reject decision rejects", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "reject", User: "bob"}
-		}), time.Minute, ergonv1alpha1.GateRejected, "reject", "bob"},
+		}), "", time.Minute, ergonv1alpha1.GateRejected, "reject", "bob"},
 		{"one approval of two needed waits", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.MinApprovals = new(int32(2))
 			s.Approvals = []ergonv1alpha1.GateApproval{approval("alice", "approve")}
-		}), time.Minute, ergonv1alpha1.GatePending, "", ""},
+		}), "", time.Minute, ergonv1alpha1.GatePending, "", ""},
 		{"two approvals of two needed approve", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.MinApprovals = new(int32(2))
 			s.Approvals = []ergonv1alpha1.GateApproval{approval("alice", "approve"), approval("carol", "approve")}
-		}), time.Minute, ergonv1alpha1.GateApproved, "approve", "alice, carol"},
+		}), "", time.Minute, ergonv1alpha1.GateApproved, "approve", "alice, carol"},
 		{"any rejection decides a quorum", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.MinApprovals = new(int32(3))
 			s.Approvals = []ergonv1alpha1.GateApproval{approval("alice", "approve"), approval("dave", "reject")}
-		}), time.Minute, ergonv1alpha1.GateRejected, "reject", "dave"},
+		}), "", time.Minute, ergonv1alpha1.GateRejected, "reject", "dave"},
 		{"one person's decision cannot decide a quorum", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.MinApprovals = new(int32(3))
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "mallory"}
 			s.Approvals = []ergonv1alpha1.GateApproval{approval("mallory", "approve")}
-		}), time.Minute, ergonv1alpha1.GatePending, "", ""},
+		}), "", time.Minute, ergonv1alpha1.GatePending, "", ""},
 		{"nor reject it", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.MinApprovals = new(int32(2))
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "reject", User: "mallory"}
-		}), time.Minute, ergonv1alpha1.GatePending, "", ""},
-		{"the timeout applies onTimeout", gate(func(*ergonv1alpha1.GateSpec) {}), time.Hour, ergonv1alpha1.GateTimedOut, "reject", "timeout"},
+		}), "", time.Minute, ergonv1alpha1.GatePending, "", ""},
+		{"the decision of the person behind the Run decides nothing where self-approval is forbidden",
+			gate(func(s *ergonv1alpha1.GateSpec) {
+				s.ForbidSelfApproval = true
+				s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "vera"}
+			}), "vera", time.Minute, ergonv1alpha1.GatePending, "", ""},
+		{"the timeout applies onTimeout", gate(func(*ergonv1alpha1.GateSpec) {}), "", time.Hour, ergonv1alpha1.GateTimedOut, "reject", "timeout"},
 		{"a decision before the timeout wins", gate(func(s *ergonv1alpha1.GateSpec) {
 			s.Decision = &ergonv1alpha1.GateDecision{Option: "approve", User: "alice"}
-		}), 2 * time.Hour, ergonv1alpha1.GateApproved, "approve", "alice"},
+		}), "", 2 * time.Hour, ergonv1alpha1.GateApproved, "approve", "alice"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, outcome := decideGate(tc.gate, created.Add(tc.at))
+			status, outcome := decideGate(tc.gate, tc.person, created.Add(tc.at))
 			if status.Phase != tc.phase || status.Option != tc.option || status.DecidedBy != tc.decidedBy {
 				t.Fatalf("got %s %q by %q, want %s %q by %q", status.Phase, status.Option, status.DecidedBy, tc.phase, tc.option, tc.decidedBy)
 			}
@@ -97,7 +103,7 @@ func TestGatesAreDecidedByDecisionQuorumOrTimeout(t *testing.T) {
 func TestADecidedGateStaysDecided(t *testing.T) {
 	g := &ergonv1alpha1.Gate{Spec: ergonv1alpha1.GateSpec{Decision: &ergonv1alpha1.GateDecision{Option: "reject", User: "x"}},
 		Status: ergonv1alpha1.GateStatus{Phase: ergonv1alpha1.GateApproved, Option: "approve", DecidedBy: "alice"}}
-	status, outcome := decideGate(g, time.Now())
+	status, outcome := decideGate(g, "", time.Now())
 	if status.Phase != ergonv1alpha1.GateApproved || status.DecidedBy != "alice" || outcome != nil {
 		t.Fatalf("a decided Gate changed: %+v, %v", status, outcome)
 	}

@@ -77,11 +77,16 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 			if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
 				return err
 			}
+			var ws *ergonv1alpha1.Workspace
 			if w := f.Workspace; w != nil && w.Object != nil {
-				bindToWorkspace(pod, req.Step, w.Object, node, bins)
+				ws = w.Object
+				bindToWorkspace(pod, req.Step, ws, node, bins)
 			}
-			err := r.create(ctx, pod)
-			if refused(err) {
+			err := r.authorizePod(ctx, run, pod, ws)
+			if err == nil {
+				err = r.create(ctx, pod)
+			}
+			if refused(err) || isNotAuthorized(err) {
 				// The pod is invalid, or a LimitRange or Pod Security forbids it: its attempt
 				// fails on the next pass; a full quota makes it wait (run_refusals.go). The
 				// rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
@@ -99,9 +104,17 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
-		err := r.create(ctx, childRun(run, req, f.Depth))
-		if refused(err) {
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonRunRefused, "CreateRun",
+		child := childRun(run, req, f.Depth)
+		err := r.authorizeChild(ctx, run, child)
+		if err == nil {
+			err = r.create(ctx, child)
+		}
+		if refused(err) || isNotAuthorized(err) {
+			reason := ergonv1alpha1.ReasonRunRefused
+			if isNotAuthorized(err) {
+				reason = ergonv1alpha1.ReasonNotAuthorized
+			}
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreateRun",
 				"Step %s cannot create its child Run %s: %v", req.Step, req.Name, err)
 			r.refused.add(key, req.Name, err, r.Clock.Now(), nil)
 			continue

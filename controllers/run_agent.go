@@ -45,8 +45,11 @@ const (
 )
 
 // allowHosts is the Scene's allow-list with the step's added, each host once.
-func allowHosts(scene, step []string) []string {
-	hosts := slices.Concat(scene, step)
+func allowHosts(scene, step []ergonv1alpha1.Host) []string {
+	var hosts []string
+	for _, h := range slices.Concat(scene, step) {
+		hosts = append(hosts, string(h))
+	}
 	slices.Sort(hosts)
 	return slices.Compact(hosts)
 }

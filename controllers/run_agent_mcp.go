@@ -30,7 +30,7 @@ func mcpServers(tools []ergonv1alpha1.AgentTool) []agentspec.MCPServer {
 	var servers []agentspec.MCPServer
 	for _, t := range tools {
 		if t.MCP != nil {
-			servers = append(servers, agentspec.MCPServer{URL: t.MCP.URL, Allow: slices.Clone(t.MCP.Allow),
+			servers = append(servers, agentspec.MCPServer{URL: string(t.MCP.URL), Allow: slices.Clone(t.MCP.Allow),
 				Description: t.Description})
 		}
 	}

@@ -54,7 +54,7 @@ var _ = Describe("An agent step with MCP tools", func() {
 					MCP: &ergonv1alpha1.MCPTool{URL: "http://issues.tools.svc:8080/mcp", Allow: []string{"search", "get_issue"}}},
 				{MCP: &ergonv1alpha1.MCPTool{URL: "https://mcp.example.com/docs", Allow: []string{"lookup"}}},
 			},
-			AllowHosts: []string{"issues.tools.svc:8080"},
+			AllowHosts: []ergonv1alpha1.Host{"issues.tools.svc:8080"},
 		})
 		createRun(ctx, ns, "report-1", "report", nil)
 

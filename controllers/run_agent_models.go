@@ -29,7 +29,7 @@ import (
 
 // modelConfig renders one of the Scene's models for the agent runtime, without its key.
 func modelConfig(name string, m ergonv1alpha1.ModelSpec) agentspec.ModelConfig {
-	c := agentspec.ModelConfig{Name: name, BaseURL: m.BaseURL, Model: m.Model, Seed: m.Seed,
+	c := agentspec.ModelConfig{Name: name, BaseURL: string(m.BaseURL), Model: m.Model, Seed: m.Seed,
 		ContextBudget: m.ContextBudget.CharsBudget()}
 	if p := m.Pricing; p != nil {
 		c.Pricing = &cost.Pricing{InputPerMillion: p.InputPerMillion, OutputPerMillion: p.OutputPerMillion}

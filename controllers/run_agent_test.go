@@ -54,7 +54,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 		{Name: "token", ValueFrom: &ergonv1alpha1.ParamValueSource{SecretKeyRef: corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "tracker"}, Key: "token"}}},
 	}
-	scene.Spec.AllowHosts = []string{"docs.tools.svc", "tracker.tools.svc"}
+	scene.Spec.AllowHosts = []ergonv1alpha1.Host{"docs.tools.svc", "tracker.tools.svc"}
 	scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
 		BaseURL: "http://llm.models.svc/v1", Model: "small", Temperature: new("0.2"), Seed: new(int64(7)),
 		ContextBudget:   &ergonv1alpha1.ContextBudget{Tokens: new(int64(8000))},
@@ -99,7 +99,7 @@ var _ = Describe("An agent step", func() {
 		agentScene(ctx, ns, &ergonv1alpha1.AgentStep{
 			System: "You write for {{ .params.sprint }}.", Prompt: "Summarise sprint {{ .params.sprint }}.",
 			Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
-			AllowHosts: []string{"tracker.tools.svc", "tracker.tools.svc:8080"},
+			AllowHosts: []ergonv1alpha1.Host{"tracker.tools.svc", "tracker.tools.svc:8080"},
 			Output: &ergonv1alpha1.OutputContract{Format: "json",
 				Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","required":["title"]}`)}},
 			MaxTurns: new(int32(8)), MaxTokens: new(int64(5000)),

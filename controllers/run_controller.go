@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -86,6 +87,10 @@ type RunReconciler struct {
 	Clock     clock.PassiveClock
 	Logs      PodLogs
 	Config    RunConfig
+	// Authorizer authorizes every effect of a Run against the identities it acts for
+	// (run_authority.go); one on the reconciler's client when nil.
+	Authorizer *authz.Authorizer
+	authzOnce  sync.Once
 
 	// scenes caches each running Run's compiled snapshot, so templates and conditions are
 	// compiled once per Run, not once per reconcile.

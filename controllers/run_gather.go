@@ -318,7 +318,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 			continue
 		}
 		if ref, ok := r.refused.get(key, s.ChildRun); ok {
-			f.Children[s.ChildRun] = planner.ChildState{Refused: ref.message}
+			f.Children[s.ChildRun] = planner.ChildState{Refused: ref.message, NotAuthorized: ref.notAuthorized}
 			continue
 		}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: s.ChildRun}, &ergonv1alpha1.Run{})

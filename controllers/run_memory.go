@@ -61,7 +61,7 @@ func memoryStore(run *ergonv1alpha1.Run, m *ergonv1alpha1.SceneMemory) (string, 
 			return "", false
 		}
 	}
-	return naming.MemoryConfigMapName(m.Name, string(scope), key), true
+	return naming.MemoryConfigMapName(string(m.Name), string(scope), key), true
 }
 
 // mountMemory gives an agent pod its Scene's memory, if the Run has a store: the store's
@@ -78,7 +78,7 @@ func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, 
 		return
 	}
 	file := mountOptionalKey(pod, memoryVolumeName, name, memoryKey, memoryFile, memoryDir)
-	spec.Memory = &agentspec.MemoryConfig{Name: m.Name, Scope: string(m.EffectiveScope()), File: file}
+	spec.Memory = &agentspec.MemoryConfig{Name: string(m.Name), Scope: string(m.EffectiveScope()), File: file}
 }
 
 // checkStore says whether a ConfigMap is the store of memory name: internal state, which only
@@ -117,7 +117,7 @@ func (r *RunReconciler) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, s
 	if err != nil {
 		return "", err
 	}
-	if err := checkStore(cm, m.Name); err != nil {
+	if err := checkStore(cm, string(m.Name)); err != nil {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
 			"The agent steps of this Run do not read memory %s: %s", m.Name, err.Error())
 		return "", nil
@@ -200,11 +200,11 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 		switch {
 		case create:
 			cm = markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: m.Name}}})
+				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(m.Name)}}})
 		case err != nil:
 			return err
 		default:
-			if err := checkStore(cm, m.Name); err != nil {
+			if err := checkStore(cm, string(m.Name)); err != nil {
 				return err
 			}
 		}

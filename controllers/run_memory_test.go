@@ -29,6 +29,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/identity"
 	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
@@ -124,7 +125,7 @@ var _ = Describe("A Scene's memory", func() {
 		Expect(spec).To(Equal(&agentspec.MemoryConfig{Name: "team", Scope: "Scene", File: memoryDir + "/" + memoryFile}))
 	})
 
-	It("keeps a User memory per person, shared by the Scenes that name it, and none for a Run without a person", func(ctx SpecContext) {
+	It("keeps a User memory per person, shared by the Scenes that name it, and another person's apart", func(ctx SpecContext) {
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
 			if pod.Labels[ergonv1alpha1.LabelRun] == "prefs-1" {
 				return outcome{Output: "ok", Transcript: remembering(memory.Write{Key: "tone", Text: "Ada likes short reports."})}
@@ -138,6 +139,8 @@ var _ = Describe("A Scene's memory", func() {
 			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 				Annotations: map[string]string{ergonv1alpha1.AnnotationCreatedBy: "ada@example.com"}},
 				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: scene}}}
+			identity.Stamp(run, ergonv1alpha1.AnnotationIdentity, ergonv1alpha1.UserIdentity{
+				Username: "ada@example.com", Groups: []string{"system:authenticated", "system:masters"}})
 			Expect(k8sClient.Create(ctx, run)).To(Succeed())
 		}
 		byAda("prefs-1", "prefs")
@@ -153,9 +156,10 @@ var _ = Describe("A Scene's memory", func() {
 		Expect(mounted).To(Equal(name), "another Scene naming the same User memory reads the person's store")
 		Expect(spec.Scope).To(Equal("User"))
 
+		// The suite's administrator is another person: their Run never reads Ada's store.
 		createRun(ctx, ns, "digest-2", "digest", nil)
-		mounted, spec = memoryVolume(agentPodOf(ctx, ns, "digest-2"))
-		Expect(mounted).To(BeEmpty())
-		Expect(spec).To(BeNil())
+		mounted, _ = memoryVolume(agentPodOf(ctx, ns, "digest-2"))
+		Expect(mounted).To(Equal(naming.MemoryConfigMapName("prefs", "User", suiteUser.Username)))
+		Expect(mounted).NotTo(Equal(name))
 	})
 })

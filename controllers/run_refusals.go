@@ -54,8 +54,10 @@ type refusals struct {
 // again when a quota refused it, else nil.
 type refusal struct {
 	message string
-	since   time.Time
-	pod     *corev1.Pod
+	// notAuthorized: Ergon refused the effect itself (run_authority.go).
+	notAuthorized bool
+	since         time.Time
+	pod           *corev1.Pod
 }
 
 // quotaRetry is how often a pod that a full ResourceQuota refused is tried again.
@@ -66,7 +68,11 @@ const quotaRetry = 10 * time.Second
 // told once, in a Warning Event that begins with what.
 func (r *RunReconciler) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Pod, err error, what string) {
 	if r.refused.add(key, pod.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonPodRefused, "CreatePod", "%s: %v", what, err)
+		reason := ergonv1alpha1.ReasonPodRefused
+		if isNotAuthorized(err) {
+			reason = ergonv1alpha1.ReasonNotAuthorized
+		}
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreatePod", "%s: %v", what, err)
 	}
 }
 
@@ -96,7 +102,7 @@ func (r *refusals) add(run, name string, err error, now time.Time, pod *corev1.P
 		r.byRun[run] = map[string]refusal{}
 	}
 	was, known := r.byRun[run][name]
-	next := refusal{message: err.Error(), since: now}
+	next := refusal{message: err.Error(), since: now, notAuthorized: isNotAuthorized(err)}
 	if exceededQuota(err) {
 		next.pod = pod
 		if known && was.pod != nil {
@@ -167,6 +173,10 @@ func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt 
 	case f.pod != nil:
 		return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodPending, Reason: ergonv1alpha1.ReasonExceededQuota,
 			Message: "waits for room in a ResourceQuota: " + f.message, CreatedAt: f.since}, true
+	}
+	if f.notAuthorized {
+		return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonNotAuthorized,
+			Message: "Ergon did not create the pod: " + f.message, FinishedAt: r.Clock.Now()}, true
 	}
 	return planner.PodState{Name: name, Attempt: attempt, Phase: planner.PodGone, Reason: ergonv1alpha1.ReasonPodRefused,
 		Message: "the API server refused the pod: " + f.message, FinishedAt: r.Clock.Now()}, true

@@ -294,8 +294,10 @@ func childRun(parent *ergonv1alpha1.Run, req planner.ChildRequest, depth int) *e
 	labels[ergonv1alpha1.LabelParentRun] = naming.LabelValue(parent.Name)
 	labels[ergonv1alpha1.LabelScene] = naming.LabelValue(req.Scene)
 	annotations := map[string]string{ergonv1alpha1.AnnotationDepth: strconv.Itoa(depth + 1)}
-	if by := parent.Annotations[ergonv1alpha1.AnnotationCreatedBy]; by != "" {
-		annotations[ergonv1alpha1.AnnotationCreatedBy] = by
+	for _, key := range []string{ergonv1alpha1.AnnotationCreatedBy, ergonv1alpha1.AnnotationIdentity} {
+		if v := parent.Annotations[key]; v != "" {
+			annotations[key] = v
+		}
 	}
 	return &ergonv1alpha1.Run{
 		ObjectMeta: metav1.ObjectMeta{

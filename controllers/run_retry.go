@@ -55,7 +55,15 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("the snapshot of Run %s does not compile: %v", original.Name, errs.ToAggregate()))
 	}
+	if len(original.Status.SceneEditors) == 0 {
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonSceneEditorUnknown, fmt.Sprintf("Run %s records no editors "+
+			"of the Scenes it ran (it ran before Ergon recorded them), so whose authority its snapshot uses is unknown; "+
+			"create a new Run of the Scene instead", original.Name))
+	}
 	base := run.DeepCopy()
+	// The retry runs the original's program, written by the original's editors: its effects
+	// are authorized against them and against whoever asked for the retry.
+	run.Status.SceneEditors = original.Status.SceneEditors
 	snapshot := &ergonv1alpha1.Scene{Spec: *spec}
 	snapshot.Generation = original.Status.SceneGeneration
 	if err := r.takeSnapshot(ctx, run, snapshot); err != nil {

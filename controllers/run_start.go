@@ -64,11 +64,29 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		}
 	}
 	plan := planner.DecideStart(facts)
+	if plan.Action == planner.StartRetry || plan.Action == planner.StartScene {
+		if _, err := actors(run); err != nil {
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNoIdentity, err.Error())
+		}
+		if err := r.authorizeStart(ctx, run); isNotAuthorized(err) {
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNotAuthorized, "Ergon did not start the Run: "+err.Error())
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	switch plan.Action {
 	case planner.StartRetry:
 		return r.startRetry(ctx, run)
 	case planner.StartScene:
 		base := run.DeepCopy()
+		editors, err := r.closureEditors(ctx, run, facts.Scene)
+		if e, ok := errors.AsType[*editorsError](err); ok {
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonSceneEditorUnknown, e.msg)
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		run.Status.SceneEditors = editors
 		if err := r.takeSnapshot(ctx, run, facts.Scene); err != nil {
 			if conflict, ok := errors.AsType[*conflictError](err); ok {
 				return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())

@@ -51,7 +51,7 @@ const (
 )
 
 // channelTools splits an agent step's tools for the runtime: the tools the pod runs that need
-// approval (built-in tools, and every tool an MCP server with requireApproval offers), and
+// approval (built-in tools, and every tool an MCP server needing approval offers), and
 // the Scene tools the controller carries out (their parameters are filled in by
 // fillSceneSchemas when the pod is made).
 func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentspec.CallTool) {
@@ -59,12 +59,12 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 		switch {
 		case t.Scene != "":
 			calls = append(calls, agentspec.CallTool{Name: t.ToolName(), Description: sceneToolDescription(t),
-				Kind: agentspec.RequestScene, Scene: t.Scene, RequireApproval: t.RequireApproval})
+				Kind: agentspec.RequestScene, Scene: string(t.Scene), RequireApproval: t.NeedsApproval()})
 		case t.Container != nil:
 			calls = append(calls, containerCallTool(t))
-		case t.IsBuiltin() && t.RequireApproval:
+		case t.IsBuiltin() && t.NeedsApproval():
 			approve = append(approve, t.Name)
-		case t.MCP != nil && t.RequireApproval:
+		case t.MCP != nil && t.NeedsApproval():
 			approve = append(approve, t.MCP.Allow...)
 		}
 	}
@@ -236,7 +236,7 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 	if i < 0 {
 		return nil // the planner answers it
 	}
-	sceneName := step.Spec.Agent.Tools[i].Scene
+	sceneName := string(step.Spec.Agent.Tools[i].Scene)
 	scene := &ergonv1alpha1.Scene{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: sceneName}, scene)
 	if apierrors.IsNotFound(err) {
@@ -293,20 +293,35 @@ func (r *RunReconciler) storeToolResultsOf(ctx context.Context, run *ergonv1alph
 	return r.Update(ctx, cm)
 }
 
-// toolCallGate builds the Gate that asks approval of an agent's tool call. Anyone granted the
-// verb approve on gates by RBAC decides it, as for a gate step without approvers.
+// toolCallGate builds the Gate that asks approval of an agent's tool call: its approvers and
+// minApprovals are the tool's approval's, and the person behind the Run may not decide it
+// unless the tool's approval allows self-approval. Anyone granted the verb approve on gates by
+// RBAC decides it too, as for a gate step.
 func toolCallGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	spec := ergonv1alpha1.GateSpec{
+		RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
+		Message: req.Message, Options: []string{optionApprove, "reject"}, ForbidSelfApproval: true,
+	}
+	if a := toolApproval(req.Tool); a != nil {
+		spec.Approvers, spec.MinApprovals, spec.ForbidSelfApproval = a.Approvers.DeepCopy(), a.MinApprovals, !a.AllowSelfApproval
+	}
 	return &ergonv1alpha1.Gate{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: run.Namespace, Labels: childLabels(run, req.Step.Name),
 			Annotations:     map[string]string{annotationToolCall: req.ToolCall},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
 		},
-		Spec: ergonv1alpha1.GateSpec{
-			RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
-			Message: req.Message, Options: []string{optionApprove, "reject"},
-		},
+		Spec: spec,
 	}
+}
+
+// toolApproval is a tool's approval settings, or nil for none (requireApproval alone, or no
+// tool).
+func toolApproval(t *ergonv1alpha1.AgentTool) *ergonv1alpha1.ToolApproval {
+	if t == nil {
+		return nil
+	}
+	return t.Approval
 }
 
 // gateOf builds a gate step's Gate, or a tool call's.

@@ -172,6 +172,7 @@ var _ = Describe("An agent step's tool calls", func() {
 			Expect(gate.Spec.Options).To(Equal([]string{"approve", "reject"}))
 			Expect(gate.Spec.Message).To(ContainSubstring("the tool http_fetch with the arguments:\n" + fetchCall.Arguments))
 			Expect(gate.Spec.Step).To(Equal("work"))
+			Expect(gate.Spec.ForbidSelfApproval).To(BeTrue(), "requireApproval keeps the Run's person from approving")
 			Eventually(func(g Gomega) {
 				run := &ergonv1alpha1.Run{}
 				g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "w-1"}, run)).To(Succeed())

@@ -125,8 +125,11 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 			// A step of no kind writes nothing: the volume is mounted read-only.
 			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)
 		}
-		err := r.create(ctx, pod)
-		if refused(err) {
+		err := r.authorizePod(ctx, run, pod, ws)
+		if err == nil {
+			err = r.create(ctx, pod)
+		}
+		if refused(err) || isNotAuthorized(err) {
 			// As a step's pod (run_refusals.go): the call fails with the API server's
 			// message, which the model reads, or waits for room in a quota.
 			r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
@@ -144,7 +147,7 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 // and the JSON Schema of its arguments (none: any object).
 func containerCallTool(t ergonv1alpha1.AgentTool) agentspec.CallTool {
 	c := agentspec.CallTool{Name: t.ToolName(), Description: t.Description, Kind: agentspec.RequestContainer,
-		RequireApproval: t.RequireApproval}
+		RequireApproval: t.NeedsApproval()}
 	if c.Description == "" {
 		c.Description = fmt.Sprintf("Runs a one-shot container (image %s) with the arguments; the result is its output.",
 			t.Container.Image)

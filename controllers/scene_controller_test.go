@@ -65,7 +65,7 @@ func sceneReady(ctx context.Context, ns, name string) func(Gomega) *metav1.Condi
 }
 
 func callStep(name, scene string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: scene}}
+	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(scene)}}
 }
 
 var _ = Describe("The Scene controller", func() {

@@ -108,8 +108,8 @@ func sceneReadiness(f sceneFacts, calls []string) (metav1.ConditionStatus, strin
 func calledScenes(spec *ergonv1alpha1.SceneSpec) []string {
 	var names []string
 	for _, s := range spec.Steps {
-		if s.Scene != nil && !slices.Contains(names, s.Scene.Name) {
-			names = append(names, s.Scene.Name)
+		if s.Scene != nil && !slices.Contains(names, string(s.Scene.Name)) {
+			names = append(names, string(s.Scene.Name))
 		}
 	}
 	return names

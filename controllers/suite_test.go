@@ -67,8 +67,9 @@ var _ = BeforeSuite(func() {
 	testEnv, err = testenv.Start(false)
 	Expect(err).NotTo(HaveOccurred())
 	cfg = testEnv.Config
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	raw, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	k8sClient = testenv.StampingClient(raw, suiteUser)
 	testKubelet.Client = k8sClient
 	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 })

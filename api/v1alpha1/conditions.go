@@ -93,6 +93,14 @@ const (
 	ReasonExceededQuota = "ExceededQuota"
 	// ReasonRunRefused: the API server refused to create the scene step's child Run.
 	ReasonRunRefused = "RunRefused"
+	// ReasonNotAuthorized: Ergon did not create what a step needs (its pod, a tool call's pod,
+	// its child Run) because the Run's identity, or the last editor of a Scene the Run runs,
+	// may not use an object it references; the message names the object and the permission.
+	ReasonNotAuthorized = "NotAuthorized"
+	// ReasonNoIdentity: the Run carries no identity stamped by admission, and does nothing.
+	ReasonNoIdentity = "NoIdentity"
+	// ReasonSceneEditorUnknown: a Scene in the Run's closure has no recorded editor.
+	ReasonSceneEditorUnknown = "SceneEditorUnknown"
 	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
 	// and nothing is known to be wrong.
 	ReasonPodStarting = "PodStarting"

@@ -34,6 +34,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",fieldPath=".params",reason="FieldValueForbidden",message="params are immutable; create a new Run with other params"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",fieldPath=".cancel",reason="FieldValueForbidden",message="a cancelled Run cannot be resumed; create a new Run"
 // +kubebuilder:validation:XValidation:rule="has(self.retryOf) == has(oldSelf.retryOf) && (!has(self.retryOf) || self.retryOf == oldSelf.retryOf)",fieldPath=".retryOf",reason="FieldValueForbidden",message="retryOf is immutable; create a new Run to retry another"
+// +kubebuilder:validation:XValidation:rule="has(self.runAs) == has(oldSelf.runAs) && (!has(self.runAs) || self.runAs == oldSelf.runAs)",fieldPath=".runAs",reason="FieldValueForbidden",message="runAs is immutable; create a new Run to run as someone else"
 type RunSpec struct {
 	// sceneRef names the Scene to run, in the Run's namespace.
 	// +required
@@ -73,6 +74,15 @@ type RunSpec struct {
 	// is not changed.
 	// +optional
 	RetryOf *RunReference `json:"retryOf,omitempty"`
+
+	// runAs names a ServiceAccount of the Run's namespace that the Run acts as, instead of its
+	// requester: every effect of the Run is authorized against that ServiceAccount. The
+	// requester must be allowed to impersonate it (verb impersonate on serviceaccounts), as
+	// with kubectl --as. For GitOps, where the requester is the sync tool.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	RunAs string `json:"runAs,omitempty"`
 }
 
 // RunPhase is where a Run is in its life.
@@ -176,6 +186,15 @@ type RunStatus struct {
 	// Run executes the ConfigMap's snapshot only when it has this digest.
 	// +optional
 	SceneSnapshotSHA256 string `json:"sceneSnapshotSHA256,omitempty"`
+
+	// sceneEditors are the people who last changed the spec of a Scene in the Run's closure
+	// (its Scene, the Scenes it calls, and, for a child Run, those of its parent), recorded
+	// with the snapshot. Every effect of the Run is authorized against each of them as well as
+	// against the Run's own identity.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	SceneEditors []UserIdentity `json:"sceneEditors,omitempty"`
 
 	// progress counts finished steps of all steps, for example 3/7.
 	// +optional

@@ -31,7 +31,7 @@ type ModelSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
 	// +required
-	BaseURL string `json:"baseURL"`
+	BaseURL URL `json:"baseURL"`
 
 	// model is the model name the API expects.
 	// +kubebuilder:validation:MinLength=1
@@ -127,6 +127,7 @@ func (b *ContextBudget) CharsBudget() int64 {
 // tool (`http_fetch`), or an object that names exactly one kind of tool:
 //
 //	{name: shell, requireApproval: true}            a built-in tool, with options
+//	{name: shell, approval: {minApprovals: 2}}      ... whose calls two other people approve
 //	{scene: summarize, description: "..."}          another Scene, called as a tool
 //	{name: lint, container: {image: ..., ...}}      a one-shot container, called as a tool
 //	{mcp: {url: ..., allow: [search]}}              the tools of an MCP server
@@ -145,18 +146,43 @@ type AgentTool struct {
 
 	// requireApproval makes every call of the tool (of each tool of an MCP server) wait for a
 	// person to approve it through a Gate; a rejected call returns the rejection to the model
-	// as the tool's result.
+	// as the tool's result. The person behind the Run cannot approve their own agent's calls;
+	// approval says who can.
 	RequireApproval bool `json:"requireApproval,omitempty"`
+
+	// approval says who approves the tool's calls; setting it makes every call wait for
+	// approval, as requireApproval does.
+	Approval *ToolApproval `json:"approval,omitempty"`
 
 	// scene names a Scene of the same namespace to call as a tool: its params are the tool's
 	// arguments and its output is the tool's result.
-	Scene string `json:"scene,omitempty"`
+	Scene SceneName `json:"scene,omitempty"`
 
 	// container runs a one-shot container as a tool.
 	Container *ContainerTool `json:"container,omitempty"`
 
 	// mcp offers the tools of a Model Context Protocol server.
 	MCP *MCPTool `json:"mcp,omitempty"`
+}
+
+// ToolApproval says who approves the calls of an agent's tool, as a gate step says who decides
+// its Gate, except that the person behind the Run may not approve unless allowSelfApproval
+// says so: an agent's calls are approved by someone other than the person it acts for.
+type ToolApproval struct {
+	// approvers may approve, besides anyone granted the verb approve on gates by RBAC.
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+
+	// minApprovals is how many different people must approve each call, from 1 (the
+	// default) to 10; any rejection decides.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	MinApprovals *int32 `json:"minApprovals,omitempty"`
+
+	// allowSelfApproval lets the person behind the Run approve their own agent's calls.
+	// +optional
+	AllowSelfApproval bool `json:"allowSelfApproval,omitempty"`
 }
 
 // ContainerTool is a one-shot container an agent calls as a tool.
@@ -176,7 +202,7 @@ type ContainerTool struct {
 // MCPTool is a Model Context Protocol server whose tools an agent may call.
 type MCPTool struct {
 	// url is the server's streamable HTTP endpoint.
-	URL string `json:"url"`
+	URL URL `json:"url"`
 
 	// allow lists the server's tools the agent may call; the others are not offered.
 	Allow []string `json:"allow"`
@@ -209,10 +235,15 @@ func (t AgentTool) IsBuiltin() bool {
 	return t.Scene == "" && t.Container == nil && t.MCP == nil
 }
 
+// NeedsApproval says whether every call of the tool waits for people to approve it.
+func (t AgentTool) NeedsApproval() bool {
+	return t.RequireApproval || t.Approval != nil
+}
+
 // ToolName is the name the model calls the tool by: its name, or a Scene tool's Scene.
 func (t AgentTool) ToolName() string {
 	if t.Name == "" && t.Scene != "" {
-		return t.Scene
+		return string(t.Scene)
 	}
 	return t.Name
 }
@@ -237,7 +268,7 @@ func (t *AgentTool) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes a built-in tool without options as its name, so what a user wrote in
 // the short form reads back the same.
 func (t AgentTool) MarshalJSON() ([]byte, error) {
-	if t.IsBuiltin() && t.Description == "" && !t.RequireApproval {
+	if t.IsBuiltin() && t.Description == "" && !t.NeedsApproval() {
 		return json.Marshal(t.Name)
 	}
 	return json.Marshal(agentToolFields(t))
@@ -295,7 +326,7 @@ type AgentStep struct {
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
 	// +optional
-	AllowHosts []string `json:"allowHosts,omitempty"`
+	AllowHosts []Host `json:"allowHosts,omitempty"`
 }
 
 // OutputContract is the type an agent's answer must have. Invalid answers are sent back to

@@ -46,7 +46,7 @@ type SceneMemory struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +required
-	Name string `json:"name"`
+	Name MemoryName `json:"name"`
 
 	// scope is Scene (one store shared by all Runs of the Scene) or User (one store per
 	// person behind the Run).

@@ -74,7 +74,7 @@ type SceneSpec struct {
 	// +kubebuilder:validation:items:MaxLength=261
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
 	// +optional
-	AllowHosts []string `json:"allowHosts,omitempty"`
+	AllowHosts []Host `json:"allowHosts,omitempty"`
 
 	// workspace binds the Scene to a Workspace in the same namespace: steps then run against
 	// its volume, and agent steps may use the filesystem and shell tools.
@@ -408,7 +408,7 @@ type SceneCall struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +required
-	Name string `json:"name"`
+	Name SceneName `json:"name"`
 
 	// params of the child Run; values are templates.
 	// +kubebuilder:validation:MaxProperties=64

@@ -72,6 +72,14 @@ type TriggerSpec struct {
 	// +kubebuilder:default=1
 	// +optional
 	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`
+
+	// runAs names a ServiceAccount of the Trigger's namespace that its Runs act as, instead of
+	// whoever last changed the Trigger's spec. Whoever sets or keeps it in a change must be
+	// allowed to impersonate it (verb impersonate on serviceaccounts).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	RunAs string `json:"runAs,omitempty"`
 }
 
 // ConcurrencyPolicy says what a schedule does when its previous Run is still active.

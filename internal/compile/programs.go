@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/template"
 )
 
@@ -47,17 +48,9 @@ var interpreters = map[string][]string{
 // field and say how to pass the value safely: as an environment variable, or with shquote.
 func CheckPrograms(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	var errs field.ErrorList
-	for i, s := range spec.Steps {
-		if s.Container == nil {
-			continue
-		}
-		cp := field.NewPath("spec", "steps").Index(i).Child("container")
-		errs = append(errs, checkArgv(cp, s.Container.Command, s.Container.Args)...)
-	}
-	for i, s := range spec.Finally {
+	for path, s := range closure.Steps(spec) {
 		if s.Container != nil {
-			cp := field.NewPath("spec", "finally").Index(i).Child("container")
-			errs = append(errs, checkArgv(cp, s.Container.Command, s.Container.Args)...)
+			errs = append(errs, checkArgv(path.Child("container"), s.Container.Command, s.Container.Args)...)
 		}
 	}
 	return errs

@@ -86,9 +86,13 @@ var _ = BeforeSuite(func() {
 	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, raw, 0o600)).To(Succeed())
 
+	// The manager has an identity of its own, as in a cluster: the Runs the specs create
+	// through k8sClient are a person's, stamped with that person's identity by admission.
+	manager, err := testEnv.AddUser(envtest.User{Name: "ergon-manager", Groups: []string{"system:masters"}}, cfg)
+	Expect(err).NotTo(HaveOccurred())
 	var ctx context.Context
 	ctx, stop = context.WithCancel(context.Background())
-	startManager(ctx, cfg)
+	startManager(ctx, manager.Config())
 	sim.Client = k8sClient
 	go sim.Run(ctx)
 })

@@ -124,6 +124,8 @@ type ChildState struct {
 	// Refused is, for a child Run the API server refused to create, its message; the child
 	// does not exist.
 	Refused string
+	// NotAuthorized: Ergon refused to create the child itself (Refused says why).
+	NotAuthorized bool
 }
 
 // GateState is what was observed of one Gate.

@@ -278,7 +278,7 @@ func (f *flow) startUnit(i int) bool {
 	if step.Spec.Scene != nil {
 		name := naming.UnitChildRunName(p.f.Run.Name, step.Name, un.Index, un.Iteration)
 		if _, exists := p.f.Children[name]; !exists {
-			p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: step.Spec.Scene.Name, Params: r.SceneParams})
+			p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: string(step.Spec.Scene.Name), Params: r.SceneParams})
 		}
 		if !u.fan {
 			f.s.ChildRun = name

@@ -110,9 +110,10 @@ type GateRequest struct {
 	Name    string
 	Step    *compile.Step
 	Message string
-	// ToolCall is the id of the agent's tool call the Gate asks approval of; empty for a
-	// gate step's Gate.
+	// ToolCall is the id of the agent's tool call the Gate asks approval of, and Tool the
+	// agent's tool it calls (whose approval says who approves); empty for a gate step's Gate.
 	ToolCall string
+	Tool     *ergonv1alpha1.AgentTool
 }
 
 // Event is a transition worth an Event on the Run.
@@ -437,13 +438,13 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		}
 		p.take()
 		s = p.record(step.Name)
-		s.ChildRun = naming.ChildRunName(p.f.Run.Name, step.Spec.Scene.Name, r.SceneParams)
+		s.ChildRun = naming.ChildRunName(p.f.Run.Name, string(step.Spec.Scene.Name), r.SceneParams)
 		s.Attempts = 1
 		s.Phase = ergonv1alpha1.StepRunning
 		p.start(s)
 		if _, exists := p.f.Children[s.ChildRun]; !exists {
 			p.plan.Children = append(p.plan.Children, ChildRequest{
-				Name: s.ChildRun, Step: step.Name, Scene: step.Spec.Scene.Name, Params: r.SceneParams,
+				Name: s.ChildRun, Step: step.Name, Scene: string(step.Spec.Scene.Name), Params: r.SceneParams,
 			})
 		}
 		return
@@ -459,6 +460,10 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 	}
 	if child.Refused != "" {
 		p.active--
+		if child.NotAuthorized {
+			p.fail(s, step, ergonv1alpha1.ReasonNotAuthorized, fmt.Sprintf("Ergon did not create the child Run %s: %s", s.ChildRun, child.Refused))
+			return
+		}
 		p.fail(s, step, ergonv1alpha1.ReasonRunRefused, fmt.Sprintf("the API server refused the child Run %s: %s", s.ChildRun, child.Refused))
 		return
 	}

@@ -163,11 +163,12 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 	if msg, conflict := p.f.Conflicts[name]; conflict {
 		return failed("%s", msg)
 	}
-	if call.NeedsApproval() {
+	// The Scene says which tools need approval, whatever the pod's request says.
+	if call.NeedsApproval() || tool.NeedsApproval() {
 		gate, ok := p.f.Gates[name]
 		if !ok {
 			p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: approvalMessage(p.f.Run.Name, step.Name, call),
-				ToolCall: call.ID})
+				ToolCall: call.ID, Tool: tool})
 		}
 		if !ok || !gate.Decided {
 			return res, fmt.Sprintf("approval of a call of %s (Gate %s)", call.Tool, name)
@@ -200,7 +201,7 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 		if err != nil {
 			return failed("%v", err)
 		}
-		p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: tool.Scene, Params: params})
+		p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: string(tool.Scene), Params: params})
 		return res, fmt.Sprintf("%s (child Run %s of Scene %s)", call.Tool, name, tool.Scene)
 	}
 	res.ChildRun = name

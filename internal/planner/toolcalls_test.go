@@ -213,6 +213,24 @@ func TestAnApprovedSceneCallThenRunsItsChild(t *testing.T) {
 	}
 }
 
+// The Scene says which tools need approval: a call the pod hands over without asking for
+// approval waits for its Gate all the same, and the Gate request carries the tool, whose
+// approval says who decides.
+func TestACallOfAToolThatNeedsApprovalWaitsForItsGateWhateverThePodSays(t *testing.T) {
+	w := newToolWorld(t, nil)
+	w.plan()
+	unasked := approvedCall
+	unasked.Approval = false
+	w.handOver(unasked)
+	p := w.plan()
+	if len(p.Gates) != 1 || p.Gates[0].Name != naming.ToolCallName("r", "work", "call_3") || len(p.Children) != 0 {
+		t.Fatalf("a call of deploy, which needs approval: gates %v, children %v", p.Gates, p.Children)
+	}
+	if tool := p.Gates[0].Tool; tool == nil || tool.Scene != "deployer" || !tool.NeedsApproval() {
+		t.Fatalf("the Gate request's tool = %+v", tool)
+	}
+}
+
 func TestToolCallsThatCannotRunAreAnsweredWithAnError(t *testing.T) {
 	w := newToolWorld(t, nil)
 	w.depth = 3

@@ -31,23 +31,34 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/identity"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // NewRun builds the Run a Trigger starts under the given name: the Trigger's Scene, its
 // params overlaid with those mapped from the event, labelled with the Trigger and owned by it,
 // so deleting a Trigger deletes its Runs, as deleting a CronJob deletes its Jobs. The Run is
-// created by the Trigger's creator, whom admission recorded on the Trigger, so a Gate that
-// forbids self-approval refuses them.
+// created by the person the Trigger acts as, whom admission recorded on the Trigger, so a Gate
+// that forbids self-approval refuses them.
 func NewRun(trigger *ergonv1alpha1.Trigger, name string, mapped map[string]string) *ergonv1alpha1.Run {
 	params := maps.Clone(trigger.Spec.Params)
 	if len(mapped) > 0 && params == nil {
 		params = map[string]string{}
 	}
 	maps.Copy(params, mapped)
-	var annotations map[string]string
+	// The Trigger acts as whoever last changed its spec (or its runAs ServiceAccount): the
+	// identity admission stamped on it. A Trigger without one starts Runs without one, which
+	// do nothing but say so.
+	annotations := map[string]string{}
 	if creator := trigger.Annotations[ergonv1alpha1.AnnotationCreator]; creator != "" {
-		annotations = map[string]string{ergonv1alpha1.AnnotationCreatedBy: creator}
+		annotations[ergonv1alpha1.AnnotationCreatedBy] = creator
+	}
+	if id, ok, _ := identity.Of(trigger, ergonv1alpha1.AnnotationIdentity); ok {
+		annotations[ergonv1alpha1.AnnotationIdentity] = identity.Encode(id)
+		annotations[ergonv1alpha1.AnnotationCreatedBy] = id.Username
+	}
+	if len(annotations) == 0 {
+		annotations = nil
 	}
 	return &ergonv1alpha1.Run{
 		ObjectMeta: metav1.ObjectMeta{

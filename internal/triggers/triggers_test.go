@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/identity"
 )
 
 func trigger() *ergonv1alpha1.Trigger {
@@ -71,6 +72,26 @@ func TestNewRunIsCreatedByTheTriggersCreator(t *testing.T) {
 	run := NewRun(tr, "chain-abc", nil)
 	if got := run.Annotations[ergonv1alpha1.AnnotationCreatedBy]; got != "alice" {
 		t.Errorf("created-by = %q, want the Trigger's creator alice", got)
+	}
+}
+
+func TestNewRunActsAsWhoeverLastChangedTheTrigger(t *testing.T) {
+	tr := trigger()
+	mallory := ergonv1alpha1.UserIdentity{Username: "mallory", UID: "m-1", Groups: []string{"night-shift"}}
+	tr.Annotations = map[string]string{ergonv1alpha1.AnnotationCreator: "alice",
+		ergonv1alpha1.AnnotationIdentity: identity.Encode(mallory)}
+	run := NewRun(tr, "chain-abc", nil)
+	got, ok, err := identity.Of(run, ergonv1alpha1.AnnotationIdentity)
+	if err != nil || !ok || identity.Key(got) != identity.Key(mallory) {
+		t.Fatalf("identity = %v (%v, %v), want the Trigger's, mallory's", got, ok, err)
+	}
+	if by := run.Annotations[ergonv1alpha1.AnnotationCreatedBy]; by != "mallory" {
+		t.Errorf("created-by = %q, want mallory, whom the Trigger acts as, not its creator", by)
+	}
+
+	tr.Annotations = map[string]string{ergonv1alpha1.AnnotationCreator: "alice"}
+	if _, ok, _ := identity.Of(NewRun(tr, "chain-def", nil), ergonv1alpha1.AnnotationIdentity); ok {
+		t.Error("a Trigger without an identity gave its Run one")
 	}
 }
 

@@ -60,8 +60,10 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
 
@@ -109,8 +111,9 @@ func main() {
 	if *scale || *shards != "" {
 		kcfg := rest.CopyConfig(cfg)
 		kcfg.QPS, kcfg.Burst = 1000, 2000
-		c, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
+		raw, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
 		must(err)
+		c := testenv.StampingClient(raw, testenv.Admin)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if *shards != "" {
@@ -131,8 +134,11 @@ func main() {
 
 	kcfg := rest.CopyConfig(cfg)
 	kcfg.QPS, kcfg.Burst = 1000, 2000
-	c, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
+	raw, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
 	must(err)
+	// The bench's client is the manager's own identity, which admission never stamps: it
+	// stamps the administrator's identity itself, as admission would for a person.
+	c := testenv.StampingClient(raw, testenv.Admin)
 	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
 	go k.run(ctx)
 
@@ -164,6 +170,9 @@ func must(err error) {
 	}
 }
 
+// authorizer is the manager's, whose figures the fan-out reports.
+var authorizer *authz.Authorizer
+
 func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions) {
 	ctrl.SetLogger(logr.Discard()) // the bench prints figures, not the manager's log
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -173,8 +182,10 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 		Cache: controllers.CacheOptions(),
 	})
 	must(err)
+	authorizer = &authz.Authorizer{Client: mgr.GetClient()}
 	must((&controllers.RunReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
+		Authorizer: authorizer,
+		Client:     mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
 			StatusInterval: time.Second, EventInterval: 10 * time.Second}, // the manager's defaults (cmd/manager)
 	}).SetupWithManager(mgr))
@@ -314,7 +325,16 @@ func fanOutRun(ctx context.Context, c client.Client, k *kubelet, n int) {
 			Name: fmt.Sprintf("leaf-%04d", i), DependsOn: []string{"root"},
 			Container: &ergonv1alpha1.ContainerStep{Image: "busybox:bench", Command: []string{"echo", fmt.Sprintf("leaf %d", i)}}})
 	}
+	// Every leaf reads a Secret, as real steps do, so each of its pods is authorized at the
+	// effect (one SubjectAccessReview, the rest from the cache).
+	for i := range scene.Spec.Steps {
+		if i > 0 {
+			scene.Spec.Steps[i].Container.Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bench-token"}, Key: "t"}}}}
+		}
+	}
 	must(c.Create(ctx, scene))
+	before := authorizer.Stats()
 	// Leaves stay running until every pod exists, so the kubelet's own writes do not slow the
 	// scheduling being measured; then they all finish.
 	k.parkNS, k.parked = ns, make(chan *corev1.Pod, n)
@@ -335,6 +355,13 @@ func fanOutRun(ctx context.Context, c client.Client, k *kubelet, n int) {
 		k.mu.Unlock()
 		if created == n {
 			fmt.Printf("  all %d step pods created %s after the Run\n", n, last.Sub(start).Round(time.Millisecond))
+			after := authorizer.Stats()
+			checks := max(after.Checks-before.Checks, 1)
+			spent := after.Spent - before.Spent
+			fmt.Printf("  authorization at the effect: %d pods checked, %d SubjectAccessReviews, %d answers from the cache, "+
+				"%s in all (%s a pod, %.1f%% of the time to create them all)\n", after.Checks-before.Checks,
+				after.Reviews-before.Reviews, after.Hits-before.Hits, spent.Round(time.Microsecond),
+				(spent / time.Duration(checks)).Round(time.Microsecond), 100*float64(spent)/float64(last.Sub(start)))
 			for len(k.parked) < n-1 {
 				time.Sleep(20 * time.Millisecond)
 			}

@@ -49,7 +49,7 @@ var _ = Describe("An agent's container tool on a real cluster", func() {
 		ns := newNamespace(ctx)
 		deployFakeLLMScript(ctx, ns, containerToolScript)
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "counter", Namespace: ns}}
-		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake"}}
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "count", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{Prompt: "Count the letters of ergon.",
 				Tools: []ergonv1alpha1.AgentTool{{Name: "count", Description: "Counts a word's letters.",

@@ -52,13 +52,13 @@ var _ = Describe("Agent steps with MCP tools on a real cluster", func() {
 			ns := newNamespace(ctx)
 			deployFakeLLMScript(ctx, ns, mcpScript)
 			mcpURL := fmt.Sprintf("http://tracker.%s.svc:8080/mcp", ns)
-			agentScene := func(name string, allowHosts ...string) *ergonv1alpha1.Run {
+			agentScene := func(name string, allowHosts ...ergonv1alpha1.Host) *ergonv1alpha1.Run {
 				scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 				scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
-					BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake"}}
+					BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
 				scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "ask", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 					Agent: &ergonv1alpha1.AgentStep{Prompt: "How is sprint 43?", MaxTurns: new(int32(4)), AllowHosts: allowHosts,
-						Tools: []ergonv1alpha1.AgentTool{{MCP: &ergonv1alpha1.MCPTool{URL: mcpURL, Allow: []string{"sprint_status"}}}}},
+						Tools: []ergonv1alpha1.AgentTool{{MCP: &ergonv1alpha1.MCPTool{URL: ergonv1alpha1.URL(mcpURL), Allow: []string{"sprint_status"}}}}},
 				}}
 				Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 				run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: ns},
@@ -66,7 +66,7 @@ var _ = Describe("Agent steps with MCP tools on a real cluster", func() {
 				Expect(k8sClient.Create(ctx, run)).To(Succeed())
 				return run
 			}
-			allowed := agentScene("allowed", fmt.Sprintf("tracker.%s.svc:8080", ns))
+			allowed := agentScene("allowed", ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns)))
 			refused := agentScene("refused")
 
 			run := finished(ctx, allowed)

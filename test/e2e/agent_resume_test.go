@@ -72,14 +72,14 @@ var _ = Describe("An agent step that lasts", func() {
 			deployFakeLLMScript(ctx, ns, slowLoopScript(ns))
 			scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "long", Namespace: ns}}
 			scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
-				BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake",
+				BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake",
 				ContextBudget: &ergonv1alpha1.ContextBudget{Tokens: new(int64(4000))},
 			}}
 			scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "read", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 				Retry: &ergonv1alpha1.RetryPolicy{Limit: 1},
 				Agent: &ergonv1alpha1.AgentStep{Prompt: "Read the whole document.",
 					Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
-					AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(12))}}}
+					AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}, MaxTurns: new(int32(12))}}}
 			Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "long-1", Namespace: ns},
 				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "long"}}}

@@ -124,7 +124,7 @@ var _ = Describe("Agent steps on a real cluster", func() {
 
 			scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "sprint", Namespace: ns}}
 			scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
-				BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
+				BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
 				APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 			}}
 			scene.Spec.Steps = []ergonv1alpha1.Step{
@@ -132,7 +132,7 @@ var _ = Describe("Agent steps on a real cluster", func() {
 					System:     "You write sprint reports.",
 					Prompt:     "Fetch sprint 43 from the tracker and report what was done.",
 					Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
-					AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)},
+					AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))},
 					Output: &ergonv1alpha1.OutputContract{Format: "json", Schema: &apiextensionsv1.JSON{Raw: []byte(
 						`{"type":"object","required":["title","done"],"properties":{"title":{"type":"string"},` +
 							`"done":{"type":"array","items":{"type":"string"}}}}`)}},

@@ -58,11 +58,11 @@ var _ = Describe("An agent's tool calls on a real cluster", func() {
 				Steps: []ergonv1alpha1.Step{busyboxStep("sum", `echo -n summary of {{ .params.text | shquote }} > "$ERGON_OUTPUT"`)}},
 		})).To(Succeed())
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "writer", Namespace: ns}}
-		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake"}}
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "write", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{Prompt: "Write the report.",
 				Tools:      []ergonv1alpha1.AgentTool{{Scene: "summarizer"}, {Name: ergonv1alpha1.ToolHTTPFetch, RequireApproval: true}},
-				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}}}}
+				AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "writer-1", Namespace: ns},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "writer"}}}

@@ -242,13 +242,13 @@ var _ = Describe("The web console in a real browser", func() {
 			StringData: map[string]string{"apiKey": "e2e-console-key"}})).To(Succeed())
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "sprint", Namespace: ns}}
 		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
-			BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
+			BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake", Temperature: new("0"), Seed: new(int64(1)),
 			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"},
 		}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{
 				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
-				AllowHosts: []string{fmt.Sprintf("tracker.%s.svc:8080", ns)}, MaxTurns: new(int32(5)),
+				AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}, MaxTurns: new(int32(5)),
 			}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "notify", Namespace: ns},

@@ -49,7 +49,7 @@ var _ = Describe("Fan-out and loops on a real cluster", func() {
 
 		inner := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "draft-check", Namespace: ns}}
 		inner.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "iteration"}}
-		inner.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake"}}
+		inner.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
 		inner.Spec.Steps = []ergonv1alpha1.Step{
 			{Name: "draft", Timeout: &metav1.Duration{Duration: time.Minute}, Agent: &ergonv1alpha1.AgentStep{
 				Prompt: "Write the summary, iteration {{ .params.iteration }}.", MaxTurns: new(int32(2))}},

@@ -106,7 +106,7 @@ var _ = Describe("Steps inside a Workspace on a real cluster", func() {
 			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns},
 				StringData: map[string]string{"apiKey": apiKey}})).To(Succeed())
 			agentWorkspace(ctx, ns, "dev", "e2e-dev@example.org")
-			models := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: fmt.Sprintf("http://llm.%s.svc/v1", ns), Model: "fake",
+			models := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake",
 				APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "apiKey"}}}
 			for name, step := range map[string]ergonv1alpha1.Step{
 				"write": agentOn("edit", "WRITE a script and run it.", ergonv1alpha1.ToolWriteFile, ergonv1alpha1.ToolShell),

@@ -86,7 +86,7 @@ var _ = Describe("Attacks on who is behind a Run", func() {
 		bindRole(ns, "mallory", roleApprover)
 		child := gateScene(ns, "release", ergonv1alpha1.GateStep{ForbidSelfApproval: true})
 		Expect(admin.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ship"},
-			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "release", Scene: &ergonv1alpha1.SceneCall{Name: child}}}}})).
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "release", Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(child)}}}}})).
 			To(Succeed())
 		startRun(mallory, ns, "ship-1", "ship")
 
@@ -131,7 +131,9 @@ var _ = Describe("Attacks on who is behind a Run", func() {
 				"metadata.annotations[ergon.dev/", "never")
 		}
 		Expect(admin.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-		Expect(run.Annotations).To(Equal(map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory"}))
+		Expect(run.Annotations).To(HaveLen(2))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationCreatedBy, "mallory"))
+		Expect(run.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationIdentity, ContainSubstring(`"username":"mallory"`)))
 		Expect(mallory.Patch(ctx, run.DeepCopy(), client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"annotations":{"team":"payments"}}}`)))).To(Succeed(), "other annotations are the tenant's")
 	})

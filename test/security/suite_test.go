@@ -21,8 +21,6 @@ package security
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"testing"
 	"time"
 
@@ -37,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ergon-dev/ergon/controllers"
-	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -56,6 +53,10 @@ var (
 	testEnv    *testenv.Environment
 	scheme     = testenv.Scheme()
 	stopMgr    context.CancelFunc
+	// kubelet plays the kubelet for the step pods of the namespaces a spec gives it a script
+	// for (internal/testenv), and keeps their logs for the Run controller; the pods of every
+	// other namespace never start, as on a cluster without nodes.
+	kubelet = testenv.NewKubelet("step")
 )
 
 func TestSecurity(t *testing.T) {
@@ -102,7 +103,7 @@ func startManager() context.CancelFunc {
 	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr)).To(Succeed())
 	Expect((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: noLogs{},
+		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: kubelet.Logs,
 		Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
@@ -114,11 +115,4 @@ func startManager() context.CancelFunc {
 	stop, err := testEnv.StartManager(mgr)
 	Expect(err).NotTo(HaveOccurred())
 	return func() { Expect(stop()).To(Succeed()) }
-}
-
-// noLogs is the log reader of a cluster without a kubelet: no step pod ever writes a log here.
-type noLogs struct{}
-
-func (noLogs) Read(_ context.Context, namespace, pod, _ string, _ outputs.Tail) (io.ReadCloser, error) {
-	return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
 }

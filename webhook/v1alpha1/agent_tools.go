@@ -60,6 +60,7 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 		if len(t.Description) > maxToolDescription {
 			errs = append(errs, field.TooLong(p.Child("description"), t.Description, maxToolDescription))
 		}
+		errs = append(errs, validateToolApproval(p.Child("approval"), t.Approval)...)
 		name := t.ToolName()
 		switch {
 		case t.IsBuiltin():
@@ -87,6 +88,50 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 	return errs
 }
 
+// Bounds of a tool's approval, as a gate step's (the Gate kind's own limits).
+const (
+	maxMinApprovals  = 10
+	maxApproverNames = 100
+	maxApproverName  = 512
+)
+
+// validateToolApproval checks who approves a tool's calls. The CRD checks the same of tools
+// written as objects; this check is for everything that reads Scenes without the API server
+// (kubectl ergon lint), and names what the CRD allows but is no name (an empty group).
+func validateToolApproval(p *field.Path, a *ergonv1alpha1.ToolApproval) field.ErrorList {
+	if a == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if n := a.MinApprovals; n != nil && (*n < 1 || *n > maxMinApprovals) {
+		errs = append(errs, field.Invalid(p.Child("minApprovals"), *n,
+			fmt.Sprintf("how many different people approve each call: from 1 to %d", maxMinApprovals)))
+	}
+	if a.Approvers == nil {
+		return errs
+	}
+	names := func(p *field.Path, kind string, list []string) {
+		if len(list) > maxApproverNames {
+			errs = append(errs, field.TooMany(p, len(list), maxApproverNames))
+		}
+		seen := map[string]bool{}
+		for i, name := range list {
+			switch {
+			case name == "":
+				errs = append(errs, field.Invalid(p.Index(i), name, "name a Kubernetes "+kind))
+			case len(name) > maxApproverName:
+				errs = append(errs, field.TooLong(p.Index(i), name, maxApproverName))
+			case seen[name]:
+				errs = append(errs, field.Duplicate(p.Index(i), name))
+			}
+			seen[name] = true
+		}
+	}
+	names(p.Child("approvers", "users"), "user", a.Approvers.Users)
+	names(p.Child("approvers", "groups"), "group", a.Approvers.Groups)
+	return errs
+}
+
 // validateBuiltinTool checks a built-in tool's entry.
 func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1alpha1.AgentTool) field.ErrorList {
 	if t.Name == "" {
@@ -110,7 +155,7 @@ func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1
 // is ValidateSceneCalls's to say.
 func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(t.Scene) {
+	for _, msg := range validation.IsDNS1123Subdomain(string(t.Scene)) {
 		errs = append(errs, field.Invalid(p.Child("scene"), t.Scene, msg))
 	}
 	if slices.Contains(ergonv1alpha1.BuiltinTools, t.ToolName()) {
@@ -119,29 +164,13 @@ func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList
 	return errs
 }
 
-// sceneTools are the Scenes a Scene's agent steps call as tools, with the path of each entry.
-func sceneTools(spec *ergonv1alpha1.SceneSpec) (paths []*field.Path, scenes []string) {
-	for i, s := range spec.Steps {
-		if s.Agent == nil {
-			continue
-		}
-		for j, t := range s.Agent.Tools {
-			if t.Scene != "" {
-				paths = append(paths, field.NewPath("spec", "steps").Index(i).Child("agent", "tools").Index(j).Child("scene"))
-				scenes = append(scenes, t.Scene)
-			}
-		}
-	}
-	return paths, scenes
-}
-
 // toolSummary names a tool entry in an error message.
 func toolSummary(t ergonv1alpha1.AgentTool) string {
 	switch {
 	case t.Name != "":
 		return t.Name
 	case t.Scene != "":
-		return "scene " + t.Scene
+		return "scene " + string(t.Scene)
 	}
 	return "tool"
 }

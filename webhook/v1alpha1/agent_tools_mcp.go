@@ -49,7 +49,7 @@ func validateMCPTool(p *field.Path, t ergonv1alpha1.AgentTool, n int, seen map[s
 	if t.Name != "" {
 		errs = append(errs, field.Forbidden(p.Child("name"), "an MCP server's tools keep their own names; list them in mcp.allow"))
 	}
-	errs = append(errs, validateMCPURL(mp.Child("url"), t.MCP.URL)...)
+	errs = append(errs, validateMCPURL(mp.Child("url"), string(t.MCP.URL))...)
 	ap := mp.Child("allow")
 	if len(t.MCP.Allow) == 0 {
 		errs = append(errs, field.Required(ap, "list the server's tools the agent may call"))

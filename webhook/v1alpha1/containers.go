@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -44,14 +45,9 @@ var imageReference = regexp.MustCompile(
 // ConfigMap can have, and env names of the step contract's, which would break it.
 func validateContainers(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	var errs field.ErrorList
-	for _, list := range []struct {
-		path  *field.Path
-		steps []ergonv1alpha1.Step
-	}{{field.NewPath("spec", "steps"), spec.Steps}, {field.NewPath("spec", "finally"), spec.Finally}} {
-		for i, s := range list.steps {
-			if s.Container != nil {
-				errs = append(errs, validateContainer(list.path.Index(i).Child("container"), s.Container)...)
-			}
+	for path, s := range closure.Steps(spec) {
+		if s.Container != nil {
+			errs = append(errs, validateContainer(path.Child("container"), s.Container)...)
 		}
 	}
 	return errs

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 )
 
 // +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-gate,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=gates,verbs=update,versions=v1alpha1,name=mgate.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -40,9 +42,10 @@ import (
 
 // GateWebhook makes a Gate's decision the Kubernetes way. The mutating half stamps who
 // decides from the request's authenticated identity, over whatever the client sent; the
-// validating half allows the decision only from an approver the Gate lists, or one RBAC
-// grants the verb "approve" on the Gate, and only while the Gate is pending and its Run has
-// not finished. Only the
+// validating half allows the decision only while the Gate is pending and its Run has not
+// finished, when internal/gatepolicy says it counts (not the person behind the Run where the
+// Gate forbids self-approval, one vote a person, only votes on a quorum Gate), and only from an
+// approver the Gate lists or one RBAC grants the verb "approve" on the Gate. Only the
 // manager creates Gates; what ties a Gate to its Run (labels, owner references, runRef, step)
 // and every vote cast never change, and a quorum is reached only by that many votes.
 type GateWebhook struct {
@@ -92,10 +95,6 @@ func (w *GateWebhook) Default(ctx context.Context, gate *ergonv1alpha1.Gate) err
 	return nil
 }
 
-func hasApproval(gate *ergonv1alpha1.Gate, user string) bool {
-	return slices.ContainsFunc(gate.Spec.Approvals, func(a ergonv1alpha1.GateApproval) bool { return a.User == user })
-}
-
 // ValidateCreate allows only the manager, whose Run controller asks the question, to create
 // a Gate: a Gate made by anyone else could pose as a Run's and be decided as they like.
 func (w *GateWebhook) ValidateCreate(ctx context.Context, gate *ergonv1alpha1.Gate) (admission.Warnings, error) {
@@ -137,17 +136,9 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 	if msg := finalGate(old); msg != "" {
 		return nil, forbidden(msg)
 	}
-	if need := minApprovals(gate); newDecision && need > 1 {
-		return nil, forbidden(fmt.Sprintf("this Gate needs %d approvals from different people, so no single decision decides it; "+
-			"add your vote to spec.approvals instead (any rejection decides)", need))
-	}
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
-	}
-	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	if added > 0 && hasApproval(old, user) {
-		return nil, forbidden(fmt.Sprintf("%s has already voted on this Gate; a vote is cast once", user))
 	}
 	run := &ergonv1alpha1.Run{}
 	err = w.Reader.Get(ctx, client.ObjectKey{Namespace: gate.Namespace, Name: gate.Spec.RunRef.Name}, run)
@@ -159,10 +150,27 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 	case run.Status.Phase.Finished():
 		return nil, forbidden(fmt.Sprintf("Run %s has finished (%s); its Gate can no longer be decided", run.Name, run.Status.Phase))
 	}
-	if gate.Spec.ForbidSelfApproval && run.Annotations[ergonv1alpha1.AnnotationCreatedBy] == user {
-		return nil, forbidden(fmt.Sprintf("%s created Run %s, and this Gate forbids self-approval; ask another approver", user, run.Name))
+	// The answers given now are the decision, when it is new, and the last vote, when one was
+	// added (castVotes allows one); both are the requester's, stamped by Default. Whether they
+	// count is gatepolicy's to say, as it is when the Gate controller counts them; the timeout
+	// is the controller's alone, so no time is needed here.
+	answers := gatepolicy.AnswersOf(gate)
+	d := gatepolicy.Decide(gatepolicy.QuestionOf(gate, nil), gatepolicy.PersonOf(run), answers, time.Time{})
+	var given []gatepolicy.Verdict
+	if newDecision {
+		given = append(given, d.Verdicts[0])
 	}
-	if listedApprover(gate.Spec.Approvers, user, groups) {
+	if added > 0 {
+		given = append(given, d.Verdicts[len(answers)-1])
+	}
+	needsRBAC := false
+	for _, v := range given {
+		if v.Refused != "" {
+			return nil, forbidden(v.Refused)
+		}
+		needsRBAC = needsRBAC || v.NeedsRBAC
+	}
+	if !needsRBAC {
 		return nil, nil
 	}
 	allowed, err := w.mayApprove(ctx, gate, req)
@@ -171,7 +179,7 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 	}
 	if !allowed {
 		return nil, forbidden(fmt.Sprintf("%s may not decide this Gate: be listed in spec.approvers, or be granted the verb "+
-			"approve on gates.ergon.dev in namespace %s (the ClusterRole ergon-gate-approver does)", user, gate.Namespace))
+			"approve on gates.ergon.dev in namespace %s (the ClusterRole ergon-gate-approver does)", req.UserInfo.Username, gate.Namespace))
 	}
 	return nil, nil
 }
@@ -188,14 +196,6 @@ func finalGate(gate *ergonv1alpha1.Gate) string {
 	default:
 		return fmt.Sprintf("Gate %s is %s already (by %s); it can no longer be decided", gate.Name, st.Phase, st.DecidedBy)
 	}
-}
-
-// minApprovals is how many people must approve the Gate.
-func minApprovals(gate *ergonv1alpha1.Gate) int32 {
-	if gate.Spec.MinApprovals == nil {
-		return 1
-	}
-	return *gate.Spec.MinApprovals
 }
 
 // fixedMetadata refuses changes to what ties a Gate to its Run: its labels and owner
@@ -233,14 +233,6 @@ func castVotes(old, gate *ergonv1alpha1.Gate) field.ErrorList {
 		return field.ErrorList{field.Forbidden(path.Index(len(old.Spec.Approvals)+1), "one request casts one vote, its requester's")}
 	}
 	return nil
-}
-
-// listedApprover reports whether the Gate names the user, or one of the user's groups.
-func listedApprover(a *ergonv1alpha1.Approvers, user string, groups []string) bool {
-	if a == nil {
-		return false
-	}
-	return slices.Contains(a.Users, user) || slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(a.Groups, g) })
 }
 
 // mayApprove asks the API server whether RBAC grants the requester the verb approve on the

@@ -70,6 +70,11 @@ func TestReservedAnnotationsAreTheManagers(t *testing.T) {
 		{"create, created-by is the requester", nil, mine, nil},
 		{"create, created-by names another", nil, map[string]string{ergonv1alpha1.AnnotationCreatedBy: "alice"},
 			[]string{"metadata.annotations[ergon.dev/created-by]"}},
+		{"create, identity is the requester's", nil, map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory",
+			ergonv1alpha1.AnnotationIdentity: `{"username":"mallory"}`}, nil},
+		{"create, identity names another", nil, map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory",
+			ergonv1alpha1.AnnotationIdentity: `{"username":"alice","groups":["system:masters"]}`},
+			[]string{"metadata.annotations[ergon.dev/identity]"}},
 		{"create with a depth", nil, map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory", ergonv1alpha1.AnnotationDepth: "-5"},
 			[]string{"metadata.annotations[ergon.dev/depth]"}},
 		{"create with other annotations", nil, map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory", "team": "x"}, nil},
@@ -86,7 +91,12 @@ func TestReservedAnnotationsAreTheManagers(t *testing.T) {
 			if tc.old != nil {
 				old = run(tc.old)
 			}
-			errs := reservedAnnotations(old, run(tc.new), "mallory")
+			var stamps map[string]string
+			if tc.old == nil {
+				stamps = map[string]string{ergonv1alpha1.AnnotationCreatedBy: "mallory",
+					ergonv1alpha1.AnnotationIdentity: `{"username":"mallory"}`}
+			}
+			errs := reservedAnnotations(old, run(tc.new), stamps)
 			var fields []string
 			for _, e := range errs {
 				fields = append(fields, e.Field)

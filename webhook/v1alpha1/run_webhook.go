@@ -31,6 +31,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/identity"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create;update,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -42,7 +43,9 @@ import (
 // Run is created-by them, whatever they sent, and only the manager names another creator (the
 // Trigger's, or the parent Run's) or sets the depth of a child Run.
 type RunValidator struct {
-	Reader  client.Reader
+	Reader client.Reader
+	// Client asks SubjectAccessReviews (runAs).
+	Client  client.Client
 	Manager manager
 	// secrets asks whether the requester may read the Secrets the Run's Scene uses.
 	secrets *secretAccess
@@ -57,7 +60,7 @@ func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	secrets := newSecretAccess(mgr, m)
-	v := &RunValidator{Reader: newReader(mgr), Manager: m, secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}
+	v := &RunValidator{Reader: newReader(mgr), Client: mgr.GetClient(), Manager: m, secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 
@@ -68,14 +71,28 @@ func (v *RunValidator) Default(ctx context.Context, run *ergonv1alpha1.Run) erro
 	if err != nil {
 		return err
 	}
-	if run.Annotations == nil {
-		run.Annotations = map[string]string{}
-	}
-	if v.Manager.is(req) && run.Annotations[ergonv1alpha1.AnnotationCreatedBy] != "" {
+	if v.Manager.is(req) {
+		// The manager names the person behind the Runs it creates (a Trigger's, a parent
+		// Run's); it never stamps its own identity on one.
 		return nil
 	}
-	run.Annotations[ergonv1alpha1.AnnotationCreatedBy] = req.UserInfo.Username
+	for key, value := range stamped(req, run) {
+		if run.Annotations == nil {
+			run.Annotations = map[string]string{}
+		}
+		run.Annotations[key] = value
+	}
 	return nil
+}
+
+// stamped are the annotations admission stamps on a person's new Run: the full identity it acts
+// for (the requester, or the ServiceAccount of spec.runAs), and its username as created-by.
+func stamped(req admission.Request, run *ergonv1alpha1.Run) map[string]string {
+	id := actingAs(req, run.Namespace, run.Spec.RunAs)
+	return map[string]string{
+		ergonv1alpha1.AnnotationIdentity:  identity.Encode(id),
+		ergonv1alpha1.AnnotationCreatedBy: id.Username,
+	}
 }
 
 // ValidateCreate checks a new Run against its Scene, and that its creator may read every
@@ -98,7 +115,14 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 		return nil, apierrors.NewInternalError(err)
 	}
 	if !v.Manager.is(req) {
-		if errs := reservedAnnotations(nil, run, req.UserInfo.Username); len(errs) > 0 {
+		if errs := reservedAnnotations(nil, run, stamped(req, run)); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
+		errs, err := checkRunAs(ctx, v.Client, field.NewPath("spec", "runAs"), run.Namespace, run.Spec.RunAs)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if len(errs) > 0 {
 			return nil, invalid(errs)
 		}
 	}
@@ -151,15 +175,15 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 // ValidateUpdate keeps the annotations under ergon.dev/ as they were created, for everyone;
 // sceneRef and params are immutable by the CRD's rules.
 func (v *RunValidator) ValidateUpdate(_ context.Context, old, run *ergonv1alpha1.Run) (admission.Warnings, error) {
-	if errs := reservedAnnotations(old, run, ""); len(errs) > 0 {
+	if errs := reservedAnnotations(old, run, nil); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
 	}
 	return nil, nil
 }
 
 // reservedAnnotations refuses every annotation under ergon.dev/ that a Run gains, loses or
-// changes against old (nil on create), except, on create, created-by naming the requester.
-func reservedAnnotations(old, run *ergonv1alpha1.Run, requester string) field.ErrorList {
+// changes against old (nil on create), except, on create, those admission stamps, as it stamps them.
+func reservedAnnotations(old, run *ergonv1alpha1.Run, stamps map[string]string) field.ErrorList {
 	var before map[string]string
 	if old != nil {
 		before = old.Annotations
@@ -170,10 +194,10 @@ func reservedAnnotations(old, run *ergonv1alpha1.Run, requester string) field.Er
 		value, was := before[key]
 		switch {
 		case !ergonv1alpha1.IsReservedAnnotation(key), was && value == run.Annotations[key]:
-		case old == nil && key == ergonv1alpha1.AnnotationCreatedBy && run.Annotations[key] == requester:
+		case old == nil && stamps[key] != "" && run.Annotations[key] == stamps[key]:
 		case old == nil:
 			errs = append(errs, field.Forbidden(path.Key(key), "annotations under "+ergonv1alpha1.AnnotationPrefix+
-				" are set by Ergon only; remove it (created-by is stamped with your own name)"))
+				" are set by Ergon only; remove it (created-by and identity are stamped with your own)"))
 		default:
 			errs = append(errs, field.Forbidden(path.Key(key), "annotations under "+ergonv1alpha1.AnnotationPrefix+
 				" are set by Ergon when a Run is created and never change"))

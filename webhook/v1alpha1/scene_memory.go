@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 )
 
 // validateMemory refuses the remember tool in a Scene without spec.memory: the tool would
@@ -29,14 +30,13 @@ func validateMemory(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	steps := field.NewPath("spec", "steps")
-	for i, s := range spec.Steps {
+	for path, s := range closure.Steps(spec) {
 		if s.Agent == nil {
 			continue
 		}
 		for j, tool := range s.Agent.Tools {
 			if tool.IsBuiltin() && tool.Name == ergonv1alpha1.ToolRemember {
-				errs = append(errs, field.Forbidden(steps.Index(i).Child("agent", "tools").Index(j),
+				errs = append(errs, field.Forbidden(path.Child("agent", "tools").Index(j),
 					"the tool remember keeps notes in the Scene's memory; set spec.memory or remove it"))
 			}
 		}

@@ -24,16 +24,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 )
 
-func TestSceneSecretUsesFindsEverySecretAScenePutsToUse(t *testing.T) {
+func TestObjectReadsFindEverySecretAndConfigMapASceneReads(t *testing.T) {
 	key := func(name string) *corev1.SecretKeySelector {
 		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}
 	}
 	withSecrets := ergonv1alpha1.Step{Name: "c", Container: &ergonv1alpha1.ContainerStep{Image: "x", Command: []string{"true"},
 		Env: []corev1.EnvVar{
 			{Name: "PLAIN", Value: "v"},
-			{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}},
+			{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "k"}}},
 			{Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: key("env")}},
 		},
 		EnvFrom: []corev1.EnvFromSource{
@@ -49,25 +51,31 @@ func TestSceneSecretUsesFindsEverySecretAScenePutsToUse(t *testing.T) {
 	child.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {APIKeySecretRef: key("child-key")}}
 	grandchild := scene("grandchild", withSecrets)
 
+	c, err := closure.Walk(caller.Name, &caller.Spec, closure.Objects([]ergonv1alpha1.Scene{caller, child, grandchild}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
-	for _, u := range SceneSecretUses(&caller.Spec, []ergonv1alpha1.Scene{caller, child, grandchild}) {
-		got = append(got, fmt.Sprintf("%s %s %s", u.Path, u.Secret, u.Via))
+	for _, u := range ObjectReads(c) {
+		got = append(got, fmt.Sprintf("%s %s %s %s", u.Path, u.Kind, u.Name, u.Via))
 	}
 	want := []string{
-		"spec.params[1].valueFrom.secretKeyRef param ",
-		"spec.models[a].apiKeySecretRef model-a ",
-		"spec.models[b].apiKeySecretRef model-b ",
-		"spec.steps[0].container.env[2].valueFrom.secretKeyRef env ",
-		"spec.steps[0].container.envFrom[1].secretRef envfrom ",
-		"spec.steps[1].scene.name child-key Scene child's spec.models[default].apiKeySecretRef",
-		"spec.steps[1].scene.name env Scene grandchild's spec.steps[0].container.env[2].valueFrom.secretKeyRef",
-		"spec.steps[1].scene.name envfrom Scene grandchild's spec.steps[0].container.envFrom[1].secretRef",
-		// Scene child calls caller back: a cycle admission refuses, and one the search visits once.
-		"spec.steps[1].scene.name param Scene caller's spec.params[1].valueFrom.secretKeyRef",
-		"spec.steps[1].scene.name model-a Scene caller's spec.models[a].apiKeySecretRef",
-		"spec.steps[1].scene.name model-b Scene caller's spec.models[b].apiKeySecretRef",
-		"spec.steps[1].scene.name env Scene caller's spec.steps[0].container.env[2].valueFrom.secretKeyRef",
-		"spec.steps[1].scene.name envfrom Scene caller's spec.steps[0].container.envFrom[1].secretRef",
+		"spec.params[1].valueFrom.secretKeyRef Secret param ",
+		"spec.models[a].apiKeySecretRef Secret model-a ",
+		"spec.models[b].apiKeySecretRef Secret model-b ",
+		"spec.steps[0].container.env[1].valueFrom.configMapKeyRef ConfigMap settings ",
+		"spec.steps[0].container.env[2].valueFrom.secretKeyRef Secret env ",
+		"spec.steps[0].container.envFrom[0].configMapRef ConfigMap  ",
+		"spec.steps[0].container.envFrom[1].secretRef Secret envfrom ",
+		"spec.steps[1].scene.name Secret child-key Scene child's spec.models[default].apiKeySecretRef",
+		"spec.steps[1].scene.name ConfigMap settings Scene grandchild's spec.steps[0].container.env[1].valueFrom.configMapKeyRef",
+		"spec.steps[1].scene.name Secret env Scene grandchild's spec.steps[0].container.env[2].valueFrom.secretKeyRef",
+		"spec.steps[1].scene.name ConfigMap  Scene grandchild's spec.steps[0].container.envFrom[0].configMapRef",
+		"spec.steps[1].scene.name Secret envfrom Scene grandchild's spec.steps[0].container.envFrom[1].secretRef",
+		// Scene child calls caller back: a cycle admission refuses, and the walk lists caller once.
+	}
+	if c.Cycle == nil || fmt.Sprint(c.Cycle.Scenes) != "[caller child caller]" {
+		t.Errorf("cycle %+v, want caller -> child -> caller", c.Cycle)
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)

@@ -18,7 +18,6 @@ package v1alpha1
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/expr"
 	"github.com/ergon-dev/ergon/internal/schedule"
 	"github.com/ergon-dev/ergon/internal/triggers"
@@ -78,11 +79,11 @@ func (v *TriggerValidator) Default(ctx context.Context, t *ergonv1alpha1.Trigger
 		return err
 	}
 	creator := req.UserInfo.Username
-	if len(req.OldObject.Raw) > 0 {
-		old := &ergonv1alpha1.Trigger{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return err
-		}
+	old, err := oldObject[ergonv1alpha1.Trigger](req)
+	if err != nil {
+		return err
+	}
+	if old != nil {
 		if was := old.Annotations[ergonv1alpha1.AnnotationCreator]; was != "" {
 			creator = was
 		}
@@ -91,7 +92,23 @@ func (v *TriggerValidator) Default(ctx context.Context, t *ergonv1alpha1.Trigger
 		t.Annotations = map[string]string{}
 	}
 	t.Annotations[ergonv1alpha1.AnnotationCreator] = creator
+	// The Trigger acts as whoever last changed its spec (or its runAs ServiceAccount): an
+	// edit of another person's Trigger makes it act as the editor, never as the creator.
+	changed := old != nil && !equality.Semantic.DeepEqual(old.Spec, t.Spec)
+	stampOnChange(req, v.secrets.manager, t, objectOrNil(old), ergonv1alpha1.AnnotationIdentity, changed,
+		actingAs(req, t.Namespace, t.Spec.RunAs))
 	return nil
+}
+
+// objectOrNil is a typed nil pointer as a nil interface.
+func objectOrNil[T any, P interface {
+	*T
+	metav1.Object
+}](p P) metav1.Object {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // ValidateCreate checks a new Trigger.
@@ -123,10 +140,18 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 	if bad := SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name); len(bad) > 0 {
 		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, append(errs, bad...))
 	}
+	if specChanged {
+		runAs, err := checkRunAs(ctx, v.secrets.client, field.NewPath("spec", "runAs"), t.Namespace, t.Spec.RunAs)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, runAs...)
+	}
 	var warnings admission.Warnings
-	var uses []SecretUse
+	var uses []closure.Ref
 	if t.Spec.Webhook != nil {
-		uses = append(uses, SecretUse{Path: field.NewPath("spec", "webhook", "secretRef"), Secret: t.Spec.Webhook.SecretRef.Name})
+		uses = append(uses, closure.Ref{Kind: closure.KindSecret, Name: t.Spec.Webhook.SecretRef.Name,
+			Path: field.NewPath("spec", "webhook", "secretRef")})
 	}
 	sceneRef := field.NewPath("spec", "sceneRef", "name")
 	scene := &ergonv1alpha1.Scene{}

@@ -34,7 +34,7 @@ func agentStep(name string, tools ...string) ergonv1alpha1.Step {
 }
 
 func callStep(name, scene string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: scene}}
+	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(scene)}}
 }
 
 func scene(name string, steps ...ergonv1alpha1.Step) ergonv1alpha1.Scene {
@@ -73,6 +73,13 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 				Prompt: "hi", Output: &ergonv1alpha1.OutputContract{Format: "json",
 					Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "required": ["title"]}`)}}}}}},
 			nil},
+		{"an agent finally step is checked as a step is: its model, its tools and its output",
+			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "g", Gate: &ergonv1alpha1.GateStep{}}},
+				Finally: []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{Model: "large", Prompt: "hi",
+					Tools:  ergonv1alpha1.Builtins(ergonv1alpha1.ToolShell, ergonv1alpha1.ToolRemember),
+					Output: &ergonv1alpha1.OutputContract{Format: "toml"}}}}},
+			[]string{`spec.finally[0].agent.model`, `no model "large"`, `spec.finally[0].agent.tools[0]`, "set spec.workspace",
+				`spec.finally[0].agent.tools[1]`, "set spec.memory", `spec.finally[0].agent.output.format: Unsupported value: "toml"`}},
 		{"the graph's cycle is named",
 			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
 				{Name: "a", DependsOn: []string{"b"}, Gate: &ergonv1alpha1.GateStep{}},
@@ -89,7 +96,12 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 // toolStep is an agent step that may call a Scene as a tool.
 func toolStep(sceneName string) ergonv1alpha1.Step {
 	return ergonv1alpha1.Step{Name: "agent", Agent: &ergonv1alpha1.AgentStep{Prompt: "hi",
-		Tools: []ergonv1alpha1.AgentTool{{Scene: sceneName}}}}
+		Tools: []ergonv1alpha1.AgentTool{{Scene: ergonv1alpha1.SceneName(sceneName)}}}}
+}
+
+func withFinally(s ergonv1alpha1.Scene, finally ...ergonv1alpha1.Step) ergonv1alpha1.Scene {
+	s.Spec.Finally = finally
+	return s
 }
 
 func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
@@ -111,6 +123,14 @@ func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
 			"a -> b -> a", ""},
 		{"a step calling a Scene whose agent calls back as a tool", scene("a", callStep("b", "b")),
 			[]ergonv1alpha1.Scene{scene("b", toolStep("a"))}, "a -> b -> a", ""},
+		{"a finally step calling a Scene whose finally calls back", withFinally(scene("a"), callStep("b", "b")),
+			[]ergonv1alpha1.Scene{withFinally(scene("b"), callStep("a", "a"))}, "a -> b -> a", ""},
+		{"an agent finally step calling its own Scene as a tool", withFinally(scene("a"), toolStep("a")), nil, "a -> a", ""},
+		{"a diamond is no cycle", scene("a", callStep("b", "b"), callStep("c", "c")),
+			[]ergonv1alpha1.Scene{scene("b", callStep("d", "d")), scene("c", toolStep("d")), scene("d")}, "", ""},
+		{"a callee's callee not there yet is a warning naming the callee", scene("a", callStep("b", "b")),
+			[]ergonv1alpha1.Scene{scene("b", callStep("c", "later"))}, "",
+			`spec.steps[0].scene.name: Scene "later" does not exist yet (through Scene b's spec.steps[0].scene.name)`},
 		{"an update that removes the cycle", scene("a"),
 			[]ergonv1alpha1.Scene{scene("a", callStep("b", "b")), scene("b", callStep("a", "a"))}, "", ""},
 	}

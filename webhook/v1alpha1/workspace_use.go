@@ -28,62 +28,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 )
 
 // VerbUse is the verb on workspaces.ergon.dev that lets a person other than a Workspace's user
 // run steps in it: bind a Scene to it, or start a Run of a Scene bound to it.
 const VerbUse = "use"
 
-// WorkspaceUse is one place where an object makes Ergon run steps in a Workspace.
-type WorkspaceUse struct {
-	// Path is the field of the admitted object that causes the use.
-	Path *field.Path
-	// Workspace is the Workspace's name, in the object's namespace.
-	Workspace string
-	// Via says, for a Scene the object runs, which Scene binds the Workspace; empty for the
-	// object's own spec.workspace.
-	Via string
-}
-
-// SceneWorkspaceUses lists the Workspaces a Scene makes Ergon run steps in: its own, and
-// those of the Scenes it calls, found in namespace and followed through their own calls.
-func SceneWorkspaceUses(spec *ergonv1alpha1.SceneSpec, namespace []ergonv1alpha1.Scene) []WorkspaceUse {
-	var uses []WorkspaceUse
-	if spec.Workspace != nil {
-		uses = append(uses, WorkspaceUse{Path: field.NewPath("spec", "workspace", "name"), Workspace: spec.Workspace.Name})
-	}
-	byName := map[string]*ergonv1alpha1.SceneSpec{}
-	for i := range namespace {
-		byName[namespace[i].Name] = &namespace[i].Spec
-	}
-	for i, s := range spec.Steps {
-		if s.Scene == nil {
-			continue
-		}
-		call := field.NewPath("spec", "steps").Index(i).Child("scene", "name")
-		for _, u := range calledWorkspaceUses(s.Scene.Name, byName, map[string]bool{}) {
-			uses = append(uses, WorkspaceUse{Path: call, Workspace: u.Workspace, Via: u.Via})
-		}
-	}
-	return uses
-}
-
-func calledWorkspaceUses(name string, scenes map[string]*ergonv1alpha1.SceneSpec, visited map[string]bool) []WorkspaceUse {
-	spec, ok := scenes[name]
-	if !ok || visited[name] {
-		return nil
-	}
-	visited[name] = true
-	var uses []WorkspaceUse
-	if spec.Workspace != nil {
-		uses = append(uses, WorkspaceUse{Workspace: spec.Workspace.Name, Via: fmt.Sprintf("Scene %s's spec.workspace", name)})
-	}
-	for _, s := range spec.Steps {
-		if s.Scene != nil {
-			uses = append(uses, calledWorkspaceUses(s.Scene.Name, scenes, visited)...)
-		}
-	}
-	return uses
+// WorkspaceUses lists the Workspaces a walked Scene makes Ergon run steps in: its own, and
+// those of the Scenes it calls, by sub-scene step or Scene tool, transitively (closure.Walk).
+func WorkspaceUses(c closure.Closure) []closure.Ref {
+	return closure.OfKind(c.Refs, closure.KindWorkspace)
 }
 
 // workspaceAccess asks whether the person behind an admission request may run steps in a
@@ -117,7 +72,7 @@ func (a *workspaceAccess) may(ctx context.Context, who *authorizationv1.SubjectA
 // it, naming the field and the Workspace. A Workspace that does not exist yet is refused only
 // when strict (a Run, which would start in it); for a Scene it is a warning, as its Runs are
 // checked when they are created.
-func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []WorkspaceUse,
+func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []closure.Ref,
 	strict bool) (field.ErrorList, admission.Warnings, error) {
 	if len(uses) == 0 {
 		return nil, nil, nil
@@ -129,40 +84,37 @@ func (a *workspaceAccess) check(ctx context.Context, namespace string, uses []Wo
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	decided := map[string]bool{}
-	for _, u := range uses {
-		ok, known := decided[u.Workspace]
+	for _, u := range closure.OfKind(uses, closure.KindWorkspace) {
+		ok, known := decided[u.Name]
 		ws := &ergonv1alpha1.Workspace{}
-		getErr := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: u.Workspace}, ws)
+		getErr := a.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: u.Name}, ws)
 		missing := apierrors.IsNotFound(getErr)
 		if getErr != nil && !missing {
-			return nil, nil, fmt.Errorf("reading Workspace %s/%s: %w", namespace, u.Workspace, getErr)
+			return nil, nil, fmt.Errorf("reading Workspace %s/%s: %w", namespace, u.Name, getErr)
 		}
 		if !known {
 			ok = !missing && ws.Spec.User == who.User
 			if !ok {
-				if ok, err = a.may(ctx, who, namespace, u.Workspace); err != nil {
+				if ok, err = a.may(ctx, who, namespace, u.Name); err != nil {
 					return nil, nil, err
 				}
 			}
-			decided[u.Workspace] = ok
+			decided[u.Name] = ok
 		}
-		where := ""
-		if u.Via != "" {
-			where = " (through " + u.Via + ")"
-		}
+		where := u.Where()
 		switch {
 		case ok:
 		case missing && !strict:
 			warnings = append(warnings, fmt.Sprintf("%s: Workspace %q does not exist yet; only its user, or someone granted "+
-				"the verb use on it, may start Runs of this Scene%s", u.Path, u.Workspace, where))
+				"the verb use on it, may start Runs of this Scene%s", u.Path, u.Name, where))
 		case missing:
 			errs = append(errs, field.Forbidden(u.Path, fmt.Sprintf(
 				"Workspace %q does not exist yet, so %s cannot be checked as its user%s; create the Workspace first, "+
-					"or be granted the verb use on workspaces.ergon.dev in namespace %s", u.Workspace, who.User, where, namespace)))
+					"or be granted the verb use on workspaces.ergon.dev in namespace %s", u.Name, who.User, where, namespace)))
 		default:
 			errs = append(errs, field.Forbidden(u.Path, fmt.Sprintf(
 				"%s may not run steps in Workspace %q%s: only its user may, or someone granted the verb use on "+
-					"workspaces.ergon.dev in namespace %s (the ClusterRole ergon-workspace-user)", who.User, u.Workspace, where, namespace)))
+					"workspaces.ergon.dev in namespace %s (the ClusterRole ergon-workspace-user)", who.User, u.Name, where, namespace)))
 		}
 	}
 	return errs, warnings, nil
@@ -197,18 +149,10 @@ func (a *workspaceAccess) checkUnknownScene(ctx context.Context, namespace strin
 // the Scene, and says which Scene binds the Workspace.
 func sceneWorkspacesAt(ctx context.Context, reader client.Reader, access *workspaceAccess, scene *ergonv1alpha1.Scene,
 	path *field.Path) (field.ErrorList, error) {
-	scenes := &ergonv1alpha1.SceneList{}
-	if err := reader.List(ctx, scenes, client.InNamespace(scene.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing the Scenes of namespace %s: %w", scene.Namespace, err)
+	c, err := closure.Walk(scene.Name, &scene.Spec, closure.Reader(ctx, reader, scene.Namespace))
+	if err != nil {
+		return nil, err
 	}
-	uses := SceneWorkspaceUses(&scene.Spec, scenes.Items)
-	for i, u := range uses {
-		via := fmt.Sprintf("Scene %s's %s", scene.Name, u.Path)
-		if u.Via != "" {
-			via += ", which runs " + u.Via
-		}
-		uses[i] = WorkspaceUse{Path: path, Workspace: u.Workspace, Via: via}
-	}
-	errs, _, err := access.check(ctx, scene.Namespace, uses, true)
+	errs, _, err := access.check(ctx, scene.Namespace, reroot(WorkspaceUses(c), scene.Name, path), true)
 	return errs, err
 }
