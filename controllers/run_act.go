@@ -68,33 +68,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
-		pods.Go(func() error {
-			logger.V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-			bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
-			pod := stepPod(run, scene, req, bins)
-			labelUnit(pod, req.Unit)
-			pinAgentState(pod, kept[req.Step.Name], memoryPin)
-			if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
-				return err
-			}
-			var ws *ergonv1alpha1.Workspace
-			if w := f.Workspace; w != nil && w.Object != nil {
-				ws = w.Object
-				bindToWorkspace(pod, req.Step, ws, node, bins)
-			}
-			err := r.authorizePod(ctx, run, pod, ws)
-			if err == nil {
-				err = r.create(ctx, pod)
-			}
-			if refused(err) || isNotAuthorized(err) {
-				// The pod is invalid, or a LimitRange or Pod Security forbids it: its attempt
-				// fails on the next pass; a full quota makes it wait (run_refusals.go). The
-				// rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
-				r.podRefused(run, key, pod, err, fmt.Sprintf("Step %s cannot create its pod %s", req.Step.Name, req.Name))
-				return nil
-			}
-			return err
-		})
+		pods.Go(func() error { return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin) })
 	}
 	if err := pods.Wait(); err != nil {
 		return err
@@ -162,6 +136,38 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		}
 	}
 	return nil
+}
+
+// createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
+// agent pod pins the digests of the internal state it mounts (pinAgentState).
+func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
+	req planner.PodRequest, node string, kept *ergonv1alpha1.StepStatus, memoryPin string) error {
+	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
+	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
+	pod := stepPod(run, scene, req, bins)
+	labelUnit(pod, req.Unit)
+	pinAgentState(pod, kept, memoryPin)
+	if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
+		return err
+	}
+	var ws *ergonv1alpha1.Workspace
+	if w := f.Workspace; w != nil && w.Object != nil {
+		ws = w.Object
+		bindToWorkspace(pod, req.Step, ws, node, bins)
+	}
+	err := r.authorizePod(ctx, run, pod, ws)
+	if err == nil {
+		err = r.create(ctx, pod)
+	}
+	if refused(err) || isNotAuthorized(err) {
+		// Not authorized, or the pod is invalid, or a LimitRange or Pod Security forbids it:
+		// its attempt fails on the next pass; a full quota makes it wait (run_refusals.go).
+		// The rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
+		r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
+			fmt.Sprintf("Step %s cannot create its pod %s", req.Step.Name, req.Name))
+		return nil
+	}
+	return err
 }
 
 // podCreators bounds the pod creations of one reconcile that run at once.

@@ -130,9 +130,13 @@ const snapshotKey = "scene.json"
 // takeSnapshot records the Scene spec the Run executes: in its status, or in a ConfigMap it
 // owns when the spec is large, with the snapshot's SHA-256 in the status. A ConfigMap under
 // the name is used only when it is the Run's and holds this very snapshot (left by a pass
-// whose status write was lost); anything else is a conflict, never adopted.
+// whose status write was lost); anything else is a conflict, never adopted. With it goes the
+// UID of the Workspace the spec binds (pinWorkspace).
 func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) error {
 	run.Status.SceneGeneration = scene.Generation
+	if err := r.pinWorkspace(ctx, run, &scene.Spec); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(&scene.Spec)
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 var lintCall = agentspec.ToolRequest{ID: "call_9", Tool: "lint", Kind: agentspec.RequestContainer, Arguments: `{"path":"./cmd"}`}
@@ -224,7 +225,7 @@ var _ = Describe("A container tool of a Scene bound to a Workspace", func() {
 		Expect(c.Args).To(Equal([]string{"run", "--", "lint", "./cmd"}))
 		Expect(c.WorkingDir).To(Equal("/workspace"))
 		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: workspaceVolume, MountPath: "/workspace", ReadOnly: true}))
-		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", naming.WorkspaceName("alice@example.org"))))
+		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", workspace.ObjectName(ws))))
 	}, SpecTimeout(60*time.Second))
 })
 

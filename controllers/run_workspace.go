@@ -50,6 +50,29 @@ const (
 	annotationLease = ergonv1alpha1.AnnotationPrefix + "lease"
 )
 
+// pinWorkspace records in the Run's status the Workspace its Scene binds, as it is when the
+// Run starts, read from the API server: its UID is pinned, and no step of the Run binds to
+// another Workspace of the name (planner.WorkspaceFacts). A Workspace that does not exist
+// yet, or is being deleted, is pinned by the planner when the Run first sees one.
+func (r *RunReconciler) pinWorkspace(ctx context.Context, run *ergonv1alpha1.Run, spec *ergonv1alpha1.SceneSpec) error {
+	run.Status.Workspace = nil
+	if spec.Workspace == nil {
+		return nil
+	}
+	pin := &ergonv1alpha1.PinnedWorkspace{Name: spec.Workspace.Name}
+	ws := &ergonv1alpha1.Workspace{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: pin.Name}, ws)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case ws.DeletionTimestamp.IsZero():
+		pin.UID = ws.UID
+	}
+	run.Status.Workspace = pin
+	return nil
+}
+
 // gatherWorkspace reads the Workspace a Run's Scene is bound to and who holds its write lease.
 func (r *RunReconciler) gatherWorkspace(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
 	ref := scene.Spec.Workspace
@@ -68,12 +91,17 @@ func (r *RunReconciler) gatherWorkspace(ctx context.Context, run *ergonv1alpha1.
 	}
 	w.Object = ws
 	lease := &coordinationv1.Lease{}
-	err = r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.WorkspaceName(ws.Spec.User)}, lease)
+	err = r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: workspace.ObjectName(ws)}, lease)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return err
+	}
+	if !workspace.Controls(ws, lease) {
+		w.LeaseConflict = fmt.Sprintf("Lease %s exists and is not Workspace %s's (it does not control it); "+
+			"Ergon leaves it alone: delete it, or delete the Workspace and create it again", lease.Name, ws.Name)
+		return nil
 	}
 	if h := leaseState(lease).Holder; h != nil {
 		w.Holder, w.HolderRun, w.HolderIsThisRun = h.Pod, h.Run, h.RunUID == string(run.UID)
@@ -113,10 +141,10 @@ func setLeaseState(lease *coordinationv1.Lease, s wslease.State) {
 // another Run's is dropped: the waiting step asks again when the lease changes.
 func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
 	w := f.Workspace
-	if w == nil || w.Object == nil || (len(plan.TakeLeases) == 0 && plan.ReleaseLease == "") {
+	if w == nil || w.Object == nil || w.LeaseConflict != "" || (len(plan.TakeLeases) == 0 && plan.ReleaseLease == "") {
 		return nil
 	}
-	key := client.ObjectKey{Namespace: run.Namespace, Name: naming.WorkspaceName(w.Object.Spec.User)}
+	key := client.ObjectKey{Namespace: run.Namespace, Name: workspace.ObjectName(w.Object)}
 	lease := &coordinationv1.Lease{}
 	err := r.Get(ctx, key, lease)
 	create := apierrors.IsNotFound(err)
@@ -127,6 +155,8 @@ func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, 
 		lease = workspaceLease(key, w.Object)
 	case err != nil:
 		return err
+	case !workspace.Controls(w.Object, lease):
+		return nil // made meanwhile by someone else: the next pass says so
 	}
 	state := leaseState(lease)
 	changed := false
@@ -171,17 +201,12 @@ func (r *RunReconciler) claimLive(ctx context.Context, namespace string, c wslea
 	return string(other.UID) == c.RunUID && wslease.Holds(other, c.Pod)
 }
 
-// workspaceLease is a new, free write lease of a Workspace, owned by it.
+// workspaceLease is a new, free write lease of a Workspace, controlled by it: a Lease of the
+// name that the Workspace does not control is never used.
 func workspaceLease(key client.ObjectKey, ws *ergonv1alpha1.Workspace) *coordinationv1.Lease {
 	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
-		Name: key.Name, Namespace: key.Namespace,
-		Labels: map[string]string{
-			ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
-			ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
-		},
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: workspaceKind, Name: ws.Name, UID: ws.UID,
-		}},
+		Name: key.Name, Namespace: key.Namespace, Labels: workspace.Labels(ws),
+		OwnerReferences: []metav1.OwnerReference{workspace.OwnerRef(ws)},
 	}}
 }
 
@@ -236,18 +261,20 @@ func (r *RunReconciler) workspaceNode(ctx context.Context, ws *ergonv1alpha1.Wor
 }
 
 // bindToWorkspace turns a step pod into one that works inside a Workspace: it mounts the
-// Workspace's volume at /workspace (read-only for a step that does not write), carries the
-// Workspace's env under its own, runs beside the Workspace's pod, hardened as that pod is
-// (workspace.Harden: its user, so files written by either belong to the other, and its
-// runtime class), and carries the label that the Workspace's NetworkPolicy selects and its
-// controller counts as activity. An agent step runs in the Workspace's own image, with the
+// Workspace's volume (the claim its status records as its own) at /workspace (read-only for
+// a step that does not write), carries the Workspace's env under its own, runs beside the
+// Workspace's pod, hardened as that pod is (workspace.Harden: its user, so files written by
+// either belong to the other, and its runtime class), and carries the labels of the
+// Workspace's UID, which its NetworkPolicy selects and its controller counts as activity, and
+// of its name, for people. An agent step runs in the Workspace's own image, with the
 // entrypoint and the agent runtime copied in, so its tools find the user's programs.
 func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Workspace, node string, bins ergonBinaries) {
 	writes := planner.WritesWorkspace(step)
 	pod.Labels[ergonv1alpha1.LabelWorkspace] = naming.LabelValue(ws.Name)
+	pod.Labels[ergonv1alpha1.LabelWorkspaceUID] = string(ws.UID)
 	spec := &pod.Spec
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: workspaceVolume, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: naming.WorkspaceName(ws.Spec.User), ReadOnly: !writes},
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ws.Status.ClaimName, ReadOnly: !writes},
 	}})
 	c := &spec.Containers[0]
 	c.Env = workspace.StepEnv(ws, c.Env)

@@ -34,6 +34,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 // workspaceFor creates a Workspace of user in ns.
@@ -108,7 +109,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("edit-1", "edit", 1)}, pod)).To(Succeed())
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 
-		claim := naming.WorkspaceName("alice@example.org")
+		claim := workspace.ObjectName(ws)
 		c := pod.Spec.Containers[0]
 		Expect(c.Image).To(Equal("dev-image:test"))
 		Expect(c.Command).To(Equal([]string{entrypointPath}))
@@ -118,6 +119,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Expect(pod.Spec.InitContainers[0].Image).To(Equal("ergon/manager:test"))
 		Expect(pod.Spec.InitContainers[0].Command).To(Equal([]string{EntrypointInImage, "copy", entrypointPath, AgentInImage + "=" + agentPath}))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, ws.Name))
+		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspaceUID, string(ws.UID)))
 		Expect(*pod.Spec.AutomountServiceAccountToken).To(BeFalse())
 		Expect(pod.Spec.RuntimeClassName).To(Equal(&sandbox.Name))
 		psc := pod.Spec.SecurityContext
@@ -140,7 +142,7 @@ var _ = Describe("A step bound to a Workspace", func() {
 		lease := &coordinationv1.Lease{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: claim}, lease)).To(Succeed())
 		Expect(*lease.Spec.HolderIdentity).To(Equal(pod.Name))
-		Expect(lease.OwnerReferences).To(ContainElement(HaveField("UID", ws.UID)))
+		Expect(metav1.GetControllerOf(lease)).To(HaveField("UID", ws.UID))
 
 		By("letting a reading step start beside it, on the volume read-only, and keeping the container step waiting")
 		look := &corev1.Pod{}
@@ -223,7 +225,55 @@ var _ = Describe("A step bound to a Workspace", func() {
 			g.Expect(s.Reason).To(Equal(ergonv1alpha1.ReasonWorkspaceNotFound))
 			g.Expect(s.Message).To(ContainSubstring("Workspace later does not exist"))
 		}).Should(Succeed())
-		workspaceFor(ctx, ns, "later", "carol", nil)
-		Expect(finished(ctx, ns, "early").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		later := workspaceFor(ctx, ns, "later", "carol", nil)
+		run := finished(ctx, ns, "early")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(run.Status.Workspace).To(Equal(&ergonv1alpha1.PinnedWorkspace{Name: "later", UID: later.UID}),
+			"the first Workspace the Run saw is pinned")
+	})
+
+	It("pins the Workspace when the Run starts: once it is created again, the next step fails, WorkspaceReplaced, "+
+		"and makes no pod; a new Run uses the new one", func(ctx SpecContext) {
+		var release atomic.Bool
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			if pod.Labels[ergonv1alpha1.LabelRun] == "r1" && !release.Load() {
+				return outcome{Stay: true}
+			}
+			return outcome{Output: "done"}
+		})
+		first := workspaceFor(ctx, ns, "dev", "dana", nil)
+		boundScene(ctx, ns, "ci", "dev", container("build", "make"), container("test", "make test", "build"))
+		createRun(ctx, ns, "r1", "ci", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(stepNow(g, runNow(ctx, g, ns, "r1"), "build").Phase).To(Equal(ergonv1alpha1.StepRunning))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		Expect(runNow(ctx, Default, ns, "r1").Status.Workspace).To(Equal(&ergonv1alpha1.PinnedWorkspace{Name: "dev", UID: first.UID}))
+
+		By("the Workspace is deleted and created again under the same name while the first step runs")
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "dev"}, &ergonv1alpha1.Workspace{}))
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		second := workspaceFor(ctx, ns, "dev", "dana", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(getWorkspace(ctx, g, ns, "dev").Status.ClaimUID).NotTo(BeEmpty())
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		release.Store(true)
+
+		run := finished(ctx, ns, "r1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		test := stepStatus(run, "test")
+		Expect(test.Phase).To(Equal(ergonv1alpha1.StepFailed))
+		Expect(test.Reason).To(Equal(ergonv1alpha1.ReasonWorkspaceReplaced))
+		Expect(test.Message).To(And(ContainSubstring("Workspace dev"), ContainSubstring(string(first.UID)),
+			ContainSubstring(string(second.UID))))
+		err := k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.StepPodName("r1", "test", 1)}, &corev1.Pod{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no pod of the step was made: %v", err)
+
+		By("a new Run pins the new Workspace and runs in it")
+		createRun(ctx, ns, "r2", "ci", nil)
+		again := finished(ctx, ns, "r2")
+		Expect(again.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(again.Status.Workspace).To(Equal(&ergonv1alpha1.PinnedWorkspace{Name: "dev", UID: second.UID}))
 	})
 })

@@ -66,7 +66,7 @@ type WorkspaceReconciler struct {
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile moves one Workspace toward its spec.
@@ -104,13 +104,14 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// SetupWithManager registers the controller: Workspaces, the pods and NetworkPolicies they
-// own, and the step pods labelled for them, whose coming and going is use.
+// SetupWithManager registers the controller: Workspaces, the pods, NetworkPolicies and claims
+// they control, and the step pods labelled for them, whose coming and going is use.
 func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Workspace{}, builder.WithPredicates(specOrMetadataChanged)).
 		Owns(&corev1.Pod{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.workspaceOfStep),
 			builder.WithPredicates(predicate.NewPredicateFuncs(isStepOfWorkspace))).
 		Named("workspace").
@@ -130,18 +131,23 @@ var specOrMetadataChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent
 
 // isStepOfWorkspace says whether a pod is labelled for a Workspace and not a Workspace's own.
 func isStepOfWorkspace(obj client.Object) bool {
-	if _, ok := obj.GetLabels()[ergonv1alpha1.LabelWorkspace]; !ok {
+	labels := obj.GetLabels()
+	_, byUID := labels[ergonv1alpha1.LabelWorkspaceUID]
+	_, byName := labels[ergonv1alpha1.LabelWorkspace]
+	if !byUID && !byName {
 		return false
 	}
 	ref := metav1.GetControllerOf(obj)
 	return ref == nil || ref.Kind != workspaceKind
 }
 
-// workspaceOfStep maps a step pod to the Workspace its label names. The label holds the
-// Workspace's name, shortened with a hash when it is too long for a label value.
+// workspaceOfStep maps a step pod to the Workspace whose UID it is labelled with; a pod an
+// earlier version bound to a Workspace carries only its name, shortened with a hash when it
+// is too long for a label value.
 func (r *WorkspaceReconciler) workspaceOfStep(ctx context.Context, pod client.Object) []reconcile.Request {
+	uid, byUID := pod.GetLabels()[ergonv1alpha1.LabelWorkspaceUID]
 	value := pod.GetLabels()[ergonv1alpha1.LabelWorkspace]
-	if len(value) < naming.MaxLabelLength {
+	if !byUID && len(value) < naming.MaxLabelLength {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: pod.GetNamespace(), Name: value}}}
 	}
 	list := &ergonv1alpha1.WorkspaceList{}
@@ -151,7 +157,7 @@ func (r *WorkspaceReconciler) workspaceOfStep(ctx context.Context, pod client.Ob
 	}
 	var requests []reconcile.Request
 	for _, ws := range list.Items {
-		if naming.LabelValue(ws.Name) == value {
+		if (byUID && string(ws.UID) == uid) || (!byUID && naming.LabelValue(ws.Name) == value) {
 			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ws)})
 		}
 	}

@@ -72,16 +72,29 @@ func workspaceIn(ctx context.Context, ns, name string, phase ergonv1alpha1.Works
 	return ws
 }
 
-// workspacePod waits for the pod of alice's Workspace that is not the one of UID old, and returns it.
-func workspacePod(ctx context.Context, ns string, old types.UID) *corev1.Pod {
-	const user = "alice" // every spec's Workspace is alice's
+// workspacePod waits for the pod of a Workspace that is not the one of UID old, and returns it.
+func workspacePod(ctx context.Context, ns, name string, old types.UID) *corev1.Pod {
 	GinkgoHelper()
 	pod := &corev1.Pod{}
 	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.WorkspaceName(user)}, pod)).To(Succeed())
+		ws := getWorkspace(ctx, g, ns, name)
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: workspace.ObjectName(ws)}, pod)).To(Succeed())
 		g.Expect(pod.UID).NotTo(Equal(old))
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	return pod
+}
+
+// ownClaim waits until a Workspace's status records its claim, and returns the claim.
+func ownClaim(ctx context.Context, ns, name string) *corev1.PersistentVolumeClaim {
+	GinkgoHelper()
+	claim := &corev1.PersistentVolumeClaim{}
+	Eventually(func(g Gomega) {
+		ws := getWorkspace(ctx, g, ns, name)
+		g.Expect(ws.Status.ClaimUID).NotTo(BeEmpty())
+		g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: ws.Status.ClaimName}, claim)).To(Succeed())
+		g.Expect(claim.UID).To(Equal(ws.Status.ClaimUID))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+	return claim
 }
 
 // startPod reports the pod running and ready, as the kubelet would.
@@ -118,13 +131,14 @@ func gone(ctx context.Context, obj client.Object) func() bool {
 }
 
 var _ = Describe("Workspace controller", func() {
-	It("makes a claim, a hardened pod and a NetworkPolicy named for the user's hash, and is Running once the pod is", func(ctx SpecContext) {
+	It("makes a claim, a hardened pod and a NetworkPolicy named for its UID, and is Running once the pod is", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		ws := newWorkspace(ns, "desk")
 		ws.Spec.Storage.StorageClassName = new("local-path")
 		ws.Spec.Network = &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressCIDRs, CIDRs: []string{"10.0.0.0/8"}}
 		createWorkspace(ctx, ws)
-		name := naming.WorkspaceName("alice")
+		name := workspace.ObjectName(ws)
+		Expect(name).NotTo(Equal(naming.LegacyWorkspaceName("alice")), "names nobody can know before the Workspace exists")
 
 		pending := workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
 		Expect(pending.Status.PodName).To(Equal(name))
@@ -133,23 +147,29 @@ var _ = Describe("Workspace controller", func() {
 		Expect(pending.Finalizers).To(ContainElement(ergonv1alpha1.FinalizerWorkspaceVolume))
 		expectHealth(ctx, "Workspace", ns, "desk", progressing)
 
-		claim := &corev1.PersistentVolumeClaim{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, claim)).To(Succeed())
+		claim := ownClaim(ctx, ns, "desk")
+		Expect(claim.Name).To(Equal(name))
 		Expect(claim.Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 		Expect(claim.Spec.StorageClassName).To(HaveValue(Equal("local-path")))
-		Expect(claim.OwnerReferences).To(BeEmpty(), "the reclaimPolicy, not the garbage collector, decides the claim's fate")
 		Expect(claim.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelManagedBy, ergonv1alpha1.ManagedByErgon))
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+			g.Expect(claim.OwnerReferences).To(BeEmpty(),
+				"with Retain, once its UID is recorded, the reclaimPolicy, not the garbage collector, decides the claim's fate")
+		}).Should(Succeed())
 
 		policy := &networkingv1.NetworkPolicy{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, policy)).To(Succeed())
+		Expect(policy.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{ergonv1alpha1.LabelWorkspaceUID: string(ws.UID)}))
 		Expect(policy.Spec.Ingress).To(BeEmpty())
 		Expect(policy.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
 		Expect(policy.Spec.Egress).To(HaveLen(1))
 		Expect(policy.Spec.Egress[0].To).To(ConsistOf(HaveField("IPBlock.CIDR", "10.0.0.0/8")))
 
-		pod := workspacePod(ctx, ns, "")
+		pod := workspacePod(ctx, ns, "desk", "")
 		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk")))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, "desk"))
+		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspaceUID, string(ws.UID)))
 		Expect(pod.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 		Expect(pod.Spec.SecurityContext.FSGroup).To(HaveValue(BeEquivalentTo(1000)))
 		Expect(pod.Spec.Containers[0].Image).To(Equal("busybox:test"))
@@ -175,26 +195,26 @@ var _ = Describe("Workspace controller", func() {
 		ws := newWorkspace(ns, "desk")
 		ws.Spec.IdleTimeout = &metav1.Duration{Duration: 2 * time.Second}
 		createWorkspace(ctx, ws)
-		first := workspacePod(ctx, ns, "")
+		first := workspacePod(ctx, ns, "desk", "")
 		startPod(ctx, first)
 
 		idle := workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceIdle, ergonv1alpha1.ReasonIdle)
 		Expect(idle.Status.PodName).To(BeEmpty())
 		Eventually(gone(ctx, first)).Should(BeTrue())
-		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		claim := ownClaim(ctx, ns, "desk")
 		Expect(claim.DeletionTimestamp).To(BeNil())
 		expectHealth(ctx, "Workspace", ns, "desk", gitopsHealth{current.kstatus, "Suspended"})
 
 		By("a step pod bound to it wakes it")
 		// A step pod, as the Run controller makes it: the manager caches only Run-controlled pods whole.
 		step := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "step", Namespace: ns, Labels: map[string]string{
-			ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, ergonv1alpha1.LabelWorkspace: "desk"},
+			ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, ergonv1alpha1.LabelWorkspace: "desk",
+			ergonv1alpha1.LabelWorkspaceUID: string(ws.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Run",
 				Name: "a-run", UID: "a-run-uid", Controller: new(true)}}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
 		Expect(k8sClient.Create(ctx, step)).To(Succeed())
-		second := workspacePod(ctx, ns, first.UID)
+		second := workspacePod(ctx, ns, "desk", first.UID)
 		startPod(ctx, second)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceRunning, ergonv1alpha1.ReasonPodRunning)
 		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk") }).Should(ContainElements("Stopping", "Waking"))
@@ -210,25 +230,24 @@ var _ = Describe("Workspace controller", func() {
 			ws.Annotations = map[string]string{ergonv1alpha1.AnnotationWorkspaceTouch: time.Now().UTC().Format(time.RFC3339)}
 			return k8sClient.Update(ctx, ws)
 		})).To(Succeed())
-		workspacePod(ctx, ns, second.UID)
+		workspacePod(ctx, ns, "desk", second.UID)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
 	})
 
 	It("replaces the pod when the image changes and mounts the same claim", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		createWorkspace(ctx, newWorkspace(ns, "desk"))
-		old := workspacePod(ctx, ns, "")
+		old := workspacePod(ctx, ns, "desk", "")
 		startPod(ctx, old)
 		workspaceIn(ctx, ns, "desk", ergonv1alpha1.WorkspaceRunning, ergonv1alpha1.ReasonPodRunning)
-		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		claim := ownClaim(ctx, ns, "desk")
 
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			ws := getWorkspace(ctx, Default, ns, "desk")
 			ws.Spec.Image = "busybox:next"
 			return k8sClient.Update(ctx, ws)
 		})).To(Succeed())
-		pod := workspacePod(ctx, ns, old.UID)
+		pod := workspacePod(ctx, ns, "desk", old.UID)
 		Expect(pod.Spec.Containers[0].Image).To(Equal("busybox:next"))
 		Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", claim.Name)))
 		startPod(ctx, pod)
@@ -238,46 +257,48 @@ var _ = Describe("Workspace controller", func() {
 		Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk") }).Should(ContainElement("Replacing"))
 	})
 
-	It("keeps the claim of a deleted Workspace with Retain, for the next Workspace of the user, and deletes it with Delete",
+	It("keeps the claim of a deleted Workspace with Retain, released, and never mounts it again; deletes it with Delete",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx, nil)
 			createWorkspace(ctx, newWorkspace(ns, "desk"))
-			workspacePod(ctx, ns, "")
-			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: naming.WorkspaceName("alice")}}
-			Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim) }).Should(Succeed())
-			uid := claim.UID
+			workspacePod(ctx, ns, "desk", "")
+			kept := ownClaim(ctx, ns, "desk")
 
 			Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk"))).To(Succeed())
 			Eventually(func() bool {
 				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "desk"}, &ergonv1alpha1.Workspace{}))
 			}).Should(BeTrue(), "the finalizer goes once the policy is applied")
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
-			Expect(claim.DeletionTimestamp).To(BeNil())
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+			Expect(kept.DeletionTimestamp).To(BeNil())
+			Expect(kept.OwnerReferences).To(BeEmpty(), "released: no garbage collection takes it")
 
-			By("a new Workspace of the same user finds the volume")
+			By("a new Workspace of the same user makes a claim of its own: it cannot prove the kept one is")
 			again := newWorkspace(ns, "desk-2")
 			again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
 			createWorkspace(ctx, again)
-			pod := workspacePod(ctx, ns, "")
+			pod := workspacePod(ctx, ns, "desk-2", "")
 			Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk-2")))
-			pending := workspaceIn(ctx, ns, "desk-2", ergonv1alpha1.WorkspacePending, ergonv1alpha1.ReasonPodPending)
-			Expect(pending.Status.ClaimName).To(Equal(claim.Name))
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
-			Expect(claim.UID).To(Equal(uid))
+			claim := ownClaim(ctx, ns, "desk-2")
+			Expect(claim.UID).NotTo(Equal(kept.UID))
+			Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", claim.Name)))
+			Expect(metav1.GetControllerOf(claim)).To(HaveField("UID", again.UID), "with Delete, the Workspace controls its claim")
 
-			By("with Delete, the claim goes with the Workspace")
+			By("with Delete, its own claim goes with the Workspace, and the released one stays")
 			Expect(k8sClient.Delete(ctx, getWorkspace(ctx, Default, ns, "desk-2"))).To(Succeed())
 			Eventually(gone(ctx, claim)).Should(BeTrue())
 			Eventually(func(g Gomega) []string { return workspaceEvents(ctx, g, ns, "desk-2") }).Should(ContainElement("VolumeDeleted"))
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
+			Expect(kept.DeletionTimestamp).To(BeNil())
 		})
 
-	It("fails a second Workspace of the same user in the namespace, and a pod that cannot pull its image", func(ctx SpecContext) {
+	It("runs a second Workspace of the same user on objects of its own, and fails a pod that cannot pull its image", func(ctx SpecContext) {
 		ns := newNamespace(ctx, nil)
 		createWorkspace(ctx, newWorkspace(ns, "desk"))
-		pod := workspacePod(ctx, ns, "")
+		pod := workspacePod(ctx, ns, "desk", "")
 		createWorkspace(ctx, newWorkspace(ns, "desk-too"))
-		workspaceIn(ctx, ns, "desk-too", ergonv1alpha1.WorkspaceFailed, ergonv1alpha1.ReasonNameConflict)
-		expectHealth(ctx, "Workspace", ns, "desk-too", failed)
+		other := workspacePod(ctx, ns, "desk-too", "")
+		Expect(other.Name).NotTo(Equal(pod.Name))
+		Expect(ownClaim(ctx, ns, "desk-too").Name).NotTo(Equal(ownClaim(ctx, ns, "desk").Name))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		Expect(pod.OwnerReferences).To(ConsistOf(HaveField("Name", "desk")), "the first Workspace's pod is left alone")
 

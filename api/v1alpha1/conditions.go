@@ -138,8 +138,12 @@ const (
 	ReasonWorkspaceBusy = "WorkspaceBusy"
 	// ReasonWorkspaceNotFound: the Scene names a Workspace that does not exist.
 	ReasonWorkspaceNotFound = "WorkspaceNotFound"
-	// ReasonWorkspaceNotReady: the Workspace is being deleted or has failed.
+	// ReasonWorkspaceNotReady: the Workspace is being deleted, has failed, or has no volume
+	// of its own yet.
 	ReasonWorkspaceNotReady = "WorkspaceNotReady"
+	// ReasonWorkspaceReplaced: the Workspace the Run started with (its UID, status.workspace)
+	// was deleted, or deleted and created again; the Run binds no step to another one.
+	ReasonWorkspaceReplaced = "WorkspaceReplaced"
 	// ReasonOutcomeNotMet: the step's after entry names an outcome its step did not have.
 	ReasonOutcomeNotMet = "OutcomeNotMet"
 	// ReasonFinallyTimedOut: a finally step still ran at spec.finallyTimeout.
@@ -197,8 +201,9 @@ const (
 	// ReasonPodReplacing: the workspace pod is being replaced by one of the current spec (a
 	// new image, resources or env); the volume stays.
 	ReasonPodReplacing = "PodReplacing"
-	// ReasonClaimConflict: a PersistentVolumeClaim of the Workspace's name exists and Ergon did
-	// not create it, so Ergon will not mount it.
+	// ReasonClaimConflict: a PersistentVolumeClaim of the name of the Workspace's claim exists
+	// and is not the Workspace's (it neither controls it nor recorded its UID), so Ergon will
+	// neither mount, change nor delete it.
 	ReasonClaimConflict = "ClaimConflict"
 	// ReasonVolumeLost: the Workspace's PersistentVolumeClaim lost its volume.
 	ReasonVolumeLost = "VolumeLost"

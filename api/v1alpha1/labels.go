@@ -71,9 +71,17 @@ const (
 	AnnotationToolCall = "agent.ergon.dev/tool-call"
 )
 
-// LabelWorkspace on a step pod names the Workspace (the object's name) the pod runs against.
-// The Workspace controller counts such pods as activity and wakes an Idle Workspace for them.
+// LabelWorkspace on a step pod names the Workspace (the object's name, naming.LabelValue of
+// it) the pod runs against, for people to read. Nothing selects by it: a long name is
+// shortened into it, and a shortened name can equal another Workspace's name.
 const LabelWorkspace = AnnotationPrefix + "workspace"
+
+// LabelWorkspaceUID on a Workspace's pod, NetworkPolicy, claim and Lease, and on the step pods
+// bound to it, is the Workspace's UID: what the Workspace's NetworkPolicy and controller
+// select by, unique to one Workspace, never shortened, and never the same for a Workspace
+// deleted and created again. The Workspace controller counts the step pods as activity and
+// wakes an Idle Workspace for them.
+const LabelWorkspaceUID = AnnotationPrefix + "workspace-uid"
 
 // IsReservedAnnotation reports whether only Ergon's manager may set an annotation on a Run.
 func IsReservedAnnotation(key string) bool {

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Durations: each field of type metav1.Duration is checked by a rule that first matches the
@@ -196,6 +197,11 @@ type RunStatus struct {
 	// +optional
 	SceneEditors []UserIdentity `json:"sceneEditors,omitempty"`
 
+	// workspace is the Workspace the snapshot's spec.workspace names, as the Run resolved it
+	// when it started: its UID is pinned, and a step binds to no other Workspace of that name.
+	// +optional
+	Workspace *PinnedWorkspace `json:"workspace,omitempty"`
+
 	// progress counts finished steps of all steps, for example 3/7.
 	// +optional
 	Progress string `json:"progress,omitempty"`
@@ -217,6 +223,21 @@ type RunStatus struct {
 	// +mapType=atomic
 	// +optional
 	Outputs map[string]OutputValue `json:"outputs,omitempty"`
+}
+
+// PinnedWorkspace is the Workspace a Run binds its steps to.
+type PinnedWorkspace struct {
+	// name of the Workspace.
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// uid of the Workspace when the Run started; empty while no Workspace of that name
+	// existed yet, until the first one the Run sees.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // StepStatus is the state of one step of a Run.

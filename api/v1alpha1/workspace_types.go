@@ -21,13 +21,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // WorkspaceSpec describes a sandboxed, long-lived environment of one user.
-// +kubebuilder:validation:XValidation:rule="self.user == oldSelf.user",fieldPath=".user",reason="FieldValueForbidden",message="user is immutable: a user always maps to the same volume; create another Workspace for another user"
+// +kubebuilder:validation:XValidation:rule="self.user == oldSelf.user",fieldPath=".user",reason="FieldValueForbidden",message="user is immutable: the Workspace's files are its user's; create another Workspace for another user"
 type WorkspaceSpec struct {
-	// user owns the Workspace. Pod and volume names derive from a hash of it, so no personal
-	// data appears in names and a user always gets the same volume.
+	// user owns the Workspace: its files are theirs, and only they (or someone granted the verb
+	// use on it) run steps in it.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
@@ -162,6 +163,14 @@ type WorkspaceStatus struct {
 	// claimName of the workspace volume.
 	// +optional
 	ClaimName string `json:"claimName,omitempty"`
+
+	// claimUID is the UID of the claim the Workspace made (or, made by an earlier version of
+	// Ergon, took over once). Only that claim is the Workspace's: one of the same name with
+	// another UID is never mounted, changed or deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ClaimUID types.UID `json:"claimUID,omitempty"`
 
 	// lastActivityTime is when the Workspace was last used.
 	// +optional

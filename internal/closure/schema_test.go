@@ -17,6 +17,7 @@ limitations under the License.
 package closure
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -99,8 +100,8 @@ func isReference(t reflect.Type) bool {
 	if t.Kind() != reflect.Struct {
 		return false
 	}
-	for i := range t.NumField() {
-		if _, ok := referenceKind(elem(t.Field(i).Type)); ok {
+	for f := range t.Fields() {
+		if _, ok := referenceKind(elem(f.Type)); ok {
 			return true
 		}
 	}
@@ -110,15 +111,12 @@ func isReference(t reflect.Type) bool {
 // jsonFields are a struct's fields by JSON name, inline ones flattened.
 func jsonFields(t reflect.Type) map[string]reflect.StructField {
 	fields := map[string]reflect.StructField{}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
 		case name == "-" || !f.IsExported():
 		case f.Anonymous && elem(f.Type).Kind() == reflect.Struct && (name == "" || strings.Contains(opts, "inline")):
-			for n, inner := range jsonFields(elem(f.Type)) {
-				fields[n] = inner
-			}
+			maps.Copy(fields, jsonFields(elem(f.Type)))
 		case name != "":
 			fields[name] = f
 		}
@@ -139,7 +137,7 @@ func (c *schemaChecker) check(path, name, parent string, t, owner reflect.Type) 
 	}
 	c.seen++
 	_, inReference := referenceKind(owner)
-	if !isReference(t) && !(name == "name" && inReference) {
+	if !isReference(t) && (name != "name" || !inReference) {
 		c.failed = append(c.failed, path+" ("+t.String()+")")
 	}
 }

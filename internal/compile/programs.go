@@ -48,9 +48,9 @@ var interpreters = map[string][]string{
 // field and say how to pass the value safely: as an environment variable, or with shquote.
 func CheckPrograms(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	var errs field.ErrorList
-	for path, s := range closure.Steps(spec) {
+	for at, s := range closure.Steps(spec) {
 		if s.Container != nil {
-			errs = append(errs, checkArgv(path.Child("container"), s.Container.Command, s.Container.Args)...)
+			errs = append(errs, checkArgv(at.Child("container"), s.Container.Command, s.Container.Args)...)
 		}
 	}
 	return errs

@@ -23,12 +23,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -81,7 +80,7 @@ func Decode(value string) (ergonv1alpha1.UserIdentity, error) {
 
 // Of reads the identity stamped on an object under the annotation key (AnnotationIdentity or
 // AnnotationEditor). ok is false when there is none.
-func Of(obj v1.Object, key string) (id ergonv1alpha1.UserIdentity, ok bool, err error) {
+func Of(obj metav1.Object, key string) (id ergonv1alpha1.UserIdentity, ok bool, err error) {
 	value, found := obj.GetAnnotations()[key]
 	if !found {
 		return id, false, nil
@@ -94,7 +93,7 @@ func Of(obj v1.Object, key string) (id ergonv1alpha1.UserIdentity, ok bool, err 
 }
 
 // Stamp sets the identity on an object under the annotation key.
-func Stamp(obj v1.Object, key string, id ergonv1alpha1.UserIdentity) {
+func Stamp(obj metav1.Object, key string, id ergonv1alpha1.UserIdentity) {
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -143,7 +142,7 @@ func String(id ergonv1alpha1.UserIdentity) string {
 
 func normal(id ergonv1alpha1.UserIdentity) ergonv1alpha1.UserIdentity {
 	id.Groups = slices.Clone(id.Groups)
-	sort.Strings(id.Groups)
+	slices.Sort(id.Groups)
 	id.Groups = slices.Compact(id.Groups)
 	if len(id.Groups) == 0 {
 		id.Groups = nil
@@ -155,7 +154,7 @@ func normal(id ergonv1alpha1.UserIdentity) ergonv1alpha1.UserIdentity {
 	extra := make(map[string][]string, len(id.Extra))
 	for k, v := range id.Extra {
 		v = slices.Clone(v)
-		sort.Strings(v)
+		slices.Sort(v)
 		extra[k] = v
 	}
 	id.Extra = extra

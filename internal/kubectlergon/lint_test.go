@@ -201,6 +201,9 @@ spec: {sceneRef: {name: s}, schedule: {cron: '@daily'}}`, ""},
 		{"a Workspace request above its limit", `kind: Workspace
 spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi},
   resources: {requests: {cpu: "2", memory: 512Mi}, limits: {cpu: "1", memory: 1Gi}}}`, "spec.resources.requests[cpu]"},
+		{"a Workspace env variable of the step contract", `kind: Workspace
+spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi}, env: [{name: ERGON_PARAM_X, value: "1"}],
+  resources: {limits: {cpu: "1", memory: 1Gi}}}`, "spec.env[0].name"},
 		{"a good Workspace", `kind: Workspace
 spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi},
   resources: {requests: {cpu: 250m, memory: 512Mi}, limits: {cpu: "1", memory: 1Gi}}}`, ""},

@@ -21,15 +21,28 @@ import (
 	"encoding/hex"
 )
 
-// workspaceHashLength is the number of hex digits of the user's SHA-256 in a Workspace's
-// object names: 16 digits (64 bits) keep two users of one namespace apart.
+// workspaceHashLength is the number of hex digits of SHA-256 in a Workspace's object names:
+// 16 digits (64 bits) keep every Workspace of a namespace apart.
 const workspaceHashLength = 16
 
-// WorkspaceName names the pod, PersistentVolumeClaim, NetworkPolicy and Lease of a user's
-// Workspace: ergon-ws-<first 16 hex digits of SHA-256(user)>. No personal data appears in
-// the name, and a user always maps to the same volume, so a Workspace deleted with
-// reclaimPolicy Retain and created again finds its files.
-func WorkspaceName(user string) string {
-	sum := sha256.Sum256([]byte(user))
+// WorkspaceObjectName names the pod, PersistentVolumeClaim, NetworkPolicy and Lease of one
+// Workspace: ergon-ws-<first 16 hex digits of SHA-256 of its UID>. No personal data appears
+// in the name, and nobody can know it before the Workspace exists, so nobody can take it
+// first: a Workspace's objects are its own from the start. A Workspace deleted and created
+// again is another Workspace, with other names.
+func WorkspaceObjectName(uid string) string {
+	return workspaceHash("workspace\x00" + uid)
+}
+
+// LegacyWorkspaceName is the name earlier versions gave the pod, claim, NetworkPolicy and
+// Lease of a user's Workspace: ergon-ws-<first 16 hex digits of SHA-256(user)>. Anyone who
+// knows the user can compute it, so it is read only to move a Workspace made by an earlier
+// version onto its own names.
+func LegacyWorkspaceName(user string) string {
+	return workspaceHash(user)
+}
+
+func workspaceHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
 	return "ergon-ws-" + hex.EncodeToString(sum[:])[:workspaceHashLength]
 }

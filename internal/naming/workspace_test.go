@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-func TestWorkspaceName(t *testing.T) {
+func TestLegacyWorkspaceName(t *testing.T) {
 	tests := []struct {
 		user string
 		want string
@@ -34,21 +34,38 @@ func TestWorkspaceName(t *testing.T) {
 		{user: strings.Repeat("x", 253)},
 	}
 	for _, tt := range tests {
-		got := WorkspaceName(tt.user)
+		got := LegacyWorkspaceName(tt.user)
 		if tt.want != "" && got != tt.want {
-			t.Errorf("WorkspaceName(%q) = %q, want %q", tt.user, got, tt.want)
+			t.Errorf("LegacyWorkspaceName(%q) = %q, want %q", tt.user, got, tt.want)
 		}
 		if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
-			t.Errorf("WorkspaceName(%q) = %q is not a DNS label: %v", tt.user, got, errs)
+			t.Errorf("LegacyWorkspaceName(%q) = %q is not a DNS label: %v", tt.user, got, errs)
 		}
 		if strings.Contains(got, "alice") || strings.Contains(got, "team-a") {
-			t.Errorf("WorkspaceName(%q) = %q leaks the user", tt.user, got)
+			t.Errorf("LegacyWorkspaceName(%q) = %q leaks the user", tt.user, got)
 		}
-		if WorkspaceName(tt.user) != got {
-			t.Errorf("WorkspaceName(%q) is not stable", tt.user)
+		if LegacyWorkspaceName(tt.user) != got {
+			t.Errorf("LegacyWorkspaceName(%q) is not stable", tt.user)
 		}
 	}
-	if WorkspaceName("a") == WorkspaceName("b") {
+	if LegacyWorkspaceName("a") == LegacyWorkspaceName("b") {
 		t.Error("two users share a name")
+	}
+}
+
+func TestWorkspaceObjectNameIsADNSLabelOfTheUIDAlone(t *testing.T) {
+	uid := "0b6f0c5e-3c6a-4e2b-9a55-5f9d7f0e8a11"
+	got := WorkspaceObjectName(uid)
+	if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+		t.Errorf("WorkspaceObjectName(%q) = %q is not a DNS label: %v", uid, got, errs)
+	}
+	if WorkspaceObjectName(uid) != got {
+		t.Error("not stable")
+	}
+	if WorkspaceObjectName("0b6f0c5e-3c6a-4e2b-9a55-5f9d7f0e8a12") == got {
+		t.Error("two Workspaces share a name")
+	}
+	if got == LegacyWorkspaceName(uid) {
+		t.Error("a user named like a UID gets a Workspace's name")
 	}
 }

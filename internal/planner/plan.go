@@ -21,6 +21,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -147,6 +148,8 @@ type planner struct {
 	vars expr.Vars
 	// outcomes is the state of finally steps and failure branches; see finally.go.
 	outcomes outcomeState
+	// pinned is the UID of the Workspace the Run binds its steps to (pinWorkspace).
+	pinned types.UID
 }
 
 // Decide computes the plan for one Run.
@@ -163,6 +166,7 @@ func Decide(f *Facts) *Plan {
 	if status.StartedAt == nil {
 		status.StartedAt = &p.now
 	}
+	p.pinned = p.pinWorkspace(status)
 	for i := range status.Steps {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s

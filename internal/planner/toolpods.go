@@ -124,6 +124,10 @@ func (p *planner) toolPodCall(step *compile.Step, call agentspec.ToolRequest, to
 	waiting := fmt.Sprintf("%s (tool pod %s)", call.Tool, name)
 	state, ok := p.f.ToolPods[name]
 	if !ok {
+		if replaced := p.workspaceReplaced(); replaced != "" {
+			// The tool pod would mount the Workspace; no pod is made.
+			return failed("%s", replaced)
+		}
 		command, args, err := RenderToolArgv(tool.Container, call.Arguments)
 		if err != nil {
 			return failed("%v", err)

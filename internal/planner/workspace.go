@@ -21,6 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -37,6 +39,9 @@ type WorkspaceFacts struct {
 	Holder, HolderRun string
 	// HolderIsThisRun is true when the holder is an attempt of this Run.
 	HolderIsThisRun bool
+	// LeaseConflict says why the Lease under the Workspace's name cannot be used (someone
+	// else made it); "" when it can.
+	LeaseConflict string
 }
 
 // LeaseRequest asks the controller to take a Workspace's write lease for an attempt, or to
@@ -65,18 +70,61 @@ func WritesWorkspace(step *compile.Step) bool {
 }
 
 // unusable says why no step can use the Workspace now; "" when one can. A Workspace that is
-// Pending or Idle is usable: a step pod bound to it is what wakes it.
-func (w *WorkspaceFacts) unusable() (reason, message string) {
+// Pending or Idle is usable: a step pod bound to it is what wakes it. pinned is the UID the Run
+// started with; a Workspace of another UID is never usable (ReasonWorkspaceReplaced), and the
+// step fails rather than waits: the one it started with cannot come back.
+func (w *WorkspaceFacts) unusable(pinned types.UID) (reason, message string) {
 	o := w.Object
 	switch {
+	case pinned != "" && o == nil:
+		return ergonv1alpha1.ReasonWorkspaceReplaced, fmt.Sprintf("Workspace %s (UID %s), which the Run started with, "+
+			"was deleted; the Run binds no step to another Workspace", w.Name, pinned)
+	case pinned != "" && o.UID != pinned:
+		return ergonv1alpha1.ReasonWorkspaceReplaced, fmt.Sprintf("Workspace %s was deleted and created again since "+
+			"the Run started: the Run started with UID %s, the Workspace now has UID %s; the Run binds no step to "+
+			"another Workspace than the one it started with (a new Run uses the new one)", w.Name, pinned, o.UID)
 	case o == nil:
 		return ergonv1alpha1.ReasonWorkspaceNotFound, fmt.Sprintf("Workspace %s does not exist; the step starts when it does", w.Name)
 	case !o.DeletionTimestamp.IsZero():
 		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s is being deleted", w.Name)
 	case o.Status.Phase == ergonv1alpha1.WorkspaceFailed:
 		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has failed; the step starts when it is repaired", w.Name)
+	case o.Status.ClaimName == "" || o.Status.ClaimUID == "":
+		return ergonv1alpha1.ReasonWorkspaceNotReady, fmt.Sprintf("Workspace %s has no volume of its own yet; "+
+			"the step starts when it has", w.Name)
+	case w.LeaseConflict != "":
+		return ergonv1alpha1.ReasonWorkspaceNotReady, w.LeaseConflict
 	}
 	return "", ""
+}
+
+// pinWorkspace records the Workspace the Run binds its steps to: the one it started with
+// (controllers pin it when the Run starts), or, when none of the name existed then, or it
+// was being deleted, the first usable one the Run sees. It returns the pinned UID.
+func (p *planner) pinWorkspace(status *ergonv1alpha1.RunStatus) types.UID {
+	w := p.f.Workspace
+	if w == nil {
+		return ""
+	}
+	if status.Workspace == nil || status.Workspace.Name != w.Name {
+		status.Workspace = &ergonv1alpha1.PinnedWorkspace{Name: w.Name}
+	}
+	if status.Workspace.UID == "" && w.Object != nil && w.Object.DeletionTimestamp.IsZero() {
+		status.Workspace.UID = w.Object.UID
+	}
+	return status.Workspace.UID
+}
+
+// workspaceReplaced says, when the Workspace the Run pinned is gone or replaced, how; "" while
+// it is the same one.
+func (p *planner) workspaceReplaced() string {
+	if p.f.Workspace == nil {
+		return ""
+	}
+	if reason, message := p.f.Workspace.unusable(p.pinned); reason == ergonv1alpha1.ReasonWorkspaceReplaced {
+		return message
+	}
+	return ""
 }
 
 // workspaceAllows decides whether the attempt pod of a step may start, as far as its
@@ -87,7 +135,10 @@ func (p *planner) workspaceAllows(step *compile.Step, s *ergonv1alpha1.StepStatu
 	if w == nil {
 		return true
 	}
-	if reason, message := w.unusable(); reason != "" {
+	if reason, message := w.unusable(p.pinned); reason == ergonv1alpha1.ReasonWorkspaceReplaced {
+		p.fail(s, step, reason, message)
+		return false
+	} else if reason != "" {
 		p.waitForWorkspace(step, s, reason, message)
 		return false
 	}

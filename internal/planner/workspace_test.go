@@ -54,9 +54,17 @@ func (w *world) planBound(ws *WorkspaceFacts) *Plan {
 	return p
 }
 
+// usable is a Workspace steps can use: Idle, with a claim of its own.
 func usable() *ergonv1alpha1.Workspace {
-	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "ws", Namespace: "ns"},
-		Status: ergonv1alpha1.WorkspaceStatus{Phase: ergonv1alpha1.WorkspaceIdle}}
+	return &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "ws", Namespace: "ns", UID: "ws-uid"},
+		Status: ergonv1alpha1.WorkspaceStatus{Phase: ergonv1alpha1.WorkspaceIdle, ClaimName: "claim", ClaimUID: "claim-uid"}}
+}
+
+// recreated is the Workspace of usable's name, deleted and created again.
+func recreated() *ergonv1alpha1.Workspace {
+	ws := usable()
+	ws.UID = "ws-uid-2"
+	return ws
 }
 
 func stepOf(t *testing.T, status ergonv1alpha1.RunStatus, name string) ergonv1alpha1.StepStatus {
@@ -161,12 +169,10 @@ func TestAStepWaitsForAMissingWorkspaceUntilItsPendingTimeout(t *testing.T) {
 	if len(p.Pods) != 0 || len(p.TakeLeases) != 0 || len(p.Events) == 0 || !p.Events[0].Warning {
 		t.Errorf("pods %v, take %v, events %v: want no pod, no lease, one warning", p.Pods, p.TakeLeases, p.Events)
 	}
-	// It appears: the step goes on to the lease.
-	w.now = w.now.Add(time.Minute)
-	if p = w.planBound(&WorkspaceFacts{Name: "ws", Object: usable()}); stepOf(t, p.Status, "build").Reason != ergonv1alpha1.ReasonWorkspaceBusy {
-		t.Errorf("with the Workspace there, the step waits %s", stepOf(t, p.Status, "build").Reason)
+	if p.Status.Workspace == nil || p.Status.Workspace.Name != "ws" || p.Status.Workspace.UID != "" {
+		t.Errorf("pinned %+v, want the name and no UID yet", p.Status.Workspace)
 	}
-	// Gone again, past the pendingTimeout counted from the Run's start: the step fails.
+	// Still missing past the pendingTimeout counted from the Run's start: the step fails.
 	w.now = t0.Add(5 * time.Minute)
 	p = w.planBound(missing)
 	s = stepOf(t, p.Status, "build")
@@ -236,4 +242,87 @@ func succeededCondition(p *Plan) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+func TestARunBindsStepsOnlyToTheWorkspaceItStartedWith(t *testing.T) {
+	spec := boundScene(step("first"), step("second"))
+	spec.Steps[1].DependsOn = []string{"first"}
+	w := newWorld(t, spec, succeed)
+	w.run.Status.Workspace = &ergonv1alpha1.PinnedWorkspace{Name: "ws", UID: "ws-uid"}
+	first := naming.StepPodName("r", "first", 1)
+	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), Holder: first, HolderIsThisRun: true})
+	if len(p.Pods) != 1 || p.Status.Workspace.UID != "ws-uid" {
+		t.Fatalf("pods %v, pinned %+v: the step of the Workspace it started with starts", p.Pods, p.Status.Workspace)
+	}
+	w.kubelet()
+
+	// The user deletes the Workspace and creates it again: the next step fails, and makes nothing.
+	p = w.planBound(&WorkspaceFacts{Name: "ws", Object: recreated()})
+	s := stepOf(t, p.Status, "second")
+	if s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonWorkspaceReplaced {
+		t.Fatalf("step = %s %s %q, want Failed WorkspaceReplaced", s.Phase, s.Reason, s.Message)
+	}
+	for _, want := range []string{"Workspace ws", "ws-uid", "ws-uid-2"} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message %q does not name %s", s.Message, want)
+		}
+	}
+	if len(p.Pods) != 0 || len(p.TakeLeases) != 0 || p.Status.Workspace.UID != "ws-uid" {
+		t.Errorf("pods %v, take %v, pinned %+v: want nothing made and the pin kept", p.Pods, p.TakeLeases, p.Status.Workspace)
+	}
+	if p.Status.Phase != ergonv1alpha1.RunFailed {
+		t.Errorf("Run %s, want Failed", p.Status.Phase)
+	}
+}
+
+func TestAWorkspaceDeletedAfterTheRunStartedFailsItsNextStep(t *testing.T) {
+	w := newWorld(t, boundScene(agentStep("read", ergonv1alpha1.ToolReadFile)), succeed)
+	w.run.Status.Workspace = &ergonv1alpha1.PinnedWorkspace{Name: "ws", UID: "ws-uid"}
+	p := w.planBound(&WorkspaceFacts{Name: "ws"})
+	if s := stepOf(t, p.Status, "read"); s.Phase != ergonv1alpha1.StepFailed || s.Reason != ergonv1alpha1.ReasonWorkspaceReplaced ||
+		!strings.Contains(s.Message, "was deleted") {
+		t.Errorf("step = %s %s %q, want Failed WorkspaceReplaced: the Workspace it started with cannot come back", s.Phase, s.Reason, s.Message)
+	}
+}
+
+func TestARunThatStartedBeforeItsWorkspaceExistedPinsTheFirstOneItSees(t *testing.T) {
+	w := newWorld(t, boundScene(agentStep("read", ergonv1alpha1.ToolReadFile)), succeed)
+	w.run.Status.Workspace = &ergonv1alpha1.PinnedWorkspace{Name: "ws"}
+	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable()})
+	if len(p.Pods) != 1 || p.Status.Workspace == nil || p.Status.Workspace.UID != "ws-uid" {
+		t.Errorf("pods %v, pinned %+v: want the step started and the Workspace's UID pinned", p.Pods, p.Status.Workspace)
+	}
+}
+
+func TestAWorkspaceWithoutAClaimOfItsOwnHoldsStepsBack(t *testing.T) {
+	w := newWorld(t, boundScene(agentStep("read", ergonv1alpha1.ToolReadFile)), succeed)
+	ws := usable()
+	ws.Status.ClaimUID = ""
+	p := w.planBound(&WorkspaceFacts{Name: "ws", Object: ws})
+	if s := stepOf(t, p.Status, "read"); s.Phase != ergonv1alpha1.StepWaiting || s.Reason != ergonv1alpha1.ReasonWorkspaceNotReady || len(p.Pods) != 0 {
+		t.Errorf("step %s %s, pods %v: a step must not mount a claim the Workspace has not made its own", s.Phase, s.Reason, p.Pods)
+	}
+	p = w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), LeaseConflict: "Lease x is not Workspace ws's"})
+	if s := stepOf(t, p.Status, "read"); s.Reason != ergonv1alpha1.ReasonWorkspaceNotReady || s.Message != "Lease x is not Workspace ws's" {
+		t.Errorf("step %s %s %q: want it held back by a Lease someone else made", s.Phase, s.Reason, s.Message)
+	}
+}
+
+func TestAContainerToolOfAReplacedWorkspaceMakesNoPod(t *testing.T) {
+	w := newContainerWorld(t, nil, false)
+	w.scene.Spec.Workspace = &corev1.LocalObjectReference{Name: "ws"}
+	w.run.Status.Workspace = &ergonv1alpha1.PinnedWorkspace{Name: "ws", UID: "ws-uid"}
+	w.plan()
+	w.handOver(lintCall)
+	f := &Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: map[string][]PodState{"work": w.pods},
+		Outputs: map[string]Output{}, Children: w.children, Gates: w.gates, PodBudget: -1, MaxDepth: 3,
+		ToolCalls: map[string]ToolCallFacts{"work": w.calls}, ToolPods: w.toolPods,
+		Workspace: &WorkspaceFacts{Name: "ws", Object: recreated()}}
+	p := Decide(f)
+	if len(p.ToolPods) != 0 || len(p.Pods) != 0 {
+		t.Fatalf("tool pods %v, pods %v: nothing may be made in a Workspace the Run did not start with", p.ToolPods, p.Pods)
+	}
+	if len(p.ToolResults) != 1 || !strings.Contains(p.ToolResults[0].Results.Results[0].Content, "ws-uid-2") {
+		t.Errorf("tool results %+v, want the call failed naming the new UID", p.ToolResults)
+	}
 }

@@ -79,7 +79,7 @@ func TestHardenMakesAnyPodRestricted(t *testing.T) {
 			spec := corev1.PodSpec{
 				InitContainers: []corev1.Container{container("init")},
 				Containers:     []corev1.Container{container("main"), container("side")},
-				Volumes:        Volumes(newWorkspace()),
+				Volumes:        Volumes("claim"),
 			}
 			tc.pod(&spec)
 			before := fmt.Sprint(spec.Volumes, spec.Containers[0].Image, spec.Containers[0].Env)

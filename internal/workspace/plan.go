@@ -30,6 +30,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/health"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // Facts is what the Workspace controller reads before it decides.
@@ -39,15 +40,26 @@ type Facts struct {
 	// EntrypointImage is Ergon's image, whose entrypoint the workspace pod runs.
 	EntrypointImage string
 
-	// Pod, Claim and Policy are the objects of the Workspace's name, nil when absent.
+	// Pod and Policy are the objects under the Workspace's names (ObjectName), Claim the one
+	// under ClaimName; nil when absent. Whoever made them: Decide tells whether they are the
+	// Workspace's.
 	Pod    *corev1.Pod
 	Claim  *corev1.PersistentVolumeClaim
 	Policy *networkingv1.NetworkPolicy
 
-	// ActiveSteps counts the pods labelled for the Workspace, other than its own, that have
-	// not terminated: steps working on its volume.
+	// LegacyPod and LegacyPolicy are the pod and NetworkPolicy an earlier version made for the
+	// Workspace under naming.LegacyWorkspaceName; nil when absent or when the Workspace does
+	// not control them.
+	LegacyPod    *corev1.Pod
+	LegacyPolicy *networkingv1.NetworkPolicy
+	// LegacySteps counts the step pods an earlier version bound to the Workspace (labelled
+	// with its name, not its UID) that have not terminated: LegacyPolicy stays while they run.
+	LegacySteps int
+
+	// ActiveSteps counts the step pods bound to the Workspace (Run-controlled pods labelled
+	// with its UID, or LegacySteps) that have not terminated: steps working on its volume.
 	ActiveSteps int
-	// LastStepFinish is when the last of the terminated pods labelled for it finished.
+	// LastStepFinish is when the last of the terminated step pods bound to it finished.
 	LastStepFinish time.Time
 }
 
@@ -62,14 +74,23 @@ type Plan struct {
 	AddFinalizer, RemoveFinalizer bool
 	// CreateClaim creates the claim Claim builds.
 	CreateClaim bool
+	// OwnClaim makes the Workspace the claim's controlling owner (reclaimPolicy Delete), so
+	// the garbage collector agrees with the finalizer; ReleaseClaim takes that owner
+	// reference off (Retain), once the status records the claim's UID.
+	OwnClaim, ReleaseClaim bool
 	// DeleteClaim deletes the Workspace's claim (reclaimPolicy Delete).
 	DeleteClaim bool
-	// CreatePod creates the pod Pod builds; DeletePod deletes the existing one.
-	CreatePod, DeletePod bool
+	// CreatePod creates the pod Pod builds; DeletePod deletes the existing one;
+	// DeleteLegacyPod deletes LegacyPod.
+	CreatePod, DeletePod, DeleteLegacyPod bool
 	// Policy is the NetworkPolicy to create (when none exists) or to update; DeletePolicy
 	// deletes the existing one.
 	Policy       *networkingv1.NetworkPolicy
 	DeletePolicy bool
+	// LegacyPolicySpec, when set, is the spec to give LegacyPolicy; DeleteLegacyPolicy
+	// deletes it.
+	LegacyPolicySpec   *networkingv1.NetworkPolicySpec
+	DeleteLegacyPolicy bool
 
 	Status       ergonv1alpha1.WorkspaceStatus
 	Events       []Event
@@ -82,13 +103,13 @@ var failingWaits = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageNam
 	"CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff", "RunContainerError"}
 
 // Decide plans one reconcile of a Workspace. It is pure: the controller gathers the facts,
-// carries out the plan and writes Status once.
+// carries out the plan and writes Status once. It uses, changes and deletes only what is the
+// Workspace's: what it controls by UID, and the claim whose UID its status records.
 func Decide(f Facts) Plan {
 	ws := f.Workspace
 	now := metav1.NewTime(f.Now)
 	p := Plan{Status: *ws.Status.DeepCopy()}
 	p.Status.ObservedGeneration = ws.Generation
-	p.Status.ClaimName = Claim(ws).Name
 	if !ws.DeletionTimestamp.IsZero() {
 		decideDelete(f, &p)
 		return p
@@ -98,10 +119,14 @@ func Decide(f Facts) Plan {
 	}
 	if reason, message, going := conflict(f); reason != "" {
 		p.Status.PodName = ""
+		if f.Claim != nil && ownsClaim(ws, f.Claim) {
+			// Recorded even now: a claim an earlier version made is taken over once, whatever
+			// else is in the way.
+			p.Status.ClaimName, p.Status.ClaimUID = f.Claim.Name, f.Claim.UID
+		}
 		if going {
-			// Most likely the objects of a Workspace of the same user deleted just now.
 			p.setPhase(ws, now, ergonv1alpha1.WorkspacePending, metav1.ConditionFalse, ergonv1alpha1.ReasonPodPending,
-				"waiting for the objects of another Workspace of the same user to go: "+message)
+				"waiting: "+message)
 			p.RequeueAfter = conflictRecheck / 10
 			return p
 		}
@@ -109,17 +134,20 @@ func Decide(f Facts) Plan {
 		p.RequeueAfter = conflictRecheck
 		return p
 	}
-	if f.Claim == nil {
-		p.CreateClaim = true
-	}
+	p.decideClaim(f)
 	if want := NetworkPolicy(ws); f.Policy == nil || !equality.Semantic.DeepEqual(f.Policy.Spec, want.Spec) {
 		p.Policy = want
 	}
+	p.decideLegacyPolicy(f)
 
 	activity := lastActivity(f)
 	p.Status.LastActivityTime = &metav1.Time{Time: activity}
 	wanted := ws.Spec.IdleTimeout == nil || f.ActiveSteps > 0 || f.Now.Sub(activity) < ws.Spec.IdleTimeout.Duration
-	p.decidePod(f, wanted)
+	if f.LegacyPod != nil {
+		p.replaceLegacyPod(f, wanted)
+	} else {
+		p.decidePod(f, wanted)
+	}
 	if wanted && ws.Spec.IdleTimeout != nil {
 		idle := ws.Spec.IdleTimeout.Duration
 		if f.ActiveSteps > 0 {
@@ -132,28 +160,31 @@ func Decide(f Facts) Plan {
 	return p
 }
 
-// conflictRecheck is how often a Workspace that cannot use the objects of its name looks
+// conflictRecheck is how often a Workspace that cannot use the objects of its names looks
 // again: their owner may go without anything the controller watches changing.
 const conflictRecheck = time.Minute
 
-// conflict says why the Workspace cannot use the objects of its name, if it cannot: another
-// Workspace of the same user in the namespace has them, or someone else made them. going
-// says the objects in the way are being deleted.
+// conflict says why the Workspace cannot use an object under one of its names, if it cannot:
+// someone else made it. going says the object in the way is being deleted. Such an object is
+// never used, changed or deleted; the names derive from the Workspace's UID, so a Workspace
+// created again gets names nobody took.
 func conflict(f Facts) (reason, message string, going bool) {
 	ws := f.Workspace
+	const way = "Ergon leaves it alone: delete it, or delete the Workspace and create it again, " +
+		"which gives its objects new names"
 	switch {
-	case f.Pod != nil && !controlledBy(f.Pod, ws):
-		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("pod %s exists and is not this Workspace's; "+
-			"is there another Workspace of the same user in namespace %s?", f.Pod.Name, ws.Namespace), !f.Pod.DeletionTimestamp.IsZero()
-	case f.Policy != nil && !controlledBy(f.Policy, ws):
-		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("NetworkPolicy %s exists and is not this Workspace's; "+
-			"is there another Workspace of the same user in namespace %s?", f.Policy.Name, ws.Namespace), !f.Policy.DeletionTimestamp.IsZero()
-	case f.Claim != nil && f.Claim.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
-		return ergonv1alpha1.ReasonClaimConflict, fmt.Sprintf("PersistentVolumeClaim %s exists and Ergon did not create it; "+
-			"delete or rename it to let the Workspace create its own", f.Claim.Name), false
+	case f.Pod != nil && !Controls(ws, f.Pod):
+		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("pod %s exists and is not this Workspace's "+
+			"(it does not control it); %s", f.Pod.Name, way), !f.Pod.DeletionTimestamp.IsZero()
+	case f.Policy != nil && !Controls(ws, f.Policy):
+		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("NetworkPolicy %s exists and is not this Workspace's "+
+			"(it does not control it); %s", f.Policy.Name, way), !f.Policy.DeletionTimestamp.IsZero()
+	case f.Claim != nil && !ownsClaim(ws, f.Claim):
+		return ergonv1alpha1.ReasonClaimConflict, fmt.Sprintf("PersistentVolumeClaim %s exists and is not this Workspace's "+
+			"(it neither controls it nor recorded its UID); %s", f.Claim.Name, way), false
 	case f.Claim != nil && !f.Claim.DeletionTimestamp.IsZero():
 		return ergonv1alpha1.ReasonVolumeLost, fmt.Sprintf("PersistentVolumeClaim %s is being deleted; "+
-			"a new one is made once it is gone", f.Claim.Name), true
+			"a new, empty one is made once it is gone", f.Claim.Name), true
 	case f.Claim != nil && f.Claim.Status.Phase == corev1.ClaimLost:
 		return ergonv1alpha1.ReasonVolumeLost, fmt.Sprintf("PersistentVolumeClaim %s lost its volume %s",
 			f.Claim.Name, f.Claim.Spec.VolumeName), false
@@ -161,9 +192,102 @@ func conflict(f Facts) (reason, message string, going bool) {
 	return "", "", false
 }
 
-func controlledBy(obj metav1.Object, ws *ergonv1alpha1.Workspace) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == ws.UID
+// ClaimName is the name of the Workspace's claim: the one its status records, else ObjectName.
+// A Workspace an earlier version made records the claim that version named after its user,
+// until its UID is recorded too (see legacyClaim).
+func ClaimName(ws *ergonv1alpha1.Workspace) string {
+	if ws.Status.ClaimName != "" && (ws.Status.ClaimUID != "" || legacyClaim(ws)) {
+		return ws.Status.ClaimName
+	}
+	return ObjectName(ws)
+}
+
+// ownsClaim says whether a claim is the Workspace's: the Workspace controls it, or (a claim
+// kept with Retain has no owner) it is the claim whose UID the status records. A claim another
+// object controls is never the Workspace's.
+func ownsClaim(ws *ergonv1alpha1.Workspace, claim *corev1.PersistentVolumeClaim) bool {
+	if metav1.GetControllerOf(claim) == nil && ws.Status.ClaimUID == "" {
+		return legacyClaim(ws) && claim.Name == ws.Status.ClaimName &&
+			claim.Labels[ergonv1alpha1.LabelManagedBy] == ergonv1alpha1.ManagedByErgon
+	}
+	return ownsClaimByUID(ws, claim)
+}
+
+// ownsClaimByUID says whether the Workspace controls the claim, or the claim, controlled by
+// nothing, has the UID the status records.
+func ownsClaimByUID(ws *ergonv1alpha1.Workspace, claim *corev1.PersistentVolumeClaim) bool {
+	if ref := metav1.GetControllerOf(claim); ref != nil {
+		return ref.UID == ws.UID
+	}
+	return ws.Status.ClaimUID != "" && claim.UID == ws.Status.ClaimUID
+}
+
+// legacyClaim says whether the Workspace was made by an earlier version, which named its claim
+// after the user and recorded no UID, and had the claim as its own (no conflict reported):
+// the status, which only the manager writes, names that claim, and the Workspace takes it
+// over once, recording its UID. The claim of a user's second Workspace, which that version
+// failed, is not taken over.
+func legacyClaim(ws *ergonv1alpha1.Workspace) bool {
+	if ws.Status.ClaimUID != "" || ws.Status.ClaimName != naming.LegacyWorkspaceName(ws.Spec.User) {
+		return false
+	}
+	ready := meta.FindStatusCondition(ws.Status.Conditions, ergonv1alpha1.ConditionReady)
+	return ready == nil || (ready.Reason != ergonv1alpha1.ReasonNameConflict && ready.Reason != ergonv1alpha1.ReasonClaimConflict)
+}
+
+// decideClaim makes the claim when there is none, records the claim's name and UID, and
+// keeps its owner reference as the reclaimPolicy asks: with Delete the Workspace controls
+// it, with Retain nothing does once the status holds its UID, so that a garbage collection
+// (a foreground deletion of the Workspace, as Argo CD prunes) cannot take it.
+func (p *Plan) decideClaim(f Facts) {
+	ws, claim := f.Workspace, f.Claim
+	if claim == nil {
+		p.CreateClaim = true
+		// The controller records the UID once it made the claim.
+		p.Status.ClaimName, p.Status.ClaimUID = ObjectName(ws), ""
+		return
+	}
+	p.Status.ClaimName, p.Status.ClaimUID = claim.Name, claim.UID
+	controlled := Controls(ws, claim)
+	if ws.Spec.ReclaimPolicy == ergonv1alpha1.ReclaimDelete {
+		p.OwnClaim = !controlled
+		return
+	}
+	// Released only once the stored status has the UID: until then the owner reference is
+	// the only proof that the claim is the Workspace's.
+	p.ReleaseClaim = controlled && ws.Status.ClaimUID == claim.UID
+}
+
+// decideLegacyPolicy keeps the NetworkPolicy an earlier version made, with its rules brought
+// to the spec, while that version's step pods run, and deletes it afterwards.
+func (p *Plan) decideLegacyPolicy(f Facts) {
+	if f.LegacyPolicy == nil {
+		return
+	}
+	if f.LegacySteps == 0 && f.LegacyPod == nil {
+		p.DeleteLegacyPolicy = true
+		return
+	}
+	if want := LegacyNetworkPolicySpec(f.Workspace); !equality.Semantic.DeepEqual(f.LegacyPolicy.Spec, want) {
+		p.LegacyPolicySpec = &want
+	}
+}
+
+// replaceLegacyPod deletes the pod an earlier version made for the Workspace, and waits for it
+// to go before a pod of the Workspace's own name starts on the same volume.
+func (p *Plan) replaceLegacyPod(f Facts, wanted bool) {
+	ws, pod := f.Workspace, f.LegacyPod
+	now := metav1.NewTime(f.Now)
+	p.Status.PodName = ""
+	p.DeleteLegacyPod = pod.DeletionTimestamp.IsZero()
+	if !wanted {
+		p.setPhase(ws, now, ergonv1alpha1.WorkspaceIdle, metav1.ConditionTrue, ergonv1alpha1.ReasonIdle,
+			fmt.Sprintf("stopping pod %s after %s without use; the volume stays", pod.Name, ws.Spec.IdleTimeout.Duration))
+		return
+	}
+	p.setPhase(ws, now, ergonv1alpha1.WorkspacePending, metav1.ConditionFalse, ergonv1alpha1.ReasonPodReplacing,
+		fmt.Sprintf("replacing pod %s, named after the user by an earlier version, with pod %s on the same volume",
+			pod.Name, ObjectName(ws)))
 }
 
 // lastActivity is the last time the Workspace was used: now while steps work on it, else the
@@ -210,7 +334,7 @@ func (p *Plan) decidePod(f Facts, wanted bool) {
 			return
 		}
 		p.CreatePod = true
-		p.Status.PodName = Pod(ws, f.EntrypointImage).Name
+		p.Status.PodName = ObjectName(ws)
 		if ws.Status.Phase == ergonv1alpha1.WorkspaceIdle {
 			p.Events = append(p.Events, Event{Reason: "Waking", Message: fmt.Sprintf("Workspace %s is in use again: starting pod %s", ws.Name, p.Status.PodName)})
 		}
@@ -230,7 +354,7 @@ func (p *Plan) decidePod(f Facts, wanted bool) {
 		p.Events = append(p.Events, Event{Reason: "Stopping", Message: fmt.Sprintf(
 			"Workspace %s was not used for %s: deleting pod %s; the volume stays", ws.Name, ws.Spec.IdleTimeout.Duration, pod.Name)})
 		idle(fmt.Sprintf("stopping pod %s after %s without use; the volume stays", pod.Name, ws.Spec.IdleTimeout.Duration))
-	case pod.Annotations[AnnotationPodSpecHash] != Pod(ws, f.EntrypointImage).Annotations[AnnotationPodSpecHash]:
+	case pod.Annotations[AnnotationPodSpecHash] != Pod(ws, f.EntrypointImage, p.Status.ClaimName).Annotations[AnnotationPodSpecHash]:
 		p.DeletePod = true
 		p.Events = append(p.Events, Event{Reason: "Replacing", Message: fmt.Sprintf(
 			"Workspace %s changed (image %s): replacing pod %s; the volume stays", ws.Name, ws.Spec.Image, pod.Name)})
@@ -289,32 +413,44 @@ func podConditions(pod *corev1.Pod) []metav1.Condition {
 	return out
 }
 
-// decideDelete applies the reclaimPolicy of a Workspace being deleted: the pod and policy go; Delete
-// deletes the claim (which goes once no pod uses it), Retain keeps it for the next Workspace
-// of the same user. Then the finalizer goes.
+// decideDelete applies the reclaimPolicy of a Workspace being deleted: the pods and policies
+// it controls go; Delete deletes the claim (which goes once no pod uses it), Retain keeps it,
+// released: no owner, and no Workspace mounts it again (a new Workspace cannot prove the
+// files are its own). Then the finalizer goes. A claim that is not the Workspace's by UID
+// (it controls it, or its status recorded its UID) is never deleted, whatever its name or
+// labels.
 func decideDelete(f Facts, p *Plan) {
 	ws := f.Workspace
 	if !slices.Contains(ws.Finalizers, ergonv1alpha1.FinalizerWorkspaceVolume) {
 		return
 	}
 	p.RemoveFinalizer = true
-	// The pod goes now rather than when the garbage collector comes to it, so a new Workspace
-	// of the same user can start on the volume soon.
-	if f.Pod != nil && controlledBy(f.Pod, ws) && f.Pod.DeletionTimestamp.IsZero() {
-		p.DeletePod = true
-	}
-	p.DeletePolicy = f.Policy != nil && controlledBy(f.Policy, ws)
-	if ws.Spec.ReclaimPolicy != ergonv1alpha1.ReclaimDelete {
-		if f.Claim != nil {
-			p.Events = append(p.Events, Event{Reason: "VolumeRetained", Message: fmt.Sprintf(
-				"Workspace %s deleted: keeping PersistentVolumeClaim %s (reclaimPolicy Retain) for the next Workspace of the same user", ws.Name, f.Claim.Name)})
-		}
+	// The pod goes now rather than when the garbage collector comes to it, and with it the
+	// last user of the claim.
+	p.DeletePod = f.Pod != nil && Controls(ws, f.Pod) && f.Pod.DeletionTimestamp.IsZero()
+	p.DeleteLegacyPod = f.LegacyPod != nil && f.LegacyPod.DeletionTimestamp.IsZero()
+	p.DeletePolicy = f.Policy != nil && Controls(ws, f.Policy)
+	p.DeleteLegacyPolicy = f.LegacyPolicy != nil
+	claim := f.Claim
+	if claim == nil {
 		return
 	}
-	if f.Claim != nil && f.Claim.Labels[ergonv1alpha1.LabelManagedBy] == ergonv1alpha1.ManagedByErgon && f.Claim.DeletionTimestamp.IsZero() {
+	if !ownsClaimByUID(ws, claim) {
+		p.Events = append(p.Events, Event{Reason: "VolumeRetained", Message: fmt.Sprintf(
+			"Workspace %s deleted: PersistentVolumeClaim %s is not its own, and is left alone", ws.Name, claim.Name)})
+		return
+	}
+	if ws.Spec.ReclaimPolicy != ergonv1alpha1.ReclaimDelete {
+		p.ReleaseClaim = Controls(ws, claim)
+		p.Events = append(p.Events, Event{Reason: "VolumeRetained", Message: fmt.Sprintf(
+			"Workspace %s deleted: keeping PersistentVolumeClaim %s (reclaimPolicy Retain), released: "+
+				"no Workspace mounts it again", ws.Name, claim.Name)})
+		return
+	}
+	if claim.DeletionTimestamp.IsZero() {
 		p.DeleteClaim = true
 		p.Events = append(p.Events, Event{Reason: "VolumeDeleted", Message: fmt.Sprintf(
-			"Workspace %s deleted: deleting PersistentVolumeClaim %s (reclaimPolicy Delete)", ws.Name, f.Claim.Name)})
+			"Workspace %s deleted: deleting PersistentVolumeClaim %s (reclaimPolicy Delete)", ws.Name, claim.Name)})
 	}
 }
 

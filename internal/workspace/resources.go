@@ -67,19 +67,34 @@ const (
 // Files are read with the same binary (see Files).
 var EntrypointCommand = []string{entrypoint, "idle"}
 
-// Labels are the labels of a Workspace's pod and NetworkPolicy. LabelWorkspace on the pod is
-// what the NetworkPolicy selects, so the step pods bound to the Workspace, which carry the
-// same label, get the same policy.
+// Labels are the labels of a Workspace's pod, claim and NetworkPolicy, and of the step pods
+// bound to it. LabelWorkspaceUID is what the NetworkPolicy selects, so the step pods bound to
+// the Workspace get the same policy as its pod, and no other Workspace's policy: the UID is
+// one Workspace's alone, where a name shortened into a label value may be another's too.
+// LabelWorkspace, the name, is for people.
 func Labels(ws *ergonv1alpha1.Workspace) map[string]string {
 	return map[string]string{
-		ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon,
-		ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
+		ergonv1alpha1.LabelManagedBy:    ergonv1alpha1.ManagedByErgon,
+		ergonv1alpha1.LabelWorkspace:    naming.LabelValue(ws.Name),
+		ergonv1alpha1.LabelWorkspaceUID: string(ws.UID),
 	}
 }
 
-// ownerRef makes the Workspace the controlling owner of its pod and NetworkPolicy.
-func ownerRef(ws *ergonv1alpha1.Workspace) metav1.OwnerReference {
+// ObjectName names the Workspace's pod, claim, NetworkPolicy and Lease, after its UID
+// (naming.WorkspaceObjectName): nobody can take the names before the Workspace exists.
+func ObjectName(ws *ergonv1alpha1.Workspace) string {
+	return naming.WorkspaceObjectName(string(ws.UID))
+}
+
+// OwnerRef makes the Workspace the controlling owner of an object it makes.
+func OwnerRef(ws *ergonv1alpha1.Workspace) metav1.OwnerReference {
 	return *metav1.NewControllerRef(ws, ergonv1alpha1.GroupVersion.WithKind("Workspace"))
+}
+
+// Controls reports whether the Workspace (by UID, not by name) is the controlling owner of obj.
+func Controls(ws *ergonv1alpha1.Workspace, obj metav1.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == ws.UID
 }
 
 // PodSecurityContext is the pod security context of every pod that works on a Workspace's
@@ -108,11 +123,11 @@ func ContainerSecurityContext() *corev1.SecurityContext {
 	}
 }
 
-// Volumes are the Workspace's volume (its claim) and a size-limited /tmp.
-func Volumes(ws *ergonv1alpha1.Workspace) []corev1.Volume {
+// Volumes are the Workspace's volume (its claim, of the given name) and a size-limited /tmp.
+func Volumes(claim string) []corev1.Volume {
 	return []corev1.Volume{
 		{Name: VolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: naming.WorkspaceName(ws.Spec.User),
+			ClaimName: claim,
 		}}},
 		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			SizeLimit: new(resource.MustParse(TmpSize)),
@@ -149,21 +164,22 @@ func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
 }
 
 // Pod builds the workspace pod: the Workspace's image running Ergon's entrypoint (copied in
-// from entrypointImage by an init container), on the Workspace's volume and /tmp, hardened by
-// Harden, with the spec's resources and env and HOME on the volume.
-func Pod(ws *ergonv1alpha1.Workspace, entrypointImage string) *corev1.Pod {
+// from entrypointImage by an init container), on the Workspace's volume (the claim of the
+// given name) and /tmp, hardened by Harden, with the spec's resources and env and HOME on the
+// volume.
+func Pod(ws *ergonv1alpha1.Workspace, entrypointImage, claim string) *corev1.Pod {
 	env := append([]corev1.EnvVar{{Name: "HOME", Value: MountPath}}, ws.Spec.Env...)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace, Labels: Labels(ws),
-			OwnerReferences: []metav1.OwnerReference{ownerRef(ws)},
+			Name: ObjectName(ws), Namespace: ws.Namespace, Labels: Labels(ws),
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(ws)},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			Volumes: append([]corev1.Volume{{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 				SizeLimit: new(resource.MustParse("64Mi")),
-			}}}}, Volumes(ws)...),
+			}}}}, Volumes(claim)...),
 			InitContainers: []corev1.Container{{
 				Name: initName, Image: entrypointImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:      []string{entrypointInImage, "copy", entrypoint},
@@ -193,13 +209,15 @@ func specHash(spec *corev1.PodSpec) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// Claim builds the Workspace's PersistentVolumeClaim. It has no owner: what happens to it when
-// the Workspace goes is the reclaimPolicy's decision, which the controller carries out.
+// Claim builds the Workspace's PersistentVolumeClaim, controlled by the Workspace: that is
+// how the controller knows the claim for its own until the Workspace's status records the
+// claim's UID. Under reclaimPolicy Retain the controller then takes the owner reference off
+// (see Decide), so that no garbage collection, a foreground deletion included, can delete it.
 func Claim(ws *ergonv1alpha1.Workspace) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace,
-			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
+			Name: ObjectName(ws), Namespace: ws.Namespace, Labels: Labels(ws),
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(ws)},
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -211,19 +229,19 @@ func Claim(ws *ergonv1alpha1.Workspace) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// NetworkPolicy builds the Workspace's NetworkPolicy over the pods labelled for it (its pod
-// and the step pods bound to it): every ingress denied; egress as spec.network.egress says:
-// Deny allows nothing (DNS included, so name lookups fail too), Allow everything, CIDRs only
-// the listed blocks.
+// NetworkPolicy builds the Workspace's NetworkPolicy over the pods labelled with its UID (its
+// pod and the step pods bound to it): every ingress denied; egress as spec.network.egress
+// says: Deny allows nothing (DNS included, so name lookups fail too), Allow everything, CIDRs
+// only the listed blocks.
 func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.WorkspaceName(ws.Spec.User), Namespace: ws.Namespace, Labels: Labels(ws),
-			OwnerReferences: []metav1.OwnerReference{ownerRef(ws)},
+			Name: ObjectName(ws), Namespace: ws.Namespace, Labels: Labels(ws),
+			OwnerReferences: []metav1.OwnerReference{OwnerRef(ws)},
 		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
-				ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name),
+				ergonv1alpha1.LabelWorkspaceUID: string(ws.UID),
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{},
@@ -241,6 +259,22 @@ func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
 		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{rule}
 	}
 	return np
+}
+
+// LegacyNetworkPolicySpec is the spec of the NetworkPolicy an earlier version made for the
+// Workspace (under naming.LegacyWorkspaceName), kept while step pods that version bound to the
+// Workspace run: the same rules over the pods labelled with the Workspace's name and not with
+// any Workspace's UID. Those are the only pods a name can still select; a pod bound since
+// carries a UID, so no other Workspace's old policy reaches it.
+func LegacyNetworkPolicySpec(ws *ergonv1alpha1.Workspace) networkingv1.NetworkPolicySpec {
+	spec := NetworkPolicy(ws).Spec
+	spec.PodSelector = metav1.LabelSelector{
+		MatchLabels: map[string]string{ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name)},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: ergonv1alpha1.LabelWorkspaceUID, Operator: metav1.LabelSelectorOpDoesNotExist,
+		}},
+	}
+	return spec
 }
 
 // Egress is the Workspace's egress policy, Deny when unset.

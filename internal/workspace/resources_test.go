@@ -18,10 +18,13 @@ package workspace
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
@@ -34,7 +37,7 @@ func TestThePodMeetsPodSecurityRestricted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := Pod(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.RuntimeClassName = new("gvisor") }), entrypointImage)
+	pod := Pod(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.RuntimeClassName = new("gvisor") }), entrypointImage, "the-claim")
 	res := policy.AggregateCheckResults(evaluator.EvaluatePod(
 		api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
 	if !res.Allowed {
@@ -42,8 +45,12 @@ func TestThePodMeetsPodSecurityRestricted(t *testing.T) {
 	}
 
 	spec := pod.Spec
-	if pod.Name != naming.WorkspaceName("alice") || spec.Volumes[1].PersistentVolumeClaim.ClaimName != pod.Name {
-		t.Errorf("pod %s mounts claim %v; both should be named for the user's hash", pod.Name, spec.Volumes[1].PersistentVolumeClaim)
+	if pod.Name != naming.WorkspaceObjectName("ws-uid") || spec.Volumes[1].PersistentVolumeClaim.ClaimName != "the-claim" {
+		t.Errorf("pod %s mounts claim %v; want the pod named for the Workspace's UID, on the claim given", pod.Name,
+			spec.Volumes[1].PersistentVolumeClaim)
+	}
+	if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != "ws-uid" || pod.Labels[ergonv1alpha1.LabelWorkspaceUID] != "ws-uid" {
+		t.Errorf("pod controlled by %v, labelled %v; want the Workspace's UID in both", ref, pod.Labels)
 	}
 	if *spec.AutomountServiceAccountToken || *spec.EnableServiceLinks || spec.HostNetwork || spec.HostPID || spec.HostIPC {
 		t.Error("the pod has credentials, service links or host namespaces")
@@ -83,7 +90,7 @@ func TestThePodMeetsPodSecurityRestricted(t *testing.T) {
 
 func TestThePodIsReplacedWhenItsSpecChanges(t *testing.T) {
 	hash := func(ws *ergonv1alpha1.Workspace) string {
-		return Pod(ws, entrypointImage).Annotations[AnnotationPodSpecHash]
+		return Pod(ws, entrypointImage, "claim").Annotations[AnnotationPodSpecHash]
 	}
 	base := hash(newWorkspace())
 	if base != hash(newWorkspace()) {
@@ -126,9 +133,60 @@ func TestTheNetworkPolicyDeniesIngressAndAllowsEgressAsTheSpecSays(t *testing.T)
 			if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) || fmtValue(np.Spec.Egress) != fmtValue(tc.egress) {
 				t.Errorf("egress %+v, want %+v", np.Spec.Egress, tc.egress)
 			}
-			if got := np.Spec.PodSelector.MatchLabels; len(got) != 1 || got[ergonv1alpha1.LabelWorkspace] != "desk" {
-				t.Errorf("selects %v, want the pods labelled for Workspace desk, its steps' included", got)
+			if got := np.Spec.PodSelector.MatchLabels; len(got) != 1 || got[ergonv1alpha1.LabelWorkspaceUID] != "ws-uid" {
+				t.Errorf("selects %v, want the pods labelled with Workspace desk's UID, its steps' included", got)
 			}
 		})
+	}
+}
+
+// Two Workspaces whose names shorten to one label value: a name of 64 characters and the
+// 63-character name its label value is.
+func collidingWorkspaces() (long, short *ergonv1alpha1.Workspace) {
+	long = newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Name = strings.Repeat("a", 64); w.UID = "uid-long" })
+	short = newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Name = naming.LabelValue(long.Name); w.UID = "uid-short" })
+	return long, short
+}
+
+func TestTheNetworkPoliciesOfTwoWorkspacesNeverSelectEachOthersPods(t *testing.T) {
+	long, short := collidingWorkspaces()
+	if Labels(long)[ergonv1alpha1.LabelWorkspace] != Labels(short)[ergonv1alpha1.LabelWorkspace] {
+		t.Fatal("the names no longer collide as label values; the test needs two that do")
+	}
+	for _, ws := range []*ergonv1alpha1.Workspace{long, short} {
+		other := long
+		if ws == long {
+			other = short
+		}
+		selector, err := metav1.LabelSelectorAsSelector(&NetworkPolicy(ws).Spec.PodSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !selector.Matches(labels.Set(Pod(ws, entrypointImage, "c").Labels)) {
+			t.Errorf("the policy of %s does not select its own pod", ws.Name)
+		}
+		if selector.Matches(labels.Set(Pod(other, entrypointImage, "c").Labels)) {
+			t.Errorf("the policy of %s selects the pod of %s: their policies add up", ws.Name, other.Name)
+		}
+		legacy, err := metav1.LabelSelectorAsSelector(new(LegacyNetworkPolicySpec(ws).PodSelector))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if legacy.Matches(labels.Set(Pod(other, entrypointImage, "c").Labels)) || legacy.Matches(labels.Set(Pod(ws, entrypointImage, "c").Labels)) {
+			t.Errorf("the policy an earlier version made for %s selects a pod labelled with a UID", ws.Name)
+		}
+		if !legacy.Matches(labels.Set{ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name)}) {
+			t.Errorf("the policy an earlier version made for %s no longer selects the step pods that version bound", ws.Name)
+		}
+	}
+}
+
+func TestTheClaimIsControlledByTheWorkspaceAndNamedForItsUID(t *testing.T) {
+	claim := Claim(newWorkspace())
+	if claim.Name != naming.WorkspaceObjectName("ws-uid") {
+		t.Errorf("claim %s, want it named for the Workspace's UID", claim.Name)
+	}
+	if ref := metav1.GetControllerOf(claim); ref == nil || ref.UID != "ws-uid" {
+		t.Errorf("claim controlled by %v, want the Workspace", ref)
 	}
 }

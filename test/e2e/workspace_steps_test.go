@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 // workspaceImage is the image config/samples gives Alice's Workspace: on the local cluster, a
@@ -81,7 +81,7 @@ func agentWorkspace(ctx SpecContext, ns, name, user string) {
 	ws.Spec.Network = &ergonv1alpha1.WorkspaceNetwork{Egress: ergonv1alpha1.EgressAllow}
 	Expect(k8sClient.Create(ctx, ws)).To(Succeed())
 	Eventually(func() error {
-		return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName(user)},
+		return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: workspace.ObjectName(ws)},
 			&corev1.PersistentVolumeClaim{})
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the Workspace controller makes the volume claim")
 }

@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/workspace"
 	"github.com/ergon-dev/ergon/internal/workspace/browse"
 )
@@ -89,9 +88,10 @@ var _ = Describe("Workspaces on a real cluster", func() {
 	It("runs a hardened pod on the real provisioner whose files survive an image change, and serves them read-only by exec",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx)
-			Expect(k8sClient.Create(ctx, e2eWorkspace(ns, "desk", "alice@example.com"))).To(Succeed())
+			desk := e2eWorkspace(ns, "desk", "alice@example.com")
+			Expect(k8sClient.Create(ctx, desk)).To(Succeed())
 			pod := runningWorkspace(ctx, ns, "desk", "")
-			Expect(pod.Name).To(Equal(naming.WorkspaceName("alice@example.com")))
+			Expect(pod.Name).To(Equal(workspace.ObjectName(desk)))
 			Expect(shell(ctx, ns, pod.Name, "id -u; id -G; touch /etc/x 2>&1 || true")).To(
 				And(HavePrefix("1000\n"), ContainSubstring("Read-only file system")))
 			shell(ctx, ns, pod.Name, "mkdir -p /workspace/notes && echo kept > /workspace/notes/a.txt")
@@ -119,7 +119,7 @@ var _ = Describe("Workspaces on a real cluster", func() {
 			Expect(readFile(ctx, files, ns, "desk", "notes/a.txt")).To(Equal("kept\n"))
 		})
 
-	It("stops after its idle timeout, wakes on a touch with its files, and keeps its volume for the user's next Workspace",
+	It("stops after its idle timeout, wakes on a touch with its files, and keeps its volume, released, when deleted with Retain",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx)
 			ws := e2eWorkspace(ns, "desk", "bob")
@@ -143,23 +143,32 @@ var _ = Describe("Workspaces on a real cluster", func() {
 			files.Wake = 90 * time.Second
 			Expect(readFile(ctx, files, ns, "desk", "a.txt")).To(Equal("kept\n"), "a touch wakes it with its volume")
 
-			By("deleted with Retain, its volume waits for the user's next Workspace")
+			By("deleted with Retain, its volume stays, released: no owner, and no Workspace mounts it again")
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws)).To(Succeed())
+			kept := ws.Status.ClaimName
 			Expect(k8sClient.Delete(ctx, ws)).To(Succeed())
 			Eventually(func() bool {
 				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws))
 			}).WithTimeout(30 * time.Second).Should(BeTrue())
-			claim := &corev1.PersistentVolumeClaim{}
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: naming.WorkspaceName("bob")}, claim)).To(Succeed())
-			Expect(claim.DeletionTimestamp).To(BeNil())
+			retained := &corev1.PersistentVolumeClaim{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kept}, retained)).To(Succeed())
+			Expect(retained.DeletionTimestamp).To(BeNil())
+			Expect(retained.OwnerReferences).To(BeEmpty())
 
 			again := e2eWorkspace(ns, "desk-again", "bob")
 			again.Spec.ReclaimPolicy = ergonv1alpha1.ReclaimDelete
 			Expect(k8sClient.Create(ctx, again)).To(Succeed())
 			runningWorkspace(ctx, ns, "desk-again", "")
-			Expect(readFile(ctx, files, ns, "desk-again", "a.txt")).To(Equal("kept\n"))
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(again), again)).To(Succeed())
+			Expect(again.Status.ClaimName).NotTo(Equal(kept), "a new Workspace makes a claim of its own")
+			Expect(files.Read(ctx, ns, "desk-again", "a.txt", &out)).NotTo(Succeed(), "the new volume is empty")
+			claim := &corev1.PersistentVolumeClaim{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: again.Status.ClaimName}, claim)).To(Succeed())
 			Expect(k8sClient.Delete(ctx, again)).To(Succeed())
 			Eventually(func() bool {
 				return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(claim), claim))
 			}).WithTimeout(60*time.Second).Should(BeTrue(), "reclaimPolicy Delete deletes the volume")
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kept}, retained)).To(Succeed())
+			Expect(retained.DeletionTimestamp).To(BeNil(), "the released claim stays")
 		})
 })

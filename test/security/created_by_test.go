@@ -86,7 +86,8 @@ var _ = Describe("Attacks on who is behind a Run", func() {
 		bindRole(ns, "mallory", roleApprover)
 		child := gateScene(ns, "release", ergonv1alpha1.GateStep{ForbidSelfApproval: true})
 		Expect(admin.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ship"},
-			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "release", Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(child)}}}}})).
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "release",
+				Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(child)}}}}})).
 			To(Succeed())
 		startRun(mallory, ns, "ship-1", "ship")
 

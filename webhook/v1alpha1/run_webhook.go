@@ -60,7 +60,8 @@ func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	secrets := newSecretAccess(mgr, m)
-	v := &RunValidator{Reader: newReader(mgr), Client: mgr.GetClient(), Manager: m, secrets: secrets, workspaces: newWorkspaceAccess(mgr, secrets)}
+	v := &RunValidator{Reader: newReader(mgr), Client: mgr.GetClient(), Manager: m, secrets: secrets,
+		workspaces: newWorkspaceAccess(mgr, secrets)}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 

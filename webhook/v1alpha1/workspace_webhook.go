@@ -19,6 +19,7 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-workspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=workspaces,verbs=create;update,versions=v1alpha1,name=vworkspace.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -67,7 +69,7 @@ func (v *WorkspaceValidator) ValidateUpdate(_ context.Context, old, w *ergonv1al
 	// is bypassed by a client that does not validate (or an older CRD).
 	if old.Spec.User != w.Spec.User {
 		errs = append(errs, field.Forbidden(field.NewPath("spec", "user"),
-			"user is immutable: a user always maps to the same volume; create another Workspace for another user"))
+			"user is immutable: the Workspace's files are its user's; create another Workspace for another user"))
 	}
 	return nil, invalid("Workspace", w.Name, errs)
 }
@@ -78,7 +80,8 @@ func (v *WorkspaceValidator) ValidateDelete(context.Context, *ergonv1alpha1.Work
 }
 
 // ValidateWorkspaceSpec checks what the schema cannot: quantities against each other and
-// against the bounds above, and names the kubelet would refuse. (The schema refuses duplicate env names.)
+// against the bounds above, names the kubelet would refuse, and env names of the step
+// contract's. (The schema refuses duplicate env names.)
 func ValidateWorkspaceSpec(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
 	var errs field.ErrorList
 	res := field.NewPath("spec", "resources")
@@ -102,8 +105,16 @@ func ValidateWorkspaceSpec(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
 			"must be at least 1m, or the pod stops between two turns of an agent"))
 	}
 	for i, env := range spec.Env {
+		name := field.NewPath("spec", "env").Index(i).Child("name")
 		for _, msg := range validation.IsEnvVarName(env.Name) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "env").Index(i).Child("name"), env.Name, msg))
+			errs = append(errs, field.Invalid(name, env.Name, msg))
+		}
+		// Every step pod bound to the Workspace carries its env: an ERGON_ variable there
+		// would be one of the step contract's, which Ergon sets (workspace.StepEnv puts the
+		// step's own over it, but a variable the step does not set would get through).
+		if strings.HasPrefix(env.Name, stepcontract.EnvPrefix) {
+			errs = append(errs, field.Invalid(name, env.Name, fmt.Sprintf("names beginning with %s are the step "+
+				"contract's, which Ergon sets in every step bound to the Workspace; choose another name", stepcontract.EnvPrefix)))
 		}
 	}
 	return errs
