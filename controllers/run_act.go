@@ -56,11 +56,19 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err != nil {
 		return err
 	}
+	memoryPin, err := r.memoryPin(ctx, run, scene, plan)
+	if err != nil {
+		return err
+	}
+	kept := map[string]*ergonv1alpha1.StepStatus{}
+	for i := range plan.Status.Steps {
+		kept[plan.Status.Steps[i].Name] = &plan.Status.Steps[i]
+	}
 	// A fan-out starts many pods at once; create them side by side.
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
-		pods.Go(func() error { return r.createStepPod(ctx, run, scene, f, req, node) })
+		pods.Go(func() error { return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin) })
 	}
 	if err := pods.Wait(); err != nil {
 		return err
@@ -130,13 +138,15 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	return nil
 }
 
-// createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized.
+// createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
+// agent pod pins the digests of the internal state it mounts (pinAgentState).
 func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
-	req planner.PodRequest, node string) error {
+	req planner.PodRequest, node string, kept *ergonv1alpha1.StepStatus, memoryPin string) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
 	pod := stepPod(run, scene, req, bins)
 	labelUnit(pod, req.Unit)
+	pinAgentState(pod, kept, memoryPin)
 	if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
 		return err
 	}

@@ -18,8 +18,9 @@ package controllers
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +44,6 @@ import (
 const (
 	checkpointKey = "checkpoint"
 	checkpointDir = "/ergon/checkpoint"
-	// annotationCheckpoint holds the SHA-256 of the checkpoint a ConfigMap holds.
-	annotationCheckpoint = "agent.ergon.dev/checkpoint-sha256"
 	// defaultProgressInterval is how often a running agent step's log is read.
 	defaultProgressInterval = 10 * time.Second
 	// lastReadRetry is how soon the log of a pod that ended is read again after a failed
@@ -65,6 +64,9 @@ type progressSeen struct {
 	// unreadSince is when the read of the log of a pod that ended first failed; zero while
 	// no such read failed.
 	unreadSince time.Time
+	// conflict is set once a ConfigMap that is not the Run's was found under the checkpoint's
+	// name, and told in an Event.
+	conflict bool
 }
 
 // observeAgents reads what the running agent steps say in their logs: their progress, which
@@ -111,10 +113,18 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 			case err != nil || prog == nil:
 			case prog.Reset:
 				kept = ""
+				r.noteCheckpoint(run, stepName, "")
 			case prog.Checkpoint != nil:
 				kept = prog.Checkpoint.SHA256
+				r.noteCheckpoint(run, stepName, kept)
 			}
 			next := progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept}
+			if conflict, ok := errors.AsType[*conflictError](err); ok && !last.conflict {
+				next.conflict = true
+				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "KeepCheckpoint",
+					"Step %s cannot keep its checkpoint: %s", stepName, conflict.Error())
+			}
+			next.conflict = next.conflict || last.conflict
 			switch {
 			case err == nil:
 			case !final:
@@ -140,6 +150,7 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 			}
 		}
 	}
+	r.recordCheckpoints(run, status)
 	// Forget the pods of this Run that are gone.
 	r.progress.Range(func(k, v any) bool {
 		if v.(progressSeen).run == run.UID && !present[k.(string)] {
@@ -187,8 +198,10 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 	cm := &corev1.ConfigMap{}
 	name := naming.CheckpointConfigMapName(run.Name, step)
 	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-	if err == nil && cm.Annotations[annotationCheckpoint] == prog.Checkpoint.SHA256 {
-		return prog, nil
+	if err == nil {
+		if _, err := verifyInternal(cm, checkpointWants(run, step, prog.Checkpoint.SHA256)); err == nil {
+			return prog, nil // kept by an earlier read
+		}
 	}
 	rc, err = r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.CheckpointTail(*prog.Checkpoint))
 	if err != nil {
@@ -203,9 +216,10 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 }
 
 // keepCheckpoint writes a step's checkpoint ConfigMap; an empty checkpoint means the next
-// attempt starts afresh. A ConfigMap under the name that the Run does not control is left
-// alone: the next attempt then starts afresh too.
-func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte, digest string) error {
+// attempt starts afresh. A ConfigMap under the name that is not the Run's internal state is
+// left alone and is a conflictError: the next attempt then starts afresh too, for the runtime
+// reads only the checkpoint whose digest the status records.
+func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte, sum string) error {
 	name := naming.CheckpointConfigMapName(run.Name, step)
 	cm := &corev1.ConfigMap{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
@@ -214,28 +228,103 @@ func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.R
 		if checkpoint == nil {
 			return nil
 		}
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-			Labels: childLabels(run, step), Annotations: map[string]string{annotationCheckpoint: digest},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-			Data: map[string]string{checkpointKey: string(checkpoint)}}
+		cm = markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+			Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+			Data: map[string]string{checkpointKey: string(checkpoint)}})
 		return r.Create(ctx, cm)
 	case err != nil:
 		return err
-	case !controlledBy(cm, run.UID):
-		return fmt.Errorf("keeping the checkpoint: %w", notOwned("ConfigMap", name, run))
-	case cm.Annotations[annotationCheckpoint] == digest:
+	}
+	if _, err := verifyInternal(cm, checkpointWants(run, step, "")); err != nil {
+		return err
+	}
+	if cm.Data[checkpointKey] == string(checkpoint) {
 		return nil
 	}
-	if cm.Annotations == nil {
-		cm.Annotations = map[string]string{}
-	}
-	cm.Annotations[annotationCheckpoint] = digest
 	cm.Data = map[string]string{checkpointKey: string(checkpoint)}
 	return r.Update(ctx, cm)
 }
 
+// checkpointWants is what a step's checkpoint ConfigMap must be: the Run's internal state,
+// holding the checkpoint of digest sum (any, when sum is empty).
+func checkpointWants(run *ergonv1alpha1.Run, step, sum string) internalWant {
+	want := runWants(run, "the checkpoint of step "+step, checkpointKey)
+	want.sha256 = sum
+	return want
+}
+
+// noteCheckpoint remembers the digest of the checkpoint just kept for a step (empty: none to
+// resume from) until a status write records it. The status is where the digest is trusted
+// from; a write that is lost (a conflict) must not lose it, while the pod whose log it came
+// from may be gone by the next pass.
+func (r *RunReconciler) noteCheckpoint(run *ergonv1alpha1.Run, step, sum string) {
+	key := client.ObjectKeyFromObject(run).String()
+	v, _ := r.checkpoints.LoadOrStore(key, &keptCheckpoints{run: run.UID, steps: map[string]string{}})
+	kept := v.(*keptCheckpoints)
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	if kept.run != run.UID {
+		kept.run, kept.steps = run.UID, map[string]string{}
+	}
+	kept.steps[step] = sum
+}
+
+// keptCheckpoints are the checkpoint digests of one Run's steps that its stored status may
+// not record yet.
+type keptCheckpoints struct {
+	mu    sync.Mutex
+	run   types.UID
+	steps map[string]string
+}
+
+// keptCheckpoint is the digest of the checkpoint kept for a step: the one noted and not yet
+// recorded, or the one the status records.
+func (r *RunReconciler) keptCheckpoint(run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus) string {
+	if v, ok := r.checkpoints.Load(client.ObjectKeyFromObject(run).String()); ok {
+		kept := v.(*keptCheckpoints)
+		kept.mu.Lock()
+		defer kept.mu.Unlock()
+		if sum, noted := kept.steps[s.Name]; noted && kept.run == run.UID {
+			return sum
+		}
+	}
+	return s.CheckpointSHA256
+}
+
+// recordCheckpoints puts the noted digests into the status about to be written, and forgets
+// those the stored status records already.
+func (r *RunReconciler) recordCheckpoints(run *ergonv1alpha1.Run, status *ergonv1alpha1.RunStatus) {
+	v, ok := r.checkpoints.Load(client.ObjectKeyFromObject(run).String())
+	if !ok {
+		return
+	}
+	kept := v.(*keptCheckpoints)
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	if kept.run != run.UID {
+		return
+	}
+	stored := map[string]string{}
+	for _, s := range run.Status.Steps {
+		stored[s.Name] = s.CheckpointSHA256
+	}
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		sum, noted := kept.steps[s.Name]
+		if !noted {
+			continue
+		}
+		if recorded, ok := stored[s.Name]; ok && recorded == sum {
+			delete(kept.steps, s.Name)
+			continue
+		}
+		s.CheckpointSHA256 = sum
+	}
+}
+
 // mountCheckpoint gives an agent pod its step's checkpoint, if there is one by the time the
-// pod starts: an optional ConfigMap volume, named by $ERGON_CHECKPOINT.
+// pod starts: an optional ConfigMap volume, named by $ERGON_CHECKPOINT. The runtime resumes
+// from it only when it has the digest pinned in $ERGON_CHECKPOINT_SHA256 (pinAgentState).
 func mountCheckpoint(pod *corev1.Pod, run *ergonv1alpha1.Run, step string) {
 	file := mountOptionalKey(pod, "ergon-checkpoint", naming.CheckpointConfigMapName(run.Name, step),
 		checkpointKey, checkpointKey, checkpointDir)

@@ -116,6 +116,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 		}
 	}
 	f.Stored = map[string]string{}
+	recorded := iterationDigests(run)
 	for _, name := range planner.NeededConfigMaps(run, scene) {
 		cm := &corev1.ConfigMap{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
@@ -124,15 +125,40 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			continue // the planner waits, or fails the step, without it
 		case err != nil:
 			return err
-		case !controlledBy(cm, run.UID):
-			f.Conflicts[name] = notOwned("ConfigMap", name, run).Error()
+		}
+		want := runWants(run, "the output", planner.OutputKey)
+		if it, ok := recorded[name]; ok {
+			want.sha256, want.size = it.SHA256, it.Size
+		}
+		value, err := verifyInternal(cm, want)
+		if err != nil {
+			f.Conflicts[name] = err.Error()
 			continue
 		}
-		if value, ok := configMapValue(cm); ok {
+		if _, ok := configMapKey(cm, planner.OutputKey); ok {
 			f.Stored[name] = value
 		}
 	}
 	return nil
+}
+
+// iterationDigests maps the ConfigMap of each finished loop iteration the status records to
+// that record, whose size and digest the ConfigMap must match. A fan-out's instances record
+// none (a thousand digests would crowd the Run): theirs are accepted on their controller and
+// label, which only the manager can set.
+func iterationDigests(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.IterationStatus {
+	recorded := map[string]ergonv1alpha1.IterationStatus{}
+	for _, s := range run.Status.Steps {
+		if s.Loop == nil {
+			continue
+		}
+		for _, it := range s.Loop.Iterations {
+			if it.ConfigMap != "" && it.SHA256 != "" {
+				recorded[it.ConfigMap] = it
+			}
+		}
+	}
+	return recorded
 }
 
 type unitPod struct {
@@ -193,10 +219,11 @@ func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 			return err
 		}
-		if !controlledBy(existing, run.UID) {
-			return notOwned("ConfigMap", cm.Name, run)
+		value, err := verifyInternal(existing, runWants(run, "the output of step "+req.Step, planner.OutputKey))
+		if err != nil {
+			return err
 		}
-		if value, _ := configMapValue(existing); value != req.Value {
+		if value != req.Value {
 			return fmt.Errorf("ConfigMap %s holds another output than step %s produced; delete it to let the Run go on", cm.Name, req.Step)
 		}
 	}

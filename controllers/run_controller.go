@@ -107,6 +107,9 @@ type RunReconciler struct {
 	heldProgress sync.Map // namespace/name -> *heldProgress
 	// refused is what the API server refused to create for each running Run (run_refusals.go).
 	refused refusals
+	// checkpoints are the checkpoint digests of each running Run's steps that its stored
+	// status may not record yet (run_checkpoint.go).
+	checkpoints sync.Map // namespace/name -> *keptCheckpoints
 }
 
 type compiledScene struct {
@@ -132,6 +135,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.lastWrite.Delete(req.String())
 			r.heldProgress.Delete(req.String())
 			r.refused.forget(req.String())
+			r.checkpoints.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -143,6 +147,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.lastWrite.Delete(req.String())
 		r.heldProgress.Delete(req.String())
 		r.refused.forget(req.String())
+		r.checkpoints.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {

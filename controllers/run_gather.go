@@ -189,8 +189,10 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
-	case !controlledBy(cm, run.UID):
-		return planner.Output{Err: notOwned("ConfigMap", name, run).Error(), Reason: ergonv1alpha1.ReasonNameConflict}
+	default:
+		if _, err := verifyInternal(cm, runWants(run, "the output", planner.OutputKey)); err != nil {
+			return planner.Output{Err: err.Error(), Reason: ergonv1alpha1.ReasonNameConflict}
+		}
 	}
 	return out
 }

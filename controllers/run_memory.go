@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -42,6 +43,8 @@ const (
 	memoryKey  = "memory"
 	memoryDir  = "/ergon/memory"
 	memoryFile = "memory.json"
+	// memoryVolumeName is the agent pod's volume of the store.
+	memoryVolumeName = "ergon-memory"
 	// labelMemory names the memory a store ConfigMap holds.
 	labelMemory = ergonv1alpha1.AnnotationPrefix + "memory"
 )
@@ -74,8 +77,52 @@ func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, 
 	if !ok {
 		return
 	}
-	file := mountOptionalKey(pod, "ergon-memory", name, memoryKey, memoryFile, memoryDir)
+	file := mountOptionalKey(pod, memoryVolumeName, name, memoryKey, memoryFile, memoryDir)
 	spec.Memory = &agentspec.MemoryConfig{Name: string(m.Name), Scope: string(m.EffectiveScope()), File: file}
+}
+
+// checkStore says whether a ConfigMap is the store of memory name: internal state, which only
+// the manager can label so (config/policies), of that memory. No Scene controls a store that
+// several share, so there is no controller to check; the admission policy is what keeps
+// tenants from writing one.
+func checkStore(cm *corev1.ConfigMap, name string) error {
+	if _, err := verifyInternal(cm, internalWant{what: "memory " + name, key: memoryKey, size: -1}); err != nil {
+		return err
+	}
+	if cm.Labels[labelMemory] != name {
+		return &conflictError{fmt.Sprintf("ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", cm.Name, name)}
+	}
+	return nil
+}
+
+// memoryPin is the digest of the memory the agent pods of this pass may read, for
+// $ERGON_MEMORY_SHA256: the store's content as it is now, when the store is the memory's; ""
+// (read nothing) when there is no store, and when a ConfigMap that is not the store has its
+// name, which is told in an Event. The kubelet mounts the store by name; the pin keeps the
+// runtime from reading anything else under it.
+func (r *RunReconciler) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) (string, error) {
+	m := scene.Spec.Memory
+	if m == nil || !slices.ContainsFunc(plan.Pods, func(p planner.PodRequest) bool { return p.Step.Spec.Agent != nil }) {
+		return "", nil
+	}
+	name, ok := memoryStore(run, m)
+	if !ok {
+		return "", nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := checkStore(cm, string(m.Name)); err != nil {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
+			"The agent steps of this Run do not read memory %s: %s", m.Name, err.Error())
+		return "", nil
+	}
+	return digest(cm.Data[memoryKey]), nil
 }
 
 // transcriptMemory reads the memory writes an agent transcript proposes.
@@ -114,7 +161,14 @@ func (r *RunReconciler) applyMemory(ctx context.Context, run *ergonv1alpha1.Run,
 				"Step %s proposed %d memory writes, but the Run has no person behind it to keep User memory %s for", req.Step, len(writes), m.Name)
 			continue
 		}
-		if err := r.writeMemory(ctx, run, scene, name, req.Step, writes); err != nil {
+		err := r.writeMemory(ctx, run, scene, name, req.Step, writes)
+		if conflict, ok := errors.AsType[*conflictError](err); ok {
+			// Someone else's ConfigMap under the store's name does not stop the Run.
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+				"Step %s proposed %d memory writes, which were not kept: %s", req.Step, len(writes), conflict.Error())
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("applying the memory writes of step %s: %w", req.Step, err)
 		}
 	}
@@ -145,12 +199,14 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 		create := apierrors.IsNotFound(err)
 		switch {
 		case create:
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(m.Name)}}}
+			cm = markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(m.Name)}}})
 		case err != nil:
 			return err
-		case cm.Labels[labelMemory] != string(m.Name) || cm.Labels[ergonv1alpha1.LabelManagedBy] != ergonv1alpha1.ManagedByErgon:
-			return fmt.Errorf("ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", name, m.Name)
+		default:
+			if err := checkStore(cm, string(m.Name)); err != nil {
+				return err
+			}
 		}
 		store, err := memory.Read([]byte(cm.Data[memoryKey]))
 		if err != nil {

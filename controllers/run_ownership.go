@@ -18,8 +18,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,20 +57,11 @@ func notOwned(kind, name string, owner *ergonv1alpha1.Run) *conflictError {
 		"Ergon does not adopt objects by name: delete or rename it", kind, name, owner.Name)}
 }
 
-// checkOutput verifies that a ConfigMap holds the output the status recorded: its controller
-// is the Run that wrote it, and the value has the recorded size and SHA-256.
+// checkOutput verifies that a ConfigMap holds the output the status recorded: it is internal
+// state of the Run that wrote it, and the value has the recorded size and SHA-256.
 func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
-	if !controlledBy(cm, ownerUID) {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s exists but Run %s did not create it (it is not its controlling owner); "+
-			"Ergon does not adopt objects by name", cm.Name, ownerName)}
-	}
-	value, ok := configMapValue(cm)
-	sum := sha256.Sum256([]byte(value))
-	if !ok || int64(len(value)) != out.Size || (out.SHA256 != "" && hex.EncodeToString(sum[:]) != out.SHA256) {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not hold the output Run %s recorded (%d bytes, SHA-256 %s)",
-			cm.Name, ownerName, out.Size, out.SHA256)}
-	}
-	return value, nil
+	return verifyInternal(cm, internalWant{what: "the output", owner: ownerUID, ownerKind: "Run", ownerName: ownerName,
+		key: planner.OutputKey, sha256: out.SHA256, size: out.Size})
 }
 
 // getLive reads an object from the cache or, when the cache does not have it, from the API

@@ -339,6 +339,7 @@ func outputConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *co
 		},
 		Immutable: new(true),
 	}
+	markInternal(cm)
 	if utf8.ValidString(value) {
 		cm.Data = map[string]string{planner.OutputKey: value}
 	} else {
@@ -351,13 +352,4 @@ func outputConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *co
 		cm.Data[planner.TranscriptKey] = transcript // JSON: valid UTF-8
 	}
 	return cm
-}
-
-// configMapValue reads the output a ConfigMap keeps.
-func configMapValue(cm *corev1.ConfigMap) (string, bool) {
-	if v, ok := cm.Data[planner.OutputKey]; ok {
-		return v, true
-	}
-	b, ok := cm.BinaryData[planner.OutputKey]
-	return string(b), ok
 }

@@ -18,8 +18,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -107,7 +105,11 @@ func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*e
 	}
 	spec := original.Status.SceneSnapshot
 	if spec == nil {
-		if spec, err = r.readSnapshot(ctx, original); apierrors.IsNotFound(err) {
+		spec, err = r.readSnapshot(ctx, original)
+		if conflict, ok := errors.AsType[*conflictError](err); ok {
+			return nil, nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
+		}
+		if apierrors.IsNotFound(err) {
 			return nil, nil, &retryError{fmt.Sprintf("the snapshot of Run %s is gone", name)}
 		} else if err != nil {
 			return nil, nil, err
@@ -178,17 +180,12 @@ func (r *RunReconciler) reusedValue(ctx context.Context, original *ergonv1alpha1
 	if err != nil {
 		return "", err
 	}
-	value, ok := cm.Data[out.Ref.Key]
-	if !ok {
-		b, found := cm.BinaryData[out.Ref.Key]
-		value, ok = string(b), found
+	value, err := verifyInternal(cm, internalWant{what: "the output of step " + step, owner: original.UID, ownerKind: "Run",
+		ownerName: original.Name, key: out.Ref.Key, sha256: out.SHA256, size: out.Size})
+	if conflict, ok := errors.AsType[*conflictError](err); ok {
+		return "", &retryError{conflict.Error() + "; it cannot be reused"}
 	}
-	sum := sha256.Sum256([]byte(value))
-	if !ok || int64(len(value)) != out.Size || hex.EncodeToString(sum[:]) != out.SHA256 {
-		return "", &retryError{fmt.Sprintf("ConfigMap %s does not hold the output of step %s that Run %s recorded (%d bytes, SHA-256 %s); "+
-			"it cannot be reused", out.Ref.ConfigMap, step, original.Name, out.Size, out.SHA256)}
-	}
-	return value, nil
+	return value, err
 }
 
 // keepOutput writes a reused output to the retry's own output ConfigMap; one an earlier pass

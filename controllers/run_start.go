@@ -128,9 +128,10 @@ const snapshotInlineLimit = 64 << 10
 const snapshotKey = "scene.json"
 
 // takeSnapshot records the Scene spec the Run executes: in its status, or in a ConfigMap it
-// owns when the spec is large. A ConfigMap left by an attempt whose status write was lost is
-// used as it is, so the snapshot never changes once taken. With it goes the UID of the
-// Workspace the spec binds (pinWorkspace).
+// owns when the spec is large, with the snapshot's SHA-256 in the status. A ConfigMap under
+// the name is used only when it is the Run's and holds this very snapshot (left by a pass
+// whose status write was lost); anything else is a conflict, never adopted. With it goes the
+// UID of the Workspace the spec binds (pinWorkspace).
 func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run, scene *ergonv1alpha1.Scene) error {
 	run.Status.SceneGeneration = scene.Generation
 	if err := r.pinWorkspace(ctx, run, &scene.Spec); err != nil {
@@ -144,42 +145,53 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		run.Status.SceneSnapshot = scene.Spec.DeepCopy()
 		return nil
 	}
-	cm := &corev1.ConfigMap{
+	cm := markInternal(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: naming.SnapshotConfigMapName(run.Name), Namespace: run.Namespace,
 			Labels: childLabels(run, ""), OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
 		},
 		Data:      map[string]string{snapshotKey: string(raw)},
 		Immutable: new(true),
-	}
+	})
+	want := runWants(run, "the snapshot", snapshotKey)
+	want.sha256 = digest(string(raw))
 	if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 		// Made by an earlier pass whose status write was lost, or by someone else.
 		existing := &corev1.ConfigMap{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 			return err
 		}
-		if !controlledBy(existing, run.UID) {
-			return notOwned("ConfigMap", cm.Name, run)
+		if _, err := verifyInternal(existing, want); err != nil {
+			return err
 		}
 	} else if err != nil {
 		return err
 	}
 	run.Status.SceneSnapshotRef = &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: snapshotKey}
+	run.Status.SceneSnapshotSHA256 = want.sha256
 	return nil
 }
 
-// readSnapshot reads a snapshot kept in a ConfigMap.
+// readSnapshot reads a snapshot kept in a ConfigMap: the Run's own, with the recorded digest.
 func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
 	ref := run.Status.SceneSnapshotRef
 	cm := &corev1.ConfigMap{}
 	if err := r.getLive(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	if !controlledBy(cm, run.UID) {
-		return nil, notOwned("ConfigMap", ref.ConfigMap, run)
+	want := runWants(run, "the snapshot", ref.Key)
+	want.sha256 = run.Status.SceneSnapshotSHA256
+	if want.sha256 == "" {
+		// Taken by a manager that recorded no digest: nothing tells its snapshot from a forged one.
+		return nil, &conflictError{fmt.Sprintf("Run %s records no SHA-256 of its snapshot in ConfigMap %s; "+
+			"Ergon does not execute a snapshot it cannot verify: create the Run again", run.Name, ref.ConfigMap)}
+	}
+	value, err := verifyInternal(cm, want)
+	if err != nil {
+		return nil, err
 	}
 	spec := &ergonv1alpha1.SceneSpec{}
-	if err := json.Unmarshal([]byte(cm.Data[ref.Key]), spec); err != nil {
+	if err := json.Unmarshal([]byte(value), spec); err != nil {
 		return nil, fmt.Errorf("the snapshot in ConfigMap %s is corrupt: %w", ref.ConfigMap, err)
 	}
 	return spec, nil

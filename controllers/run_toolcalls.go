@@ -153,28 +153,25 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 		if s.Phase.Finished() || !usesChannel(step) {
 			continue
 		}
-		cm := &corev1.ConfigMap{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.CheckpointConfigMapName(run.Name, s.Name)}, cm)
-		if apierrors.IsNotFound(err) || (err == nil && !controlledBy(cm, run.UID)) {
-			continue
-		}
+		waiting := s.Phase == ergonv1alpha1.StepWaiting && s.Reason == planner.ReasonToolCallPending
+		checkpoint, err := r.readInternal(ctx, reader, run, naming.CheckpointConfigMapName(run.Name, s.Name),
+			checkpointWants(run, s.Name, r.keptCheckpoint(run, &s)), waiting, f)
 		if err != nil {
 			return err
 		}
-		tc := planner.ToolCallFacts{Pending: agentspec.PendingOf([]byte(cm.Data[checkpointKey])), Invalid: map[string]string{}}
+		tc := planner.ToolCallFacts{Pending: agentspec.PendingOf([]byte(checkpoint)), Invalid: map[string]string{}}
 		if tc.Pending == nil {
 			continue
 		}
-		res := &corev1.ConfigMap{}
-		err = reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: naming.ToolResultsConfigMapName(run.Name, s.Name)}, res)
-		switch {
-		case err == nil && controlledBy(res, run.UID):
-			var stored agentspec.Results
-			if json.Unmarshal([]byte(res.Data[toolResultsKey]), &stored) == nil {
-				tc.Stored = stored.Attempt
-			}
-		case err != nil && !apierrors.IsNotFound(err):
+		want := runWants(run, "the tool results of step "+s.Name, toolResultsKey)
+		want.sha256 = s.ToolResultsSHA256
+		results, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
+		if err != nil {
 			return err
+		}
+		var stored agentspec.Results
+		if s.ToolResultsSHA256 != "" && json.Unmarshal([]byte(results), &stored) == nil {
+			tc.Stored = stored.Attempt
 		}
 		for _, call := range tc.Pending.Calls {
 			if err := r.checkSceneCall(ctx, run, step, call, f, tc.Invalid); err != nil {
@@ -188,6 +185,41 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 		f.ToolCalls[s.Name] = tc
 	}
 	return nil
+}
+
+// readInternal reads a ConfigMap of the Run's internal state that may not exist: "" when it
+// does not, or when it holds no content with the digest want records (none recorded yet, or
+// a status write lost). One that is not the Run's is a conflict the planner fails the step
+// for (looked for around the cache too when live: the step waits for it). One of the Run's
+// that holds other content than recorded is told in an Event and read as absent, so the
+// content is kept again or the step starts afresh.
+func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, name string,
+	want internalWant, live bool, f *planner.Facts) (string, error) {
+	cm := &corev1.ConfigMap{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	if apierrors.IsNotFound(err) && live {
+		// The cache selects by Ergon's managed-by label: one without it is found only here.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	}
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := verifyInternal(cm, runWants(run, want.what, want.key)); err != nil {
+		f.Conflicts[name] = err.Error()
+		return "", nil
+	}
+	if want.sha256 == "" {
+		return "", nil
+	}
+	value, err := verifyInternal(cm, want)
+	if err != nil {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reasonUntrustedState, "ReadInternal", "%s", err.Error())
+		return "", nil
+	}
+	return value, nil
 }
 
 // checkSceneCall checks the arguments of a Scene call whose child Run does not exist yet
@@ -228,29 +260,37 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 func (r *RunReconciler) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.ToolResults {
 		b, _ := json.Marshal(req.Results) // plain data
-		name := naming.ToolResultsConfigMapName(run.Name, req.Step)
-		cm := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-		switch {
-		case apierrors.IsNotFound(err):
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-				Data: map[string]string{toolResultsKey: string(b)}}
-			if err := r.Create(ctx, cm); err != nil {
-				return err
-			}
-			continue
-		case err != nil:
+		if err := r.storeToolResultsOf(ctx, run, req.Step, b); err != nil {
 			return err
-		case !controlledBy(cm, run.UID):
-			return fmt.Errorf("storing tool results: %w", notOwned("ConfigMap", name, run))
 		}
-		cm.Data = map[string]string{toolResultsKey: string(b)}
-		if err := r.Update(ctx, cm); err != nil {
-			return err
+		// The next attempt reads them, and the controller trusts them, by this digest.
+		for i := range plan.Status.Steps {
+			if plan.Status.Steps[i].Name == req.Step {
+				plan.Status.Steps[i].ToolResultsSHA256 = digest(string(b))
+			}
 		}
 	}
 	return nil
+}
+
+// storeToolResultsOf writes one step's results ConfigMap, the Run's internal state.
+func (r *RunReconciler) storeToolResultsOf(ctx context.Context, run *ergonv1alpha1.Run, step string, results []byte) error {
+	name := naming.ToolResultsConfigMapName(run.Name, step)
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+			Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+			Data: map[string]string{toolResultsKey: string(results)}}))
+	case err != nil:
+		return err
+	}
+	if _, err := verifyInternal(cm, runWants(run, "the tool results of step "+step, toolResultsKey)); err != nil {
+		return fmt.Errorf("storing tool results: %w", err)
+	}
+	cm.Data = map[string]string{toolResultsKey: string(results)}
+	return r.Update(ctx, cm)
 }
 
 // toolCallGate builds the Gate that asks approval of an agent's tool call: its approvers and

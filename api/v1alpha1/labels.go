@@ -39,6 +39,13 @@ const (
 	LabelTrigger = "ergon.dev/trigger"
 	// LabelScene names the Scene a Run executes.
 	LabelScene = "ergon.dev/scene"
+	// LabelInternal marks, with the value "true", a ConfigMap the manager writes and reads
+	// back: a snapshot, an output, a checkpoint, tool results, a memory store. The admission
+	// policy config/policies/internal_configmaps.yaml lets only the manager create, change or
+	// delete one, or add or remove the label. The manager uses one only when it carries the
+	// label, is controlled by its expected owner's UID, and holds the digest recorded where
+	// no tenant can write (docs/design.md, "Internal state").
+	LabelInternal = "ergon.dev/internal"
 )
 
 // Annotations the engine relies on. Admission reserves every annotation under

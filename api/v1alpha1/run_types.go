@@ -183,6 +183,11 @@ type RunStatus struct {
 	// +optional
 	SceneSnapshotRef *OutputRef `json:"sceneSnapshotRef,omitempty"`
 
+	// sceneSnapshotSHA256 is the SHA-256 (hex) of the snapshot sceneSnapshotRef locates; the
+	// Run executes the ConfigMap's snapshot only when it has this digest.
+	// +optional
+	SceneSnapshotSHA256 string `json:"sceneSnapshotSHA256,omitempty"`
+
 	// sceneEditors are the people who last changed the spec of a Scene in the Run's closure
 	// (its Scene, the Scenes it calls, and, for a child Run, those of its parent), recorded
 	// with the snapshot. Every effect of the Run is authorized against each of them as well as
@@ -313,6 +318,17 @@ type StepStatus struct {
 	// loop records a looping step's iterations.
 	// +optional
 	Loop *LoopStatus `json:"loop,omitempty"`
+
+	// checkpointSHA256 is the SHA-256 (hex) of the agent checkpoint the step's checkpoint
+	// ConfigMap holds. The controller reads the tool calls it lists, and the next attempt
+	// resumes from it, only when the ConfigMap has this digest.
+	// +optional
+	CheckpointSHA256 string `json:"checkpointSHA256,omitempty"`
+
+	// toolResultsSHA256 is the SHA-256 (hex) of the tool results the step's results ConfigMap
+	// holds; the next attempt reads them only when the ConfigMap has this digest.
+	// +optional
+	ToolResultsSHA256 string `json:"toolResultsSHA256,omitempty"`
 }
 
 // AttemptStatus is the record of one attempt of a step.

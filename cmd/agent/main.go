@@ -23,6 +23,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,17 +80,17 @@ func run() int {
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
 	}
-	resume, err := readCheckpoint(os.Getenv(stepcontract.EnvCheckpoint))
+	resume, err := readCheckpoint(os.Getenv(stepcontract.EnvCheckpoint), os.Getenv(stepcontract.EnvCheckpointSHA256))
 	if err != nil {
 		// A checkpoint that cannot be read costs the turns it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not resuming: %v\n", err)
 	}
-	mem, err := readMemory(spec.Memory)
+	mem, err := readMemory(spec.Memory, os.Getenv(stepcontract.EnvMemorySHA256))
 	if err != nil {
 		// A memory that cannot be read costs what it held, not the step.
 		fmt.Fprintf(os.Stderr, "agent: not reading the memory: %v\n", err)
 	}
-	results, err := readResults(os.Getenv(stepcontract.EnvToolResults))
+	results, err := readResults(os.Getenv(stepcontract.EnvToolResults), os.Getenv(stepcontract.EnvToolResultsSHA256))
 	if err != nil {
 		// The requests are handed over again; the controller answers them once more.
 		fmt.Fprintf(os.Stderr, "agent: no tool results: %v\n", err)
@@ -132,42 +134,12 @@ func readSpec(path string) (*agent.Spec, error) {
 	return &s, nil
 }
 
-// readCheckpoint reads the checkpoint the controller mounted; none when the file is missing
-// or empty.
-func readCheckpoint(path string) (*agent.Checkpoint, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return agent.ReadCheckpoint(b)
-}
-
-// readMemory reads the entries of the Scene's memory the controller mounted; none when the
-// spec has no memory or its file is missing (an empty store).
-func readMemory(m *agentspec.MemoryConfig) ([]memory.Entry, error) {
-	if m == nil || m.File == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(m.File)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	s, err := memory.Read(b)
-	return s.Entries, err
-}
-
-// readResults reads the controller's results of the tool calls the checkpoint hands over;
-// none when the file is missing or empty.
-func readResults(path string) (*agentspec.Results, error) {
+// readPinned reads a file the controller mounted from a ConfigMap by name: nil when it is
+// missing or empty, and an error when it does not have the SHA-256 the controller pinned in
+// the pod's environment (nothing pinned: the controller verified no such file). Anyone who may
+// write ConfigMaps in the namespace can put one under that name; the pin is what makes it
+// the controller's.
+func readPinned(path, pinned, what string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -176,6 +148,47 @@ func readResults(path string) (*agentspec.Results, error) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != pinned {
+		if pinned == "" {
+			return nil, fmt.Errorf("%s %s is not one the controller kept for this attempt; ignoring it", what, path)
+		}
+		return nil, fmt.Errorf("%s %s has SHA-256 %s, not %s, which the controller kept; ignoring it", what, path, got, pinned)
+	}
+	return b, nil
+}
+
+// readCheckpoint reads the checkpoint the controller mounted; none when the file is missing
+// or empty.
+func readCheckpoint(path, pinned string) (*agent.Checkpoint, error) {
+	b, err := readPinned(path, pinned, "the checkpoint")
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return agent.ReadCheckpoint(b)
+}
+
+// readMemory reads the entries of the Scene's memory the controller mounted; none when the
+// spec has no memory or its file is missing (an empty store).
+func readMemory(m *agentspec.MemoryConfig, pinned string) ([]memory.Entry, error) {
+	if m == nil || m.File == "" {
+		return nil, nil
+	}
+	b, err := readPinned(m.File, pinned, "the memory")
+	if b == nil || err != nil {
+		return nil, err
+	}
+	s, err := memory.Read(b)
+	return s.Entries, err
+}
+
+// readResults reads the controller's results of the tool calls the checkpoint hands over;
+// none when the file is missing or empty.
+func readResults(path, pinned string) (*agentspec.Results, error) {
+	b, err := readPinned(path, pinned, "the tool results")
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var r agentspec.Results

@@ -18,6 +18,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -131,4 +133,36 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 			t.Errorf("no checkpoint frame in the log:\n%s", log)
 		}
 	})
+}
+
+// TestReadPinned: a file the kubelet mounts from a ConfigMap by name is read only when it has
+// the digest the controller pinned; anyone who may write ConfigMaps can put one under the name.
+func TestReadPinned(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint")
+	content := []byte(`{"version":1}`)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own := sha256.Sum256(content)
+	other := sha256.Sum256([]byte(`{"version":1,"forged":true}`))
+	for _, c := range []struct {
+		name, path, pinned string
+		read               bool
+	}{
+		{"a missing file is nothing to read", filepath.Join(dir, "none"), hex.EncodeToString(other[:]), false},
+		{"a file with another digest than the pinned one is ignored", path, hex.EncodeToString(other[:]), false},
+		{"a file where the controller pinned nothing is ignored", path, "", false},
+		{"a file with the pinned digest is read", path, hex.EncodeToString(own[:]), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := readPinned(c.path, c.pinned, "the checkpoint")
+			if c.read != (b != nil) {
+				t.Fatalf("read %q, %v", b, err)
+			}
+			if !c.read && c.path == path && (err == nil || !strings.Contains(err.Error(), "ignoring it")) {
+				t.Errorf("an ignored file is not said to be: %v", err)
+			}
+		})
+	}
 }

@@ -18,6 +18,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,6 +214,10 @@ func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv
 	b, ok := kubectlergon.ConfigMapValue(&cm, ref.Key)
 	if !ok {
 		return nil, fmt.Errorf("the snapshot ConfigMap %s has no key %q", ref.ConfigMap, ref.Key)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != run.Status.SceneSnapshotSHA256 {
+		return nil, fmt.Errorf("the snapshot ConfigMap %s does not hold the snapshot Run %s recorded (SHA-256 %s)",
+			ref.ConfigMap, run.Name, run.Status.SceneSnapshotSHA256)
 	}
 	spec := &ergonv1alpha1.SceneSpec{}
 	return spec, json.Unmarshal(b, spec)

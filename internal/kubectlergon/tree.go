@@ -18,6 +18,8 @@ package kubectlergon
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -128,6 +130,10 @@ func snapshot(ctx context.Context, c client.Client, run *ergonv1alpha1.Run) (*er
 		return nil, err
 	}
 	raw, _ := ConfigMapValue(cm, ref.Key)
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != run.Status.SceneSnapshotSHA256 {
+		return nil, fmt.Errorf("ConfigMap %s does not hold the snapshot Run %s recorded (SHA-256 %s)",
+			cm.Name, run.Name, run.Status.SceneSnapshotSHA256)
+	}
 	spec := &ergonv1alpha1.SceneSpec{}
 	if err := json.Unmarshal(raw, spec); err != nil {
 		return nil, fmt.Errorf("the snapshot of Run %s in ConfigMap %s: %w", run.Name, cm.Name, err)

@@ -101,6 +101,13 @@ func handedOver(s *ergonv1alpha1.StepStatus) int32 {
 // decideToolCalls fulfils the tool calls of a step's last attempt and, once all are
 // answered, stores their results and starts the next attempt.
 func (p *planner) decideToolCalls(step *compile.Step, s *ergonv1alpha1.StepStatus) {
+	for _, name := range []string{naming.CheckpointConfigMapName(p.f.Run.Name, step.Name),
+		naming.ToolResultsConfigMapName(p.f.Run.Name, step.Name)} {
+		if msg, conflict := p.f.Conflicts[name]; conflict {
+			p.fail(s, step, ergonv1alpha1.ReasonNameConflict, "the tool calls of its last attempt cannot be fulfilled: "+msg)
+			return
+		}
+	}
 	tc := p.f.ToolCalls[step.Name]
 	if tc.Pending == nil || tc.Pending.Attempt != s.Attempts {
 		since := p.f.Now

@@ -57,6 +57,13 @@ const (
 	// checkpoint hands over (agentspec.Results, JSON), from the same ConfigMap; missing when
 	// there are none.
 	EnvToolResults = "ERGON_TOOL_RESULTS"
+	// EnvCheckpointSHA256, EnvToolResultsSHA256 and EnvMemorySHA256 pin the SHA-256 (hex) of
+	// the checkpoint, the tool results and the memory the controller verified for the
+	// attempt. The kubelet mounts those ConfigMaps by name, so the runtime reads such a file
+	// only when it has the pinned digest; empty or unset, it reads none.
+	EnvCheckpointSHA256  = "ERGON_CHECKPOINT_SHA256"
+	EnvToolResultsSHA256 = "ERGON_TOOL_RESULTS_SHA256"
+	EnvMemorySHA256      = "ERGON_MEMORY_SHA256"
 )
 
 // Directories and files of a step pod.

@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package testenv starts what Ergon's envtest suites share: a real kube-apiserver and etcd with
-// Ergon's CRDs (and, when asked, its admission webhooks from config/webhook), a manager whose
-// webhook server those webhooks call, and the wait until that server answers. Suites keep
-// only what they test differently: which controllers run, and as whom.
+// Ergon's CRDs (and, when asked, its admission webhooks from config/webhook and its admission
+// policies from config/policies), a manager whose webhook server those webhooks call, and the
+// wait until that server answers. Suites keep only what they test differently: which
+// controllers run, and as whom.
 package testenv
 
 import (
@@ -58,9 +59,15 @@ type Environment struct {
 	Config *rest.Config
 }
 
+// ManagerUsername is the manager's identity as config/default installs it, which the admission
+// policies of config/policies exempt: a suite whose manager runs as anyone else but a cluster
+// administrator (system:masters) has its status writes refused.
+const ManagerUsername = "system:serviceaccount:ergon-system:ergon-controller-manager"
+
 // Start starts kube-apiserver and etcd (from KUBEBUILDER_ASSETS) with the CRDs of
-// config/crd/bases installed, and with webhooks the admission webhooks of config/webhook
-// pointed at a local webhook server, which ManagerOptions configures.
+// config/crd/bases installed and, with webhooks, the admission webhooks of config/webhook
+// pointed at a local webhook server, which ManagerOptions configures, and the admission
+// policies of config/policies (see InstallPolicies).
 func Start(webhooks bool) (*Environment, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -77,7 +84,14 @@ func Start(webhooks bool) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd (is KUBEBUILDER_ASSETS set? make test sets it): %w", err)
 	}
-	return &Environment{Environment: env, Config: cfg}, nil
+	e := &Environment{Environment: env, Config: cfg}
+	if webhooks {
+		if err := e.InstallPolicies(filepath.Join(root, "config", "policies")); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // moduleRoot finds the repository's root, the folder of go.mod, above the working directory

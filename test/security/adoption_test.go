@@ -215,13 +215,17 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		})
 		Expect(written.Output.Ref).NotTo(BeNil())
 
-		// While the gate holds the Run, the tenant swaps the ConfigMap for one of the same name
-		// whose owner reference claims the Run: only the recorded size and digest tell them apart.
+		// While the gate holds the Run, the tenant tries to swap the ConfigMap for one of the same
+		// name whose owner reference claims the Run. The admission policy refuses the tenant;
+		// where it is not installed, the tenant could (the administrator plays them), and with
+		// the internal label too: only the recorded size and digest tell them apart.
 		name := written.Output.Ref.ConfigMap
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "weekly-2"}, run)).To(Succeed())
-		Expect(mallory.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
-		Expect(mallory.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon},
+		err := mallory.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the tenant may not delete the Run's output: %v", err)
+		Expect(admin.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		Expect(admin.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, ergonv1alpha1.LabelInternal: "true"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Run",
 				Name: run.Name, UID: run.UID, Controller: new(true)}}},
 			Data: map[string]string{"output": strings.Repeat("fake ", 300)}})).To(Succeed())

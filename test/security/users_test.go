@@ -45,7 +45,11 @@ const (
 	roleView        = "view"                // Kubernetes' own, with Ergon's kinds aggregated in
 	roleErgonEditor = "ergon-editor"        // Ergon's kinds only: cannot read Secrets
 	roleApprover    = "ergon-gate-approver" // may decide Gates
-	roleRunCreator  = "security-run-creator"
+	// roleErgonAdmin holds the verb admin on workspaces: may manage anyone's Workspace.
+	roleErgonAdmin = "ergon-admin"
+	// roleWorkspaceUser holds the verb use on workspaces: a guest in other people's Workspaces.
+	roleWorkspaceUser = "ergon-workspace-user"
+	roleRunCreator    = "security-run-creator"
 )
 
 // ctx is the context of every API call in the suite.

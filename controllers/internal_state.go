@@ -1,0 +1,155 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
+)
+
+// Internal state is what the manager writes to ConfigMaps and reads back later: a Run's
+// snapshot, outputs, checkpoints and tool results, a Scene's memory. Anyone who may write
+// ConfigMaps in the namespace can create one under the name Ergon uses and can read the Run's
+// UID to forge its owner reference, so neither a name nor an owner reference nor a label
+// alone makes one Ergon's. Every writer marks what it writes with markInternal; every reader
+// goes through verifyInternal, which accepts a ConfigMap only when
+//   - it carries the label ergon.dev/internal, which the admission policy
+//     config/policies/internal_configmaps.yaml lets no one but the manager set, change or
+//     remove (and no one else create, change or delete such a ConfigMap);
+//   - its controlling owner reference carries the UID of the owner the reader expects (a
+//     memory store, which several Scenes own and none controls, has only the label); and
+//   - where the Run's status records a digest (outputs, the snapshot, checkpoints, tool
+//     results), what it holds has that SHA-256. The status is the manager's alone to write:
+//     RBAC, and config/policies/status.yaml for a role that grants it by accident.
+// The kubelet mounts checkpoints, tool results and memory into agent pods by name, where the
+// manager cannot check them: it pins their digests in the pod's environment instead
+// (pinAgentState), and the runtime reads a file only when it has the pinned digest.
+
+// internalTrue is the value of LabelInternal.
+const internalTrue = "true"
+
+// reasonUntrustedState is the Event of a Run's own ConfigMap that does not hold what its status
+// recorded: changed by someone who may (an administrator, or anyone where the admission
+// policies are not installed), or written by a pass whose status write was lost.
+const reasonUntrustedState = "UntrustedState"
+
+// markInternal labels a ConfigMap the manager writes as internal state.
+func markInternal(cm *corev1.ConfigMap) *corev1.ConfigMap {
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ergonv1alpha1.LabelInternal] = internalTrue
+	return cm
+}
+
+// internalWant is what a reader expects of an internal ConfigMap.
+type internalWant struct {
+	// what names the content in messages: "the snapshot", "the output of step build".
+	what string
+	// owner is the object that must control the ConfigMap, and ownerKind and ownerName name
+	// it in messages; an empty owner (a memory store) checks the label alone.
+	owner     types.UID
+	ownerKind string
+	ownerName string
+	// key holds the content, in Data or BinaryData.
+	key string
+	// sha256 is the digest recorded for the content, hex; empty when none is recorded yet.
+	sha256 string
+	// size is the recorded length of the content; negative when none is recorded.
+	size int64
+}
+
+// verifyInternal returns the content of an internal ConfigMap when it is the one the reader
+// expects, and a conflictError naming the ConfigMap and what is wrong otherwise.
+func verifyInternal(cm *corev1.ConfigMap, want internalWant) (string, error) {
+	if want.owner != "" && !controlledBy(cm, want.owner) {
+		return "", &conflictError{fmt.Sprintf("ConfigMap %s exists but %s %s did not create it (it is not its controlling owner); "+
+			"Ergon does not adopt objects by name: delete or rename it", cm.Name, want.ownerKind, want.ownerName)}
+	}
+	if cm.Labels[ergonv1alpha1.LabelInternal] != internalTrue {
+		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not carry the label %s=true that Ergon puts on what it writes; "+
+			"Ergon does not use it: delete or rename it", cm.Name, ergonv1alpha1.LabelInternal)}
+	}
+	value, ok := configMapKey(cm, want.key)
+	if !ok && (want.sha256 != "" || want.size >= 0) {
+		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s (no key %s)", cm.Name, want.what, want.key)}
+	}
+	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && digest(value) != want.sha256) {
+		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s that %s %s recorded (SHA-256 %s); Ergon does not use it",
+			cm.Name, want.what, want.ownerKind, want.ownerName, want.sha256)}
+	}
+	return value, nil
+}
+
+// runWants is what a Run's reader expects of one of its ConfigMaps: controlled by the Run,
+// with no digest recorded (set sha256 and size where the status records them).
+func runWants(run interface {
+	GetUID() types.UID
+	GetName() string
+}, what, key string) internalWant {
+	return internalWant{what: what, owner: run.GetUID(), ownerKind: "Run", ownerName: run.GetName(), key: key, size: -1}
+}
+
+// configMapKey reads one key of a ConfigMap, from Data or BinaryData.
+func configMapKey(cm *corev1.ConfigMap, key string) (string, bool) {
+	if v, ok := cm.Data[key]; ok {
+		return v, true
+	}
+	b, ok := cm.BinaryData[key]
+	return string(b), ok
+}
+
+// digest is the hex SHA-256 of a value, as the status records it.
+func digest(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return hex.EncodeToString(sum[:])
+}
+
+// pinAgentState pins, in an agent pod's environment, the digests of the internal state the
+// kubelet mounts into it by name: the step's checkpoint and tool results as its status
+// records them, and the memory as memoryPin read it. The pod spec cannot change once created,
+// so neither can the pins.
+func pinAgentState(pod *corev1.Pod, s *ergonv1alpha1.StepStatus, memory string) {
+	c := &pod.Spec.Containers[0]
+	var checkpoint, results string
+	if s != nil {
+		checkpoint, results = s.CheckpointSHA256, s.ToolResultsSHA256
+	}
+	pins := map[string]struct{ name, value string }{
+		stepcontract.EnvCheckpoint:  {stepcontract.EnvCheckpointSHA256, checkpoint},
+		stepcontract.EnvToolResults: {stepcontract.EnvToolResultsSHA256, results},
+	}
+	var add []corev1.EnvVar
+	for _, e := range c.Env {
+		if pin, ok := pins[e.Name]; ok {
+			add = append(add, corev1.EnvVar{Name: pin.name, Value: pin.value})
+		}
+	}
+	if slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == memoryVolumeName }) {
+		add = append(add, corev1.EnvVar{Name: stepcontract.EnvMemorySHA256, Value: memory})
+	}
+	c.Env = append(c.Env, add...)
+}
