@@ -47,8 +47,15 @@ func agentThatAsks(pod *corev1.Pod) testenv.Outcome {
 	if pod.Labels[ergonv1alpha1.LabelAttempt] != "1" {
 		return testenv.Outcome{Output: "fetched"}
 	}
+	return handOver(fetchCall)
+}
+
+// handOver is the outcome of an agent's attempt that hands call over to the controller, as
+// the agent runtime does: a checkpoint listing it, then ToolCallsPending.
+func handOver(call agentspec.ToolRequest) testenv.Outcome {
+	GinkgoHelper()
 	cp, err := json.Marshal(map[string]any{"version": 1, "turn": 1,
-		"pending": agentspec.Pending{Attempt: 1, Calls: []agentspec.ToolRequest{fetchCall}}})
+		"pending": agentspec.Pending{Attempt: 1, Calls: []agentspec.ToolRequest{call}}})
 	Expect(err).NotTo(HaveOccurred())
 	var log bytes.Buffer
 	Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: 1, TotalTokens: 10}, cp)).To(Succeed())
@@ -84,6 +91,14 @@ func gatePatcher(ns, name string) client.Client {
 // kubeletClient gives the kubelet its client once, before it first runs.
 var kubeletClient sync.Once
 
+// runKubelet runs the kubelet for the spec.
+func runKubelet() {
+	kubeletClient.Do(func() { kubelet.Client = admin })
+	kctx, stop := context.WithCancel(context.Background())
+	go kubelet.Run(kctx)
+	DeferCleanup(stop)
+}
+
 // runFinished waits for a Run to end and returns its phase.
 func runFinished(ns, name string) ergonv1alpha1.RunPhase {
 	run := &ergonv1alpha1.Run{}
@@ -96,10 +111,7 @@ func runFinished(ns, name string) ergonv1alpha1.RunPhase {
 
 var _ = Describe("Attacks on tool-call approvals", func() {
 	BeforeEach(func() {
-		kubeletClient.Do(func() { kubelet.Client = admin })
-		kctx, stop := context.WithCancel(context.Background())
-		go kubelet.Run(kctx)
-		DeferCleanup(stop)
+		runKubelet()
 	})
 
 	It("self-approval of a tool call: the person behind a Run cannot approve their own agent's call", func() {
