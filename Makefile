@@ -119,6 +119,10 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 		echo "Generated files were stale; 'make manifests generate' changed:"; \
 		diff <(echo "$$before") <(echo "$$after") || true; exit 1; fi
 
+.PHONY: bench-authz
+bench-authz: envtest-assets ## Measure what authorization at the effect adds to deps->pod latency: a 1,000-step fan-out, its leaves reading a Secret and reading nothing.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -authz-rounds 4
+
 .PHONY: bench-console
 bench-console: envtest-assets ## Measure the web console in headless Chromium (Debian's chromium): first paint of a 1,000-step Run, SSE latency, memory per stream.
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/console

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,6 +100,9 @@ type Authorizer struct {
 
 	mu    sync.Mutex
 	cache map[string]decision
+	// asking joins the callers of one question while its review is in flight: a fan-out's
+	// pods, created at once, ask one review, not one each.
+	asking singleflight.Group
 
 	reviews atomic.Int64
 	hits    atomic.Int64
@@ -154,6 +158,34 @@ func (a *Authorizer) Allowed(ctx context.Context, id ergonv1alpha1.UserIdentity,
 	}
 	a.mu.Unlock()
 
+	asked := false
+	v, err, _ := a.asking.Do(key, func() (any, error) {
+		asked = true
+		d, err := a.review(ctx, id, attrs)
+		if err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		if a.cache == nil || len(a.cache) >= maxEntries {
+			a.cache = a.prune(now)
+		}
+		a.cache[key] = d
+		a.mu.Unlock()
+		return d, nil
+	})
+	if err != nil {
+		return false, "", err
+	}
+	if !asked {
+		a.hits.Add(1) // the answer to a review another caller asked
+	}
+	d := v.(decision)
+	return d.allowed, d.reason, nil
+}
+
+// review asks the API server one question, as of now.
+func (a *Authorizer) review(ctx context.Context, id ergonv1alpha1.UserIdentity, attrs Attributes) (decision, error) {
+	now := a.now()
 	sar := &authorizationv1.SubjectAccessReview{Spec: identity.Review(id)}
 	sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
 		Verb: attrs.Verb, Group: attrs.Group, Resource: attrs.Resource, Subresource: attrs.Subresource,
@@ -161,20 +193,13 @@ func (a *Authorizer) Allowed(ctx context.Context, id ergonv1alpha1.UserIdentity,
 	}
 	a.reviews.Add(1)
 	if err := a.Client.Create(ctx, sar); err != nil {
-		return false, "", fmt.Errorf("asking whether %s may %s: %w", id.Username, attrs, err)
+		return decision{}, fmt.Errorf("asking whether %s may %s: %w", id.Username, attrs, err)
 	}
-	allowed := sar.Status.Allowed && !sar.Status.Denied
-	reason := sar.Status.Reason
-	if sar.Status.EvaluationError != "" && !allowed {
-		reason = strings.TrimSpace(reason + " " + sar.Status.EvaluationError)
+	d := decision{allowed: sar.Status.Allowed && !sar.Status.Denied, reason: sar.Status.Reason, at: now}
+	if sar.Status.EvaluationError != "" && !d.allowed {
+		d.reason = strings.TrimSpace(d.reason + " " + sar.Status.EvaluationError)
 	}
-	a.mu.Lock()
-	if a.cache == nil || len(a.cache) >= maxEntries {
-		a.cache = a.prune(now)
-	}
-	a.cache[key] = decision{allowed: allowed, reason: reason, at: now}
-	a.mu.Unlock()
-	return allowed, reason, nil
+	return d, nil
 }
 
 // prune keeps the entries still fresh, or none when that is still too many.
