@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/health"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -104,12 +105,13 @@ func sceneReadiness(f sceneFacts, calls []string) (metav1.ConditionStatus, strin
 		"%d steps compile, and every Scene and Workspace the Scene names exists", len(scene.Spec.Steps))
 }
 
-// calledScenes are the Scenes a Scene's sub-scene steps call, each once, in step order.
+// calledScenes are the Scenes a Scene calls, each once, in the walker's order: through its
+// sub-scene steps, in steps and finally, and as its agents' Scene tools.
 func calledScenes(spec *ergonv1alpha1.SceneSpec) []string {
 	var names []string
-	for _, s := range spec.Steps {
-		if s.Scene != nil && !slices.Contains(names, string(s.Scene.Name)) {
-			names = append(names, string(s.Scene.Name))
+	for _, ref := range closure.OfKind(closure.Own(spec), closure.KindScene) {
+		if !slices.Contains(names, ref.Name) {
+			names = append(names, ref.Name)
 		}
 	}
 	return names

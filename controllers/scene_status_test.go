@@ -119,3 +119,19 @@ func TestASceneStatusHasItsFactsAndAnnouncesOnlyTransitions(t *testing.T) {
 		t.Error("an unchanged Ready got a new transition time")
 	}
 }
+
+func TestASceneCallsTheScenesOfItsStepsFinallyAndSceneTools(t *testing.T) {
+	call := func(name, scene string) ergonv1alpha1.Step {
+		return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(scene)}}
+	}
+	spec := &ergonv1alpha1.SceneSpec{
+		Steps: []ergonv1alpha1.Step{call("a", "first"), {Name: "agent", Agent: &ergonv1alpha1.AgentStep{Prompt: "Work.",
+			Tools: []ergonv1alpha1.AgentTool{{Scene: "as-tool"}, {Name: ergonv1alpha1.ToolHTTPFetch}}}}, call("b", "first")},
+		Finally: []ergonv1alpha1.Step{call("report", "reporter")},
+	}
+	got := calledScenes(spec)
+	want := []string{"first", "as-tool", "reporter"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("calledScenes = %v, want %v", got, want)
+	}
+}

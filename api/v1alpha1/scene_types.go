@@ -437,7 +437,8 @@ type SceneStatus struct {
 	// +optional
 	Params []string `json:"params,omitempty"`
 
-	// calls are the Scenes the Scene's sub-scene steps call, each once.
+	// calls are the Scenes the Scene calls, each once: through its sub-scene steps (in steps
+	// and finally) and as its agent steps' Scene tools.
 	// +listType=atomic
 	// +optional
 	Calls []string `json:"calls,omitempty"`

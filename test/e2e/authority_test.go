@@ -119,8 +119,7 @@ var _ = Describe("One authority on a real cluster", func() {
 		Expect(mallory.Patch(ctx, plain, client.RawPatch(types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"`+ergonv1alpha1.LabelInternal+`":"true"}}}`)))).To(MatchError(ContainSubstring("only the Ergon manager")))
 
-		// A Workspace is its user's: mallory can neither make one for alice nor change alice's.
-		Expect(mallory.Create(ctx, &ergonv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "alices", Namespace: ns},
-			Spec: ergonv1alpha1.WorkspaceSpec{User: "alice"}})).To(MatchError(ContainSubstring("belongs to alice")))
+		// A Workspace is its user's: mallory cannot make one for alice.
+		Expect(mallory.Create(ctx, e2eWorkspace(ns, "alices", "alice"))).To(MatchError(ContainSubstring("belongs to alice")))
 	})
 })
