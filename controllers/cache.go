@@ -110,7 +110,7 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 // runControlled reports whether obj's controlling owner is a Run.
 func runControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == "Run" && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == kindRun && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
 // workspaceControlled reports whether obj's controlling owner is a Workspace.

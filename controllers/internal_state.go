@@ -110,7 +110,7 @@ func runWants(run interface {
 	GetUID() types.UID
 	GetName() string
 }, what, key string) internalWant {
-	return internalWant{what: what, owner: run.GetUID(), ownerKind: "Run", ownerName: run.GetName(), key: key, size: -1}
+	return internalWant{what: what, owner: run.GetUID(), ownerKind: kindRun, ownerName: run.GetName(), key: key, size: -1}
 }
 
 // configMapKey reads one key of a ConfigMap, from Data or BinaryData.

@@ -80,7 +80,6 @@ type progressSeen struct {
 // checkpoint may hold the tool calls its step waits for.
 func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
 	plan *planner.Plan) time.Duration {
-	status := &plan.Status
 	interval := r.Config.ProgressInterval
 	if interval <= 0 {
 		interval = defaultProgressInterval
@@ -94,63 +93,10 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 		}
 		for _, p := range pods {
 			present[p.UID] = true
-			running := p.Phase == planner.PodRunning
-			final := p.Phase == planner.PodFailed || (p.Phase == planner.PodGone && !p.TerminatingUntil.IsZero())
-			if !running && !final {
-				continue
-			}
-			if running {
-				requeue = interval
-			}
-			seen, _ := r.progress.Load(p.UID)
-			last, _ := seen.(progressSeen)
-			if last.final || (running && f.Now.Sub(last.at) < interval) {
-				continue
-			}
-			prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
-			kept := last.checkpoint
-			switch {
-			case err != nil || prog == nil:
-			case prog.Reset:
-				kept = ""
-				r.noteCheckpoint(run, stepName, "")
-			case prog.Checkpoint != nil:
-				kept = prog.Checkpoint.SHA256
-				r.noteCheckpoint(run, stepName, kept)
-			}
-			next := progressSeen{run: run.UID, at: f.Now, final: final, checkpoint: kept}
-			if conflict, ok := errors.AsType[*conflictError](err); ok && !last.conflict {
-				next.conflict = true
-				r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "KeepCheckpoint",
-					"Step %s cannot keep its checkpoint: %s", stepName, conflict.Error())
-			}
-			next.conflict = next.conflict || last.conflict
-			switch {
-			case err == nil:
-			case !final:
-				log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
-			case last.unreadSince.IsZero() || f.Now.Sub(last.unreadSince) < lastReadPatience:
-				next.final, next.unreadSince = false, last.unreadSince
-				if next.unreadSince.IsZero() {
-					next.unreadSince = f.Now
-				}
-				plan.CleanupPods = slices.DeleteFunc(plan.CleanupPods, func(name string) bool { return name == p.Name })
-				if requeue == 0 || requeue > lastReadRetry {
-					requeue = lastReadRetry
-				}
-				log.FromContext(ctx).V(verbosityOnce(last.unreadSince.IsZero())).Info(
-					"Reading the log of an agent pod that ended; trying again", "pod", p.Name, "error", err.Error())
-			default:
-				log.FromContext(ctx).Info("Gave up reading the log of an agent pod that ended: its last checkpoint is lost",
-					"pod", p.Name, "since", last.unreadSince, "error", err.Error())
-			}
-			r.progress.Store(p.UID, next)
-			if prog != nil {
-				showProgress(status, stepName, prog)
-			}
+			requeue = sooner(requeue, r.observeAgentPod(ctx, run, stepName, p, f.Now, interval, plan))
 		}
 	}
-	r.recordCheckpoints(run, status)
+	r.recordCheckpoints(run, &plan.Status)
 	// Forget the pods of this Run that are gone.
 	r.progress.Range(func(k, v any) bool {
 		if v.(progressSeen).run == run.UID && !present[k.(string)] {
@@ -158,6 +104,66 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 		}
 		return true
 	})
+	return requeue
+}
+
+// observeAgentPod reads the progress of one agent pod when it is due, as observeAgents says,
+// and returns when to look at it again; zero when it needs no second look.
+func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.Run, stepName string, p planner.PodState,
+	now time.Time, interval time.Duration, plan *planner.Plan) time.Duration {
+	running := p.Phase == planner.PodRunning
+	final := p.Phase == planner.PodFailed || (p.Phase == planner.PodGone && !p.TerminatingUntil.IsZero())
+	if !running && !final {
+		return 0
+	}
+	var requeue time.Duration
+	if running {
+		requeue = interval
+	}
+	seen, _ := r.progress.Load(p.UID)
+	last, _ := seen.(progressSeen)
+	if last.final || (running && now.Sub(last.at) < interval) {
+		return requeue
+	}
+	prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
+	kept := last.checkpoint
+	switch {
+	case err != nil || prog == nil:
+	case prog.Reset:
+		kept = ""
+		r.noteCheckpoint(run, stepName, "")
+	case prog.Checkpoint != nil:
+		kept = prog.Checkpoint.SHA256
+		r.noteCheckpoint(run, stepName, kept)
+	}
+	next := progressSeen{run: run.UID, at: now, final: final, checkpoint: kept}
+	if conflict, ok := errors.AsType[*conflictError](err); ok && !last.conflict {
+		next.conflict = true
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "KeepCheckpoint",
+			"Step %s cannot keep its checkpoint: %s", stepName, conflict.Error())
+	}
+	next.conflict = next.conflict || last.conflict
+	switch {
+	case err == nil:
+	case !final:
+		log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
+	case last.unreadSince.IsZero() || now.Sub(last.unreadSince) < lastReadPatience:
+		next.final, next.unreadSince = false, last.unreadSince
+		if next.unreadSince.IsZero() {
+			next.unreadSince = now
+		}
+		plan.CleanupPods = slices.DeleteFunc(plan.CleanupPods, func(name string) bool { return name == p.Name })
+		requeue = sooner(requeue, lastReadRetry)
+		log.FromContext(ctx).V(verbosityOnce(last.unreadSince.IsZero())).Info(
+			"Reading the log of an agent pod that ended; trying again", "pod", p.Name, "error", err.Error())
+	default:
+		log.FromContext(ctx).Info("Gave up reading the log of an agent pod that ended: its last checkpoint is lost",
+			"pod", p.Name, "since", last.unreadSince, "error", err.Error())
+	}
+	r.progress.Store(p.UID, next)
+	if prog != nil {
+		showProgress(&plan.Status, stepName, prog)
+	}
 	return requeue
 }
 
@@ -191,7 +197,7 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 	}
 	switch {
 	case prog.Reset:
-		return prog, r.keepCheckpoint(ctx, run, step, nil, "")
+		return prog, r.keepCheckpoint(ctx, run, step, nil)
 	case prog.Checkpoint == nil || prog.Checkpoint.SHA256 == kept:
 		return prog, nil
 	}
@@ -212,14 +218,14 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 	if err != nil {
 		return prog, err
 	}
-	return prog, r.keepCheckpoint(ctx, run, step, found[prog.Checkpoint.SHA256], prog.Checkpoint.SHA256)
+	return prog, r.keepCheckpoint(ctx, run, step, found[prog.Checkpoint.SHA256])
 }
 
 // keepCheckpoint writes a step's checkpoint ConfigMap; an empty checkpoint means the next
 // attempt starts afresh. A ConfigMap under the name that is not the Run's internal state is
 // left alone and is a conflictError: the next attempt then starts afresh too, for the runtime
 // reads only the checkpoint whose digest the status records.
-func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte, sum string) error {
+func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte) error {
 	name := naming.CheckpointConfigMapName(run.Name, step)
 	cm := &corev1.ConfigMap{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)

@@ -60,7 +60,7 @@ func notOwned(kind, name string, owner *ergonv1alpha1.Run) *conflictError {
 // checkOutput verifies that a ConfigMap holds the output the status recorded: it is internal
 // state of the Run that wrote it, and the value has the recorded size and SHA-256.
 func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
-	return verifyInternal(cm, internalWant{what: "the output", owner: ownerUID, ownerKind: "Run", ownerName: ownerName,
+	return verifyInternal(cm, internalWant{what: "the output", owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
 		key: planner.OutputKey, sha256: out.SHA256, size: out.Size})
 }
 
@@ -84,7 +84,7 @@ func (r *RunReconciler) gatherConflicts(ctx context.Context, run *ergonv1alpha1.
 		}
 		if name := s.ChildRun; name != "" {
 			if _, ok := f.Children[name]; !ok {
-				if err := r.conflictOf(ctx, run, "Run", &ergonv1alpha1.Run{}, name, f); err != nil {
+				if err := r.conflictOf(ctx, run, kindRun, &ergonv1alpha1.Run{}, name, f); err != nil {
 					return err
 				}
 			}

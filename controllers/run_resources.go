@@ -50,9 +50,12 @@ const (
 	stepUID = 65532
 )
 
+// kindRun is the kind of a Run, as owner references name it.
+const kindRun = "Run"
+
 // ownerRef makes a Run the controlling owner of a child.
 func ownerRef(run *ergonv1alpha1.Run) metav1.OwnerReference {
-	return *metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind("Run"))
+	return *metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind(kindRun))
 }
 
 func childLabels(run *ergonv1alpha1.Run, step string) map[string]string {

@@ -180,7 +180,7 @@ func (r *RunReconciler) reusedValue(ctx context.Context, original *ergonv1alpha1
 	if err != nil {
 		return "", err
 	}
-	value, err := verifyInternal(cm, internalWant{what: "the output of step " + step, owner: original.UID, ownerKind: "Run",
+	value, err := verifyInternal(cm, internalWant{what: "the output of step " + step, owner: original.UID, ownerKind: kindRun,
 		ownerName: original.Name, key: out.Ref.Key, sha256: out.SHA256, size: out.Size})
 	if conflict, ok := errors.AsType[*conflictError](err); ok {
 		return "", &retryError{conflict.Error() + "; it cannot be reused"}

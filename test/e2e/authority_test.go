@@ -116,8 +116,9 @@ var _ = Describe("One authority on a real cluster", func() {
 		Expect(mallory.Create(ctx, planted)).To(MatchError(ContainSubstring("only the Ergon manager")))
 		plain := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns}, Data: map[string]string{"k": "v"}}
 		Expect(mallory.Create(ctx, plain)).To(Succeed())
-		Expect(mallory.Patch(ctx, plain, client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"labels":{"`+ergonv1alpha1.LabelInternal+`":"true"}}}`)))).To(MatchError(ContainSubstring("only the Ergon manager")))
+		internal := []byte(`{"metadata":{"labels":{"` + ergonv1alpha1.LabelInternal + `":"true"}}}`)
+		Expect(mallory.Patch(ctx, plain, client.RawPatch(types.MergePatchType, internal))).
+			To(MatchError(ContainSubstring("only the Ergon manager")))
 
 		// A Workspace is its user's: mallory cannot make one for alice.
 		Expect(mallory.Create(ctx, e2eWorkspace(ns, "alices", "alice"))).To(MatchError(ContainSubstring("belongs to alice")))

@@ -109,7 +109,7 @@ func referencesIn(t reflect.Type, path string, depth int) []reference {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
-			tag := strings.Split(f.Tag.Get("json"), ",")[0]
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if !f.IsExported() || tag == "" || tag == "-" {
 				continue
 			}
@@ -176,7 +176,8 @@ type place struct {
 
 var ok = ergonv1alpha1.Step{Name: "ok", Container: &ergonv1alpha1.ContainerStep{Image: "busybox:1.36", Command: []string{"true"}}}
 
-func holding(ns, name string, r reference, object string, arrange func(spec *ergonv1alpha1.SceneSpec, t ergonv1alpha1.Step)) *ergonv1alpha1.Scene {
+func holding(ns, name string, r reference, object string,
+	arrange func(spec *ergonv1alpha1.SceneSpec, t ergonv1alpha1.Step)) *ergonv1alpha1.Scene {
 	s := newScene(ns, name)
 	arrange(&s.Spec, r.target(&s.Spec, object))
 	return s
