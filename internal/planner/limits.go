@@ -91,6 +91,23 @@ func (p *planner) storable(s *ergonv1alpha1.StepStatus, cm, what string, size in
 	return "", ""
 }
 
+// storedSoFar is what the Run's status says it keeps. A status without a storage record yet
+// counts its steps' storedBytes, one ConfigMap each: the outputs a retry (spec.retryOf)
+// copied before its first pass.
+func storedSoFar(status *ergonv1alpha1.RunStatus) ergonv1alpha1.StorageStatus {
+	if status.Storage != nil {
+		return *status.Storage
+	}
+	var st ergonv1alpha1.StorageStatus
+	for _, s := range status.Steps {
+		if s.StoredBytes > 0 {
+			st.Bytes += s.StoredBytes
+			st.ConfigMaps++
+		}
+	}
+	return st
+}
+
 // keep asks for req to be kept for step s, unless storable says why not: then nothing is
 // kept, and the reason and message are returned.
 func (p *planner) keep(s *ergonv1alpha1.StepStatus, what string, req StoreRequest) (reason, message string) {

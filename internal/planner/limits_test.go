@@ -356,3 +356,32 @@ func TestATranscriptThatDoesNotFitBesideItsOutputIsNotKept(t *testing.T) {
 		t.Errorf("no Event says the transcript was not kept")
 	}
 }
+
+func TestWhatARunKeepsStartsFromItsStatus(t *testing.T) {
+	cases := []struct {
+		name   string
+		status ergonv1alpha1.RunStatus
+		want   ergonv1alpha1.StorageStatus
+	}{
+		{name: "a new Run keeps nothing"},
+		{
+			name: "the storage record wins once written",
+			status: ergonv1alpha1.RunStatus{Storage: &ergonv1alpha1.StorageStatus{Bytes: 10, ConfigMaps: 3},
+				Steps: []ergonv1alpha1.StepStatus{{Name: "a", StoredBytes: 99}}},
+			want: ergonv1alpha1.StorageStatus{Bytes: 10, ConfigMaps: 3},
+		},
+		{
+			name: "a retry's copied outputs count before its first pass, one ConfigMap each",
+			status: ergonv1alpha1.RunStatus{Steps: []ergonv1alpha1.StepStatus{
+				{Name: "a", StoredBytes: 3000}, {Name: "b"}, {Name: "c", StoredBytes: 2000}}},
+			want: ergonv1alpha1.StorageStatus{Bytes: 5000, ConfigMaps: 2},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := storedSoFar(&tc.status); got != tc.want {
+				t.Errorf("storedSoFar = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -169,9 +169,7 @@ func Decide(f *Facts) *Plan {
 		status.StartedAt = &p.now
 	}
 	p.pinned = p.pinWorkspace(status)
-	if status.Storage != nil {
-		p.storage = *status.Storage
-	}
+	p.storage = storedSoFar(status)
 	for i := range status.Steps {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s
