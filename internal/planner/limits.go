@@ -43,6 +43,10 @@ type Limits struct {
 	ConfigMapsPerRun int
 }
 
+// DefaultLimits are the manager's defaults (docs/limits.md says why): a 1,000-item fan-out
+// and its fan-in fit, and one Run keeps under 1% of etcd's default 2 GiB quota.
+var DefaultLimits = Limits{UnitsPerStep: 1000, StepOutputBytes: 4 << 20, RunOutputBytes: 16 << 20, ConfigMapsPerRun: 2000}
+
 // The flags and chart values that set each limit, for messages.
 const (
 	unitsLimitName     = "--max-units-per-step (chart value manager.maxUnitsPerStep)"
