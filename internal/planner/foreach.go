@@ -212,9 +212,9 @@ func (f *flow) settle() {
 		p.wakeAt(p.f.Now.Add(time.Second))
 		return
 	}
-	what := "the step's output, its last iteration's"
+	what := "the step's output (its last iteration's)"
 	if u.fan {
-		what = fmt.Sprintf("the step's output, the JSON array of its %d instances' outputs,", len(u.states))
+		what = fmt.Sprintf("the step's output (the JSON array of its %d instances' outputs)", len(u.states))
 	}
 	if size > MaxStoredValue {
 		p.fail(s, f.step, ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is more than the %s bytes one ConfigMap keeps: "+
