@@ -115,14 +115,15 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			}
 		}
 	}
-	f.Stored = map[string]string{}
+	f.Stored, f.Missing = map[string]string{}, map[string]bool{}
 	recorded := iterationDigests(run)
 	for _, name := range planner.NeededConfigMaps(run, scene) {
 		cm := &corev1.ConfigMap{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 		switch {
 		case apierrors.IsNotFound(err):
-			continue // the planner waits, or fails the step, without it
+			f.Missing[name] = true // read live: it was deleted, and the planner fails its step
+			continue
 		case err != nil:
 			return err
 		}
@@ -204,11 +205,22 @@ func podSeen(states []planner.PodState, name string) bool {
 
 // storeOutputs writes the ConfigMaps a plan asks for. One that exists already was written by
 // an earlier pass whose status write was lost; it must be the Run's and hold the same value.
+// One the API server refuses for good (invalid, or forbidden by a quota on ConfigMaps or a
+// policy) can never be written: it is remembered, and the plan fails with an error so that its
+// status is not written; the next pass fails the step that needs it instead of asking again
+// (planner.Facts.Refused).
 func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	key := client.ObjectKeyFromObject(run).String()
 	for _, req := range plan.Store {
 		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
 		err := r.Create(ctx, cm)
+		if refused(err) {
+			r.refused.add(key, cm.Name, err, r.Clock.Now(), nil)
+			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
+				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
+			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				return err

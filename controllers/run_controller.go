@@ -55,6 +55,9 @@ type RunConfig struct {
 	MaxActivePods int
 	// MaxDepth bounds how deep sub-scene Runs nest.
 	MaxDepth int
+	// Limits bound the units a step makes and the outputs a Run keeps in ConfigMaps
+	// (docs/limits.md); a zero field is no limit.
+	Limits planner.Limits
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
 	KeepFailedPods bool
 	// Workers is how many Runs are reconciled at once.

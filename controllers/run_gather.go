@@ -67,6 +67,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		Gates: map[string]planner.GateState{}, Outputs: map[string]planner.Output{}, Values: map[string]string{},
 		Conflicts: map[string]string{},
 		PodBudget: -1, MaxDepth: r.Config.MaxDepth, Depth: depth(run),
+		Limits: r.Config.Limits, Refused: r.refused.messages(client.ObjectKeyFromObject(run).String()),
 	}
 	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
 	pods := &corev1.PodList{}

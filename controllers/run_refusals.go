@@ -121,6 +121,24 @@ func (r *refusals) get(run, name string) (refusal, bool) {
 	return f, ok
 }
 
+// messages maps each child of the Run refused for good (not waiting for quota) to why; nil
+// when there is none, so that most passes allocate nothing.
+func (r *refusals) messages(run string) map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var m map[string]string
+	for name, f := range r.byRun[run] {
+		if f.pod != nil {
+			continue
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[name] = f.message
+	}
+	return m
+}
+
 // drop forgets one child, created after all.
 func (r *refusals) drop(run, name string) {
 	r.mu.Lock()

@@ -158,6 +158,7 @@ func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.
 				if err := r.keepOutput(ctx, run, s.Name, value, copied.Output); err != nil {
 					return nil, err
 				}
+				copied.StoredBytes = int64(len(value)) // the retry keeps it: it counts (planner.storedSoFar)
 			}
 		}
 		steps = append(steps, copied)

@@ -146,6 +146,18 @@ const (
 	ReasonWorkspaceReplaced = "WorkspaceReplaced"
 	// ReasonOutcomeNotMet: the step's after entry names an outcome its step did not have.
 	ReasonOutcomeNotMet = "OutcomeNotMet"
+	// ReasonOutputTooLarge: keeping the step's output (a unit's, or a fan-in or loop's value)
+	// would pass what a ConfigMap holds, or the bytes the manager lets a step or a Run keep.
+	ReasonOutputTooLarge = "OutputTooLarge"
+	// ReasonConfigMapLimitReached: keeping the step's output would pass the ConfigMaps the
+	// manager lets one Run create.
+	ReasonConfigMapLimitReached = "ConfigMapLimitReached"
+	// ReasonUnitLimitReached: the step would make more units (fan-out instances times loop
+	// iterations) than the manager lets one step make.
+	ReasonUnitLimitReached = "UnitLimitReached"
+	// ReasonRenderedTooLarge: the step's rendered templates (command, args, env, params, a
+	// Gate's message) are more than fit in the object they go into.
+	ReasonRenderedTooLarge = "RenderedTooLarge"
 	// ReasonFinallyTimedOut: a finally step still ran at spec.finallyTimeout.
 	ReasonFinallyTimedOut = "FinallyTimedOut"
 )

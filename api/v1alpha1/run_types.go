@@ -223,6 +223,36 @@ type RunStatus struct {
 	// +mapType=atomic
 	// +optional
 	Outputs map[string]OutputValue `json:"outputs,omitempty"`
+
+	// storage is what the Run keeps in ConfigMaps for the outputs of its steps, units and
+	// transcripts, and the manager's limits on it (docs/limits.md).
+	// +optional
+	Storage *StorageStatus `json:"storage,omitempty"`
+}
+
+// StorageStatus counts what a Run keeps in ConfigMaps for its outputs, against the manager's
+// limits. A limit of 0 is no limit.
+type StorageStatus struct {
+	// bytes of outputs and transcripts the Run keeps in ConfigMaps.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+
+	// configMaps the Run created to keep them.
+	// +optional
+	ConfigMaps int32 `json:"configMaps,omitempty"`
+
+	// maxBytes bounds bytes (--max-run-output-bytes).
+	// +optional
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+
+	// maxConfigMaps bounds configMaps (--max-configmaps-per-run).
+	// +optional
+	MaxConfigMaps int32 `json:"maxConfigMaps,omitempty"`
+
+	// maxStepBytes bounds what one step keeps, its units' outputs included
+	// (--max-step-output-bytes); steps[].storedBytes counts it.
+	// +optional
+	MaxStepBytes int64 `json:"maxStepBytes,omitempty"`
 }
 
 // PinnedWorkspace is the Workspace a Run binds its steps to.
@@ -295,6 +325,11 @@ type StepStatus struct {
 	// output of the step.
 	// +optional
 	Output *OutputValue `json:"output,omitempty"`
+
+	// storedBytes is how many bytes of outputs and transcripts the step keeps in ConfigMaps:
+	// its own and those of its fan-out instances and loop iterations.
+	// +optional
+	StoredBytes int64 `json:"storedBytes,omitempty"`
 
 	// usage sums the model use of an agent step.
 	// +optional

@@ -52,6 +52,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/hooks"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 var (
@@ -105,6 +106,18 @@ func (o *options) bindFlags() {
 		"(Triggers due at the same minute start their Runs side by side).")
 	flag.IntVar(&o.gateWorkers, "gate-workers", 4, "How many Gates are reconciled at once.")
 	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
+	flag.IntVar(&o.run.Limits.UnitsPerStep, "max-units-per-step", planner.DefaultLimits.UnitsPerStep,
+		"The most units (fan-out instances times loop iterations, retries not counted) one step makes; "+
+			"a step that would make more fails with reason UnitLimitReached. 0 means no limit.")
+	flag.Int64Var(&o.run.Limits.StepOutputBytes, "max-step-output-bytes", planner.DefaultLimits.StepOutputBytes,
+		"The most bytes of outputs (and transcripts) one step keeps in ConfigMaps, its instances' and iterations' "+
+			"included; an output that would pass it is not kept and its step fails with reason OutputTooLarge. 0 means no limit.")
+	flag.Int64Var(&o.run.Limits.RunOutputBytes, "max-run-output-bytes", planner.DefaultLimits.RunOutputBytes,
+		"The most bytes of outputs (and transcripts) one Run keeps in ConfigMaps; an output that would pass it is not kept "+
+			"and its step fails with reason OutputTooLarge. 0 means no limit.")
+	flag.IntVar(&o.run.Limits.ConfigMapsPerRun, "max-configmaps-per-run", planner.DefaultLimits.ConfigMapsPerRun,
+		"The most ConfigMaps one Run creates to keep outputs; an output that would need one more is not kept and its step "+
+			"fails with reason ConfigMapLimitReached. 0 means no limit.")
 	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
 		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
 			"when its step and Scene set no pendingTimeout, and how long a Run waits for its Scene to exist; 0 means no bound.")

@@ -120,9 +120,13 @@ func (p *planner) decideStores(status *ergonv1alpha1.RunStatus) {
 		if !ok {
 			continue // a child Run's output, kept by the child
 		}
+		transcript := out.Transcript
+		if s.Transcript == nil {
+			transcript = "" // not kept: it did not fit (keepStepOutput)
+		}
 		p.plan.Store = append(p.plan.Store, StoreRequest{
 			ConfigMap: naming.OutputConfigMapName(p.f.Run.Name, s.Name), Step: s.Name,
-			Value: out.Value, Transcript: out.Transcript,
+			Value: out.Value, Transcript: transcript,
 		})
 	}
 }

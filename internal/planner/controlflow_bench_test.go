@@ -57,12 +57,22 @@ func BenchmarkFanOut1000Plan(b *testing.B) {
 	}
 }
 
-// BenchmarkFanOut1000Run runs a 1,000-item fan-out and its fan-in to the end.
+// BenchmarkFanOut1000Run runs a 1,000-item fan-out and its fan-in to the end, at the
+// manager's default limits (and, as NoLimits, without them: the cost of the accounting).
 func BenchmarkFanOut1000Run(b *testing.B) {
+	b.Run("DefaultLimits", func(b *testing.B) { benchmarkFanOut1000Run(b, DefaultLimits) })
+	b.Run("NoLimits", func(b *testing.B) { benchmarkFanOut1000Run(b, Limits{}) })
+}
+
+func benchmarkFanOut1000Run(b *testing.B, limits Limits) {
 	var size, writes int
 	for b.Loop() {
 		w := newFlowWorld(b, thousandItems(), echoItem)
+		w.limits = limits
 		w.runToEnd()
+		if w.run.Status.Phase != ergonv1alpha1.RunSucceeded {
+			b.Fatalf("Run %s: %+v", w.run.Status.Phase, w.run.Status.Conditions)
+		}
 		raw, _ := json.Marshal(w.run)
 		size = len(raw)
 		writes = w.writes()

@@ -61,6 +61,11 @@ type flowWorld struct {
 	lose     func(pass int) bool
 	pass     int
 	last     *Plan
+	// limits are the manager's (limits.go); refused are ConfigMaps the API server refuses.
+	limits  Limits
+	refused map[string]string
+	// plain, when set, is what a plain step's pod hands back; "out of STEP" otherwise.
+	plain func(step string) Output
 }
 
 func newFlowWorld(t testing.TB, spec ergonv1alpha1.SceneSpec, result func(string, Unit, int32, []string) unitResult) *flowWorld {
@@ -77,17 +82,23 @@ func newFlowWorld(t testing.TB, spec ergonv1alpha1.SceneSpec, result func(string
 }
 
 func (w *flowWorld) plan() *Plan {
-	stored := map[string]string{}
+	stored, missing := map[string]string{}, map[string]bool{}
 	for _, name := range NeededConfigMaps(w.run, w.scene) {
 		if v, ok := w.stored[name]; ok {
 			stored[name] = v
+		} else {
+			missing[name] = true
 		}
 	}
 	values := maps.Clone(w.values)
 	f := &Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: w.pods, UnitPods: w.units, Outputs: w.outputs,
-		Children: w.children, Gates: map[string]GateState{}, Stored: stored, Values: values, PodBudget: w.budget, MaxDepth: 5}
+		Children: w.children, Gates: map[string]GateState{}, Stored: stored, Missing: missing, Values: values, PodBudget: w.budget,
+		MaxDepth: 5, Limits: w.limits, Refused: w.refused}
 	p := Decide(f)
 	for _, st := range p.Store {
+		if _, ok := w.refused[st.ConfigMap]; ok {
+			w.t.Fatalf("the plan asks again for ConfigMap %s, which the API server refused", st.ConfigMap)
+		}
 		if old, ok := w.stored[st.ConfigMap]; ok && old != st.Value {
 			w.t.Fatalf("ConfigMap %s stored twice with different values: %q, %q", st.ConfigMap, old, st.Value)
 		}
@@ -149,6 +160,9 @@ func (w *flowWorld) kubelet() {
 			if pods[i].Phase == PodRunning {
 				pods[i].Phase = PodSucceeded
 				w.outputs[pods[i].Name] = Output{Value: "out of " + step}
+				if w.plain != nil {
+					w.outputs[pods[i].Name] = w.plain(step)
+				}
 			}
 		}
 	}

@@ -62,6 +62,15 @@ type Facts struct {
 	// unit; Stored the unit outputs NeededConfigMaps asked for, by ConfigMap name.
 	UnitPods map[string]map[Unit][]PodState
 	Stored   map[string]string
+	// Missing are the unit outputs NeededConfigMaps asked for that do not exist: they were
+	// deleted, since a unit's output is kept before the status that records it.
+	Missing map[string]bool
+	// Refused are the output ConfigMaps the API server refused to create for good (invalid,
+	// or forbidden by a quota or policy), by name: why. Their step fails instead of asking
+	// for them again.
+	Refused map[string]string
+	// Limits bound the units a step makes and the outputs a Run keeps (limits.go).
+	Limits Limits
 	// Workspace is what is known of the Workspace the Scene is bound to; nil when it is
 	// bound to none.
 	Workspace *WorkspaceFacts

@@ -25,6 +25,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // flow is one planning pass over a fan-out or looping step.
@@ -39,6 +40,8 @@ type flow struct {
 	items      []any
 	itemsErr   error
 	itemsDone  bool
+	// made is how many units the step has made, -1 until counted (unitAllowed).
+	made int
 }
 
 // decideControlFlow moves a fan-out or looping step forward: start the units that may start,
@@ -47,7 +50,7 @@ func (p *planner) decideControlFlow(step *compile.Step, s *ergonv1alpha1.StepSta
 	if s != nil && s.Phase.Finished() {
 		return
 	}
-	f := &flow{p: p, step: step, s: s, held: map[int]string{}, prev: map[int]string{}}
+	f := &flow{p: p, step: step, s: s, held: map[int]string{}, prev: map[int]string{}, made: -1}
 	if s == nil {
 		if p.stopReason != "" || !p.ready(step) {
 			return
@@ -79,6 +82,10 @@ func (f *flow) begin() bool {
 		}
 		if len(items) == 0 {
 			p.end(f.s, ergonv1alpha1.StepSkipped, ergonv1alpha1.ReasonNoItems, "its forEach list is empty, so no instance ran")
+			return false
+		}
+		if problem := p.instancesAllowed(len(items)); problem != "" {
+			p.fail(f.s, step, ergonv1alpha1.ReasonUnitLimitReached, problem)
 			return false
 		}
 		f.s.Instances = &ergonv1alpha1.InstancesStatus{Total: int32(len(items)),
@@ -190,20 +197,38 @@ func (f *flow) settle() {
 			return // unitFailed ended the step
 		}
 		first := s.Instances.Failures[0]
-		p.fail(s, f.step, ergonv1alpha1.ReasonInstanceFailed, fmt.Sprintf("%s of %d failed; instance %s: %s",
+		p.fail(s, f.step, instancesReason(first.Reason), fmt.Sprintf("%s of %d failed; instance %s: %s",
 			plural(int(n), "instance", "instances"), len(u.states),
 			naming.UnitName(s.Name, first.Index, 0), first.Message))
 		return
 	}
-	value, ok := f.output()
+	value, size, ok := f.output()
+	if reason, message := f.unreadable(); reason != "" {
+		p.fail(s, f.step, reason, message)
+		return
+	}
 	if !ok {
 		// The outputs of instances that ended in earlier passes are read before the next.
 		p.wakeAt(p.f.Now.Add(time.Second))
 		return
 	}
+	what := "the step's output (its last iteration's)"
+	if u.fan {
+		what = fmt.Sprintf("the step's output (the JSON array of its %d instances' outputs)", len(u.states))
+	}
+	if size > MaxStoredValue {
+		p.fail(s, f.step, ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is more than the %s bytes one ConfigMap keeps: "+
+			"have each instance hand back less, or keep large data elsewhere, such as a Workspace, and hand back where it is",
+			what, outputs.Thousands(MaxStoredValue)))
+		return
+	}
 	s.Output = OutputValue(p.f.Run.Name, s.Name, value)
 	if s.Output.Ref != nil {
-		p.plan.Store = append(p.plan.Store, StoreRequest{ConfigMap: s.Output.Ref.ConfigMap, Step: s.Name, Value: value})
+		if reason, message := p.keep(s, what, StoreRequest{ConfigMap: s.Output.Ref.ConfigMap, Step: s.Name, Value: value}); reason != "" {
+			s.Output = nil
+			p.fail(s, f.step, reason, message)
+			return
+		}
 	}
 	if p.f.Values == nil {
 		p.f.Values = map[string]string{}
@@ -221,8 +246,10 @@ func (f *flow) settle() {
 
 // output is the step's output once every unit succeeded: a loop's last iteration's, or a
 // fan-out's instances' outputs as a JSON array in item order, each as its JSON value when it
-// is JSON and as a string otherwise. It is false while some are still to be read.
-func (f *flow) output() (string, bool) {
+// is JSON and as a string otherwise. It is false while some are still to be read. An array
+// that grows past what a ConfigMap keeps is not built further: size is then more than
+// MaxStoredValue, and value is not the output.
+func (f *flow) output() (value string, size int, ok bool) {
 	values := make([]string, len(f.u.states))
 	for i := range f.u.states {
 		v, ok := f.held[i]
@@ -230,16 +257,19 @@ func (f *flow) output() (string, bool) {
 			v, ok = f.p.f.Stored[f.u.valueConfigMap(f.p.f.Run.Name, f.s.Name, i)]
 		}
 		if !ok {
-			return "", false
+			return "", 0, false
 		}
 		values[i] = v
 	}
 	if !f.u.fan {
-		return values[0], true
+		return values[0], len(values[0]), true
 	}
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, v := range values {
+		if b.Len() > MaxStoredValue {
+			return "", b.Len(), true
+		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -252,7 +282,36 @@ func (f *flow) output() (string, bool) {
 		b.Write(quoted)
 	}
 	b.WriteByte(']')
-	return b.String(), true
+	return b.String(), b.Len(), true
+}
+
+// unreadable says why the output of a unit that succeeded in an earlier pass can never be
+// read, as the reason and message the step fails with; "" when all may still be.
+func (f *flow) unreadable() (reason, message string) {
+	for i := range f.u.states {
+		if _, ok := f.held[i]; ok {
+			continue
+		}
+		name := f.u.valueConfigMap(f.p.f.Run.Name, f.s.Name, i)
+		if _, ok := f.p.f.Stored[name]; ok {
+			continue
+		}
+		if reason, message = f.lost(name, "the output of "+f.unitNoun(i)); reason != "" {
+			return reason, message
+		}
+	}
+	return "", ""
+}
+
+// instancesReason is the reason a fan-out fails with for its first failed instance: the
+// instance's own when a limit failed it, so that the step says which limit; InstanceFailed
+// otherwise.
+func instancesReason(first string) string {
+	switch first {
+	case ergonv1alpha1.ReasonOutputTooLarge, ergonv1alpha1.ReasonConfigMapLimitReached, ergonv1alpha1.ReasonUnitLimitReached:
+		return first
+	}
+	return ergonv1alpha1.ReasonInstanceFailed
 }
 
 // stop ends a step whose Run stops: its running units are stopped, the others never start.

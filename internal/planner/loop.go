@@ -170,8 +170,11 @@ func (f *flow) succeeded(i int, value string) {
 	p, u := f.p, f.u
 	un := u.unit(i)
 	cm := u.valueConfigMap(p.f.Run.Name, f.s.Name, i)
-	p.plan.Store = append(p.plan.Store, StoreRequest{ConfigMap: cm, Step: f.s.Name, Value: value})
 	f.clearCurrent()
+	if reason, message := p.keep(f.s, "the output of "+f.unitNoun(i), StoreRequest{ConfigMap: cm, Step: f.s.Name, Value: value}); reason != "" {
+		f.failed(i, reason, message)
+		return
+	}
 	if !u.loop {
 		u.states[i], f.held[i] = ergonv1alpha1.InstanceSucceeded, value
 		return
@@ -222,6 +225,31 @@ func (f *flow) previousValue(i int) (string, bool) {
 	return v, ok
 }
 
+// unitNoun names unit i for messages: "instance 3", "iteration 2", "instance 3, iteration 2".
+func (f *flow) unitNoun(i int) string {
+	un := f.u.unit(i)
+	switch {
+	case f.u.fan && f.u.loop:
+		return fmt.Sprintf("instance %d, iteration %d", un.Index, un.Iteration)
+	case f.u.fan:
+		return fmt.Sprintf("instance %d", un.Index)
+	}
+	return fmt.Sprintf("iteration %d", un.Iteration)
+}
+
+// lost says why the kept output in ConfigMap name can never be read, as a reason and message;
+// "" while it may still be (it is read before the next pass). The output was kept before the
+// status recorded it, so a ConfigMap that is gone was deleted, and waiting would be forever.
+func (f *flow) lost(name, what string) (reason, message string) {
+	if msg, ok := f.p.f.Conflicts[name]; ok {
+		return ergonv1alpha1.ReasonNameConflict, fmt.Sprintf("%s cannot be read: %s", what, msg)
+	}
+	if f.p.f.Missing[name] {
+		return ergonv1alpha1.ReasonOutputError, fmt.Sprintf("ConfigMap %s, which kept %s, was deleted", name, what)
+	}
+	return "", ""
+}
+
 func (f *flow) previous(i int) string {
 	v, _ := f.previousValue(i)
 	return v
@@ -244,6 +272,10 @@ func (f *flow) startUnit(i int) bool {
 	un := u.unit(i)
 	prev, ok := f.previousValue(i)
 	if !ok {
+		name := naming.UnitOutputConfigMapName(p.f.Run.Name, f.s.Name, un.Index, un.Iteration-1)
+		if reason, message := f.lost(name, "the previous iteration's output"); reason != "" {
+			f.failed(i, reason, message)
+		}
 		return false // read before the next pass
 	}
 	data := p.templateData()
@@ -271,6 +303,17 @@ func (f *flow) startUnit(i int) bool {
 	if n := len(r.AgentSystem) + len(r.AgentPrompt); n > MaxAgentPrompt {
 		f.failed(i, ergonv1alpha1.ReasonTemplateError, fmt.Sprintf("the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod", n, MaxAgentPrompt))
 		return false
+	}
+	if problem := renderedProblem(r); problem != "" {
+		f.failed(i, ergonv1alpha1.ReasonRenderedTooLarge, problem)
+		return false
+	}
+	if problem := f.unitAllowed(i); problem != "" {
+		f.failed(i, ergonv1alpha1.ReasonUnitLimitReached, problem)
+		return false
+	}
+	if u.attempts[i] == 0 && f.made >= 0 {
+		f.made++
 	}
 	p.take()
 	u.states[i] = ergonv1alpha1.InstanceRunning

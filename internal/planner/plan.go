@@ -150,6 +150,8 @@ type planner struct {
 	outcomes outcomeState
 	// pinned is the UID of the Workspace the Run binds its steps to (pinWorkspace).
 	pinned types.UID
+	// storage counts what the Run keeps in ConfigMaps, as far as this pass (limits.go).
+	storage ergonv1alpha1.StorageStatus
 }
 
 // Decide computes the plan for one Run.
@@ -167,6 +169,7 @@ func Decide(f *Facts) *Plan {
 		status.StartedAt = &p.now
 	}
 	p.pinned = p.pinWorkspace(status)
+	p.storage = storedSoFar(status)
 	for i := range status.Steps {
 		s := &status.Steps[i]
 		p.steps[s.Name] = s
@@ -195,6 +198,7 @@ func Decide(f *Facts) *Plan {
 	p.finish(status)
 	status.Usage = RunUsage(status.Steps, f.Children)
 	p.decideStores(status)
+	status.Storage = p.storageStatus()
 	p.plan.Events = FoldEvents(p.plan.Events)
 	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)
 	p.plan.Status = *status
@@ -405,6 +409,10 @@ func (p *planner) render(step *compile.Step) (*compile.Rendered, bool) {
 		p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonTemplateError, fmt.Sprintf(
 			"the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod: "+
 				"hand large data over as context (the outputs of dependencies) instead of through a template", n, MaxAgentPrompt))
+		return nil, false
+	}
+	if problem := renderedProblem(r); problem != "" {
+		p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonRenderedTooLarge, problem)
 		return nil, false
 	}
 	return r, true

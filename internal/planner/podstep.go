@@ -167,9 +167,14 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 		if s.PodActive() {
 			p.active--
 		}
-		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
-		s.Usage, s.Transcript = out.Usage, TranscriptValue(p.f.Run.Name, step.Name, out.Transcript)
 		p.start(s)
+		transcript, reason, message := p.keepStepOutput(s, naming.OutputConfigMapName(p.f.Run.Name, step.Name), out)
+		if reason != "" {
+			p.fail(s, step, reason, message)
+			return
+		}
+		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
+		s.Usage, s.Transcript = out.Usage, TranscriptValue(p.f.Run.Name, step.Name, transcript)
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:
 		if pod.Phase == PodFailed && pod.Reason == agentspec.ReasonToolCallsPending {
