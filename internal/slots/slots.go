@@ -289,7 +289,7 @@ func (a *Allocator) grant(k Key, e *entry) Grant {
 		wait = fmt.Sprintf("the manager's Runs hold %d of %d (%s), and the free ones go first to namespaces "+
 			"that hold fewer than namespace %s's %d", total+taken, l.Total, FlagTotal, k.Namespace, nsHeld+taken)
 	}
-	return Grant{N: n, Wait: "waits for a step pod slot: " + wait}
+	return Grant{N: n, Wait: wait}
 }
 
 // fairShare is how many of free slots the namespace ns, holding held and wanting demand, gets
