@@ -17,12 +17,15 @@ limitations under the License.
 package controllers
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
 // Prometheus metrics of the Run engine, served by the manager with controller-runtime's own
@@ -51,8 +54,57 @@ var (
 	}, []string{"namespace", "model", "kind"})
 )
 
+// queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
+// metrics report: the manager has one.
+var queueSlots atomic.Pointer[slots.Allocator]
+
+// The ergon_queue_* metrics: step pod slots held and units waiting per namespace, and the
+// limits in effect (internal/slots).
+var (
+	queueSlotsHeldDesc = prometheus.NewDesc("ergon_queue_slots_held",
+		"Step pod slots the Runs of a namespace hold: running step pods and child Runs, with those granted to a pass in progress.",
+		[]string{"namespace"}, nil)
+	queueUnitsWaitingDesc = prometheus.NewDesc("ergon_queue_units_waiting",
+		"Steps and units of a namespace's Runs that could start but wait for a step pod slot.",
+		[]string{"namespace"}, nil)
+	queueSlotLimitDesc = prometheus.NewDesc("ergon_queue_slot_limit",
+		"The step pod slot limits in effect: total (--max-step-pods, per shard), namespace (--max-step-pods-per-namespace) "+
+			"and run (--max-step-pods-per-run); 0 means no limit.",
+		[]string{"limit"}, nil)
+)
+
+// queueCollector reads the ergon_queue_* metrics from the allocator when they are scraped, so a
+// namespace whose Runs hold and wait for nothing drops out rather than staying at zero.
+type queueCollector struct{}
+
+// Describe sends the descriptions of the ergon_queue_* metrics.
+func (queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueSlotsHeldDesc
+	ch <- queueUnitsWaitingDesc
+	ch <- queueSlotLimitDesc
+}
+
+// Collect sends the ergon_queue_* metrics as the allocator counts them now.
+func (queueCollector) Collect(ch chan<- prometheus.Metric) {
+	a := queueSlots.Load()
+	if a == nil {
+		return
+	}
+	l := a.Limits()
+	for _, limit := range []struct {
+		name  string
+		value int
+	}{{"total", l.Total}, {"namespace", l.PerNamespace}, {"run", l.PerRun}} {
+		ch <- prometheus.MustNewConstMetric(queueSlotLimitDesc, prometheus.GaugeValue, float64(max(limit.value, 0)), limit.name)
+	}
+	for _, u := range a.Usage() {
+		ch <- prometheus.MustNewConstMetric(queueSlotsHeldDesc, prometheus.GaugeValue, float64(u.Held), u.Namespace)
+		ch <- prometheus.MustNewConstMetric(queueUnitsWaitingDesc, prometheus.GaugeValue, float64(u.Waiting), u.Namespace)
+	}
+}
+
 func init() {
-	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens)
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, queueCollector{})
 }
 
 // observeTransitions records the metrics of what changed between two statuses of a Run of
