@@ -169,7 +169,7 @@ var _ = Describe("The step pod slots", Serial, func() {
 				}
 				return n
 			}, Equal(4)))
-		}).WithTimeout(20 * time.Second).Should(Succeed(), "the busy namespace holds every slot")
+		}).WithTimeout(20*time.Second).Should(Succeed(), "the busy namespace holds every slot")
 
 		createScene(ctx, small, "chain", container("a", "echo a"), container("b", "echo b", "a"), container("c", "echo c", "b"))
 		createRun(ctx, small, "chain", "chain", nil)
