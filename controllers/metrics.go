@@ -51,7 +51,7 @@ var (
 	agentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ergon_agent_tokens_total",
 		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
-	}, []string{"namespace", "model", "kind"})
+	}, []string{labelNamespace, "model", "kind"})
 )
 
 // queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
@@ -62,16 +62,18 @@ var queueSlots atomic.Pointer[slots.Allocator]
 // limits in effect (internal/slots).
 var (
 	queueSlotsHeldDesc = prometheus.NewDesc("ergon_queue_slots_held",
-		"Step pod slots the Runs of a namespace hold: running step pods and child Runs, with those granted to a pass in progress.",
-		[]string{"namespace"}, nil)
+		"Step pod slots held by the Runs of a namespace: running step pods and child Runs.",
+		[]string{labelNamespace}, nil)
 	queueUnitsWaitingDesc = prometheus.NewDesc("ergon_queue_units_waiting",
 		"Steps and units of a namespace's Runs that could start but wait for a step pod slot.",
-		[]string{"namespace"}, nil)
+		[]string{labelNamespace}, nil)
 	queueSlotLimitDesc = prometheus.NewDesc("ergon_queue_slot_limit",
-		"The step pod slot limits in effect: total (--max-step-pods, per shard), namespace (--max-step-pods-per-namespace) "+
-			"and run (--max-step-pods-per-run); 0 means no limit.",
+		"Step pod slot limits in effect (total per shard, namespace, run); 0 means no limit.",
 		[]string{"limit"}, nil)
 )
+
+// labelNamespace is the label of the metrics counted per namespace.
+const labelNamespace = "namespace"
 
 // queueCollector reads the ergon_queue_* metrics from the allocator when they are scraped, so a
 // namespace whose Runs hold and wait for nothing drops out rather than staying at zero.
@@ -94,7 +96,7 @@ func (queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, limit := range []struct {
 		name  string
 		value int
-	}{{"total", l.Total}, {"namespace", l.PerNamespace}, {"run", l.PerRun}} {
+	}{{"total", l.Total}, {labelNamespace, l.PerNamespace}, {"run", l.PerRun}} {
 		ch <- prometheus.MustNewConstMetric(queueSlotLimitDesc, prometheus.GaugeValue, float64(max(limit.value, 0)), limit.name)
 	}
 	for _, u := range a.Usage() {

@@ -162,6 +162,9 @@ func main() {
 }
 
 func run(o *options) error {
+	if l := o.run.Slots; l.Total < 0 || l.PerNamespace < 0 || l.PerRun < 0 {
+		return errors.New("--max-step-pods, --max-step-pods-per-namespace and --max-step-pods-per-run must be 0 (no limit) or more")
+	}
 	var tlsOpts []func(*tls.Config)
 	if !o.http2 {
 		// HTTP/2 Stream Cancellation and Rapid Reset (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
