@@ -190,6 +190,43 @@ var _ = Describe("The step pod slots", Serial, func() {
 	})
 })
 
+var _ = Describe("The step pod slots after a restart", Serial, func() {
+	It("still count what the Runs' status holds, so a new manager grants no slot twice", func(ctx SpecContext) {
+		kctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		go testKubelet.run(kctx)
+		holder := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
+		late := newNamespace(ctx, echoLastArg)
+		limits := slots.Limits{Total: heldByStatus(ctx) + 2, PerNamespace: 2, PerRun: 2}
+		stopMgr()
+		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		first := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
+		createScene(ctx, holder, "fan", fanOut(container("each", "echo {{ .item }}"), 0, 1, 2, 3))
+		createRun(ctx, holder, "holder", "fan", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(runningPods(ctx, g, holder)).To(HaveKeyWithValue("holder", 2))
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: holder, Name: "holder"}, run)).To(Succeed())
+			g.Expect(statusUnits(&run.Status)).To(Equal(2))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		first()
+
+		DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
+		createScene(ctx, late, "one", container("only", "echo hi"))
+		createRun(ctx, late, "late", "one", nil)
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: late, Name: "late"}, run)).To(Succeed())
+			g.Expect(run.Status.Steps).To(ContainElement(And(HaveField("Name", "only"),
+				HaveField("Reason", ergonv1alpha1.ReasonWaitingForSlot),
+				HaveField("Message", ContainSubstring("(--max-step-pods)")))))
+		}).WithTimeout(20 * time.Second).Should(Succeed(), "the new manager counts the slots the first one granted")
+		Consistently(func(g Gomega) {
+			g.Expect(runningPods(ctx, g, late)).To(BeEmpty())
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+})
+
 // queueGauge reads one ergon_queue_* gauge from the manager's metrics, by its one label.
 func queueGauge(name, label string) float64 {
 	families, err := metrics.Registry.Gather()
