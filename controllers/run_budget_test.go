@@ -177,7 +177,8 @@ var _ = Describe("The step pod slots", Serial, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: small, Name: "chain"}, run)).To(Succeed())
 			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
-		}).WithTimeout(30*time.Second).Should(Succeed(), "the small Run gets a slot as the busy namespace's pods end: %+v", run.Status.Steps)
+		}).WithTimeout(15*time.Second).Should(Succeed(), "the small Run gets a slot as the busy namespace's pods end "+
+			"(every 2 s), woken, not at its 30 s retry: %+v", run.Status.Steps)
 
 		busyRun := &ergonv1alpha1.Run{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: busy, Name: "big-0"}, busyRun)).To(Succeed())
