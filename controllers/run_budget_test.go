@@ -221,7 +221,7 @@ var _ = Describe("The step pod slots after a restart", Serial, func() {
 			g.Expect(run.Status.Steps).To(ContainElement(And(HaveField("Name", "only"),
 				HaveField("Reason", ergonv1alpha1.ReasonWaitingForSlot),
 				HaveField("Message", ContainSubstring("(--max-step-pods)")))))
-		}).WithTimeout(20 * time.Second).Should(Succeed(), "the new manager counts the slots the first one granted")
+		}).WithTimeout(20*time.Second).Should(Succeed(), "the new manager counts the slots the first one granted")
 		Consistently(func(g Gomega) {
 			g.Expect(runningPods(ctx, g, late)).To(BeEmpty())
 		}).WithTimeout(2 * time.Second).Should(Succeed())

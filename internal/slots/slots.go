@@ -232,6 +232,14 @@ func (a *Allocator) put(k Key, e *entry) {
 	a.runs[k] = e
 }
 
+// The limits a grant may stop at, in the order they are named when equal.
+const (
+	byRun = iota
+	byNamespace
+	byTotal
+	byFairShare
+)
+
 // unbounded stands for a limit that is not set.
 const unbounded = math.MaxInt32
 
@@ -258,7 +266,6 @@ func (a *Allocator) grant(k Key, e *entry) Grant {
 		nsHeld += n.held
 	}
 	total := a.totalHeld + e.usage.held()
-	const byRun, byNamespace, byTotal, byFairShare = 0, 1, 2, 3
 	rooms := []int{room(l.PerRun, e.usage.Active), room(l.PerNamespace, nsHeld) + inherited, room(l.Total, total) + inherited}
 	limit := byRun
 	for i, r := range rooms {
@@ -275,21 +282,23 @@ func (a *Allocator) grant(k Key, e *entry) Grant {
 	if n >= unbounded {
 		return Grant{N: -1}
 	}
-	// The message states the counts once the grant is used, which is when the limit binds.
-	taken := max(n-inherited, 0)
-	var wait string
+	return Grant{N: n, Wait: waitMessage(limit, k.Namespace, l)}
+}
+
+// waitMessage says which limit keeps a Run's further units waiting once its grant is used,
+// with the limit's value and flag. It names no count that moves while the Run waits: the
+// message lands in the Run's status, and one that changed with every unit ending anywhere
+// would write the status of every waiting Run again and again. The total and the fair share
+// read alike for the same reason: which of the two binds changes from one moment to the next.
+func waitMessage(limit int, namespace string, l Limits) string {
 	switch limit {
 	case byRun:
-		wait = fmt.Sprintf("the Run holds %d of %d (%s)", e.usage.Active+n, l.PerRun, FlagPerRun)
+		return fmt.Sprintf("the Run holds %d of %d (%s)", l.PerRun, l.PerRun, FlagPerRun)
 	case byNamespace:
-		wait = fmt.Sprintf("namespace %s holds %d of %d (%s)", k.Namespace, nsHeld+taken, l.PerNamespace, FlagPerNamespace)
-	case byTotal:
-		wait = fmt.Sprintf("the manager's Runs hold %d of %d (%s)", total+taken, l.Total, FlagTotal)
-	default:
-		wait = fmt.Sprintf("the manager's Runs hold %d of %d (%s), and the free ones go first to namespaces "+
-			"that hold fewer than namespace %s's %d", total+taken, l.Total, FlagTotal, k.Namespace, nsHeld+taken)
+		return fmt.Sprintf("namespace %s holds %d of %d (%s)", namespace, l.PerNamespace, l.PerNamespace, FlagPerNamespace)
 	}
-	return Grant{N: n, Wait: wait}
+	return fmt.Sprintf("the manager's Runs hold %d of %d (%s); a slot that frees goes first to the waiting namespace "+
+		"that holds the fewest", l.Total, l.Total, FlagTotal)
 }
 
 // fairShare is how many of free slots the namespace ns, holding held and wanting demand, gets

@@ -55,7 +55,7 @@ func TestAGrantIsTheLeastTheLimitsAndTheFairShareLeave(t *testing.T) {
 			"namespace a holds 6 of 6 (--max-step-pods-per-namespace)"},
 		{"the total counts every namespace", limits,
 			[]held{{key("b", "x"), Usage{Active: 4}, 0}, {key("c", "y"), Usage{Active: 4}, 0}}, key("a", "r"), Usage{}, 2,
-			"the manager's Runs hold 10 of 10 (--max-step-pods)"},
+			"the manager's Runs hold 10 of 10 (--max-step-pods); a slot that frees goes first"},
 		{"a child Run's first unit uses its parent's slot", limits,
 			[]held{{key("a", "parent"), Usage{Active: 4}, 0}, {key("b", "x"), Usage{Active: 4}, 0}, {key("c", "y"), Usage{Active: 2}, 0}},
 			key("a", "child"), Usage{Inherits: true}, 1, "the manager's Runs hold 10 of 10"},
@@ -65,15 +65,15 @@ func TestAGrantIsTheLeastTheLimitsAndTheFairShareLeave(t *testing.T) {
 		{"a namespace that holds more yields the free slots to one that holds fewer and waits",
 			Limits{Total: 10, PerNamespace: 10, PerRun: 10},
 			[]held{{key("a", "big"), Usage{Active: 10}, 50}, {key("b", "small"), Usage{}, 3}}, key("a", "big"), Usage{Active: 8}, 0,
-			"free ones go first to namespaces that hold fewer than namespace a's 8"},
+			"the manager's Runs hold 10 of 10 (--max-step-pods)"},
 		{"the free slots are shared to even the namespaces out",
 			Limits{Total: 10, PerNamespace: 10, PerRun: 10},
 			[]held{{key("a", "big"), Usage{Active: 8}, 0}, {key("b", "small"), Usage{Active: 2}, 10}}, key("a", "big"), Usage{Active: 2}, 3,
-			"namespace a's 5"},
+			"the manager's Runs hold 10 of 10"},
 		{"a namespace that waits for no more than it needs leaves the rest",
 			Limits{Total: 10, PerNamespace: 10, PerRun: 10},
 			[]held{{key("a", "big"), Usage{Active: 10}, 0}, {key("b", "small"), Usage{}, 1}}, key("a", "big"), Usage{Active: 4}, 5,
-			"namespace a's 9"},
+			"the manager's Runs hold 10 of 10"},
 		{"a namespace at its own limit is owed nothing",
 			Limits{Total: 10, PerNamespace: 3, PerRun: 10},
 			[]held{{key("b", "small"), Usage{Active: 3}, 5}}, key("a", "big"), Usage{}, 3, "namespace a holds 3 of 3"},
@@ -82,7 +82,7 @@ func TestAGrantIsTheLeastTheLimitsAndTheFairShareLeave(t *testing.T) {
 			[]held{{key("b", "small"), Usage{Active: 2}, 5}}, key("a", "big"), Usage{}, 2, "the Run holds 2 of 2"},
 		{"equal holdings split the free slots, the asker first", Limits{Total: 5, PerNamespace: 5, PerRun: 5},
 			[]held{{key("a", "y"), Usage{Active: 4}, 0}, {key("b", "x"), Usage{Active: 1}, 5}}, key("a", "y"), Usage{Active: 1}, 2,
-			"namespace a's 3"},
+			"the manager's Runs hold 5 of 5"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,5 +188,22 @@ func TestAForgottenRunFreesItsSlotsAndRebuildCountsWhatStatusesHold(t *testing.T
 	}
 	if g := a.Acquire(key("b", "new"), Usage{}); g.N != 3 {
 		t.Fatalf("granted %d after the old Run was forgotten, want 3", g.N)
+	}
+}
+
+func TestTheWaitMessageDoesNotMoveWithTheCounts(t *testing.T) {
+	limits := Limits{Total: 10, PerNamespace: 10, PerRun: 10}
+	waitWith := func(busy int) string {
+		a := New(limits, nil)
+		a.Acquire(key("b", "x"), Usage{})
+		a.Settle(key("b", "x"), Usage{Active: busy}, 5)
+		a.Acquire(key("a", "r"), Usage{Active: 10 - busy})
+		a.Settle(key("a", "r"), Usage{Active: 10 - busy}, 3)
+		return a.Acquire(key("a", "r"), Usage{Active: 9 - busy}).Wait
+	}
+	// One namespace holds 2, then 6: the total, then the fair share binds; a waiting Run's
+	// status must not be written again for that.
+	if x, y := waitWith(2), waitWith(6); x != y || x == "" {
+		t.Fatalf("the wait reads %q, then %q", x, y)
 	}
 }
