@@ -135,6 +135,11 @@ bench: envtest-assets ## Measure the Run engine, the webhook Trigger endpoint, t
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/workspaces
 	$(MAKE) bench-scale
 
+.PHONY: bench-fairshare
+bench-fairshare: envtest-assets ## Fair share at the default step pod slot limits on envtest: a small Run's first step and 3-step chain beside busy tenants (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -fair-share -fair-tenants 1 -fair-unit -1s
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -fair-share -fair-tenants 3 -fair-unit 5s
+
 .PHONY: bench-shards
 bench-shards: envtest-assets ## Run throughput of 1 and 2 manager shards (processes) on envtest (docs/performance.md).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -shards 1,2

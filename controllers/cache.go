@@ -36,7 +36,7 @@ import (
 // whole (and the pods a Workspace controls); any other is cut down to its name and identity as it enters the cache, and costs the
 // manager a few hundred bytes however large it was. Such an object is never used either (the
 // Run controller checks the controlling owner of what it uses) and never counts against the
-// step pod budget (counted from the Runs' own status; see activeSlots).
+// step pod slots (counted from the Runs' own status; see slotUsages).
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon})
 	return cache.Options{

@@ -17,12 +17,15 @@ limitations under the License.
 package controllers
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
 // Prometheus metrics of the Run engine, served by the manager with controller-runtime's own
@@ -48,11 +51,62 @@ var (
 	agentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ergon_agent_tokens_total",
 		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
-	}, []string{"namespace", "model", "kind"})
+	}, []string{labelNamespace, "model", "kind"})
 )
 
+// queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
+// metrics report: the manager has one.
+var queueSlots atomic.Pointer[slots.Allocator]
+
+// The ergon_queue_* metrics: step pod slots held and units waiting per namespace, and the
+// limits in effect (internal/slots).
+var (
+	queueSlotsHeldDesc = prometheus.NewDesc("ergon_queue_slots_held",
+		"Step pod slots held by the Runs of a namespace: running step pods and child Runs.",
+		[]string{labelNamespace}, nil)
+	queueUnitsWaitingDesc = prometheus.NewDesc("ergon_queue_units_waiting",
+		"Steps and units of a namespace's Runs that could start but wait for a step pod slot.",
+		[]string{labelNamespace}, nil)
+	queueSlotLimitDesc = prometheus.NewDesc("ergon_queue_slot_limit",
+		"Step pod slot limits in effect (total per shard, namespace, run); 0 means no limit.",
+		[]string{"limit"}, nil)
+)
+
+// labelNamespace is the label of the metrics counted per namespace.
+const labelNamespace = "namespace"
+
+// queueCollector reads the ergon_queue_* metrics from the allocator when they are scraped, so a
+// namespace whose Runs hold and wait for nothing drops out rather than staying at zero.
+type queueCollector struct{}
+
+// Describe sends the descriptions of the ergon_queue_* metrics.
+func (queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueSlotsHeldDesc
+	ch <- queueUnitsWaitingDesc
+	ch <- queueSlotLimitDesc
+}
+
+// Collect sends the ergon_queue_* metrics as the allocator counts them now.
+func (queueCollector) Collect(ch chan<- prometheus.Metric) {
+	a := queueSlots.Load()
+	if a == nil {
+		return
+	}
+	l := a.Limits()
+	for _, limit := range []struct {
+		name  string
+		value int
+	}{{"total", l.Total}, {labelNamespace, l.PerNamespace}, {"run", l.PerRun}} {
+		ch <- prometheus.MustNewConstMetric(queueSlotLimitDesc, prometheus.GaugeValue, float64(max(limit.value, 0)), limit.name)
+	}
+	for _, u := range a.Usage() {
+		ch <- prometheus.MustNewConstMetric(queueSlotsHeldDesc, prometheus.GaugeValue, float64(u.Held), u.Namespace)
+		ch <- prometheus.MustNewConstMetric(queueUnitsWaitingDesc, prometheus.GaugeValue, float64(u.Waiting), u.Namespace)
+	}
+}
+
 func init() {
-	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens)
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, queueCollector{})
 }
 
 // observeTransitions records the metrics of what changed between two statuses of a Run of

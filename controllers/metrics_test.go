@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
 func metricsScene(t *testing.T) *compile.Scene {
@@ -121,5 +123,40 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(agentTokens.WithLabelValues("metrics-test", "small", "completion")); got != 40 {
 		t.Errorf("ergon_agent_tokens_total{kind=completion} is %v, want 40", got)
+	}
+}
+
+func TestTheQueueMetricsReportEachNamespaceAndTheLimits(t *testing.T) {
+	a := slots.New(slots.Limits{Total: 3, PerNamespace: 2, PerRun: 2}, nil)
+	queueSlots.Store(a)
+	t.Cleanup(func() { queueSlots.Store(nil) })
+	busy, other := slots.Key{Namespace: "busy", Name: "r"}, slots.Key{Namespace: "other", Name: "r"}
+	a.Acquire(busy, slots.Usage{})
+	a.Settle(busy, slots.Usage{Active: 2}, 5)
+	a.Acquire(other, slots.Usage{})
+	a.Settle(other, slots.Usage{Active: 1}, 0)
+
+	want := `
+# HELP ergon_queue_slot_limit Step pod slot limits in effect (total per shard, namespace, run); 0 means no limit.
+# TYPE ergon_queue_slot_limit gauge
+ergon_queue_slot_limit{limit="namespace"} 2
+ergon_queue_slot_limit{limit="run"} 2
+ergon_queue_slot_limit{limit="total"} 3
+# HELP ergon_queue_slots_held Step pod slots held by the Runs of a namespace: running step pods and child Runs.
+# TYPE ergon_queue_slots_held gauge
+ergon_queue_slots_held{namespace="busy"} 2
+ergon_queue_slots_held{namespace="other"} 1
+# HELP ergon_queue_units_waiting Steps and units of a namespace's Runs that could start but wait for a step pod slot.
+# TYPE ergon_queue_units_waiting gauge
+ergon_queue_units_waiting{namespace="busy"} 5
+ergon_queue_units_waiting{namespace="other"} 0
+`
+	if err := testutil.CollectAndCompare(queueCollector{}, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	// A namespace whose Runs end drops out.
+	a.Forget(other)
+	if n := testutil.CollectAndCount(queueCollector{}, "ergon_queue_slots_held"); n != 1 {
+		t.Fatalf("%d namespaces reported after one's Runs ended, want 1", n)
 	}
 }

@@ -18,71 +18,142 @@ package controllers
 
 import (
 	"context"
+	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/shard"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
-// activeSlots counts what holds the manager-wide step pod budget (--max-step-pods) now, for
-// run to plan against. It is counted from the status of the Runs that have not finished,
-// which only the manager writes, not from pods: anyone who may create a pod can give it
-// Ergon's labels, and a flood of such pods must not stall every Run.
-//
-// A running pod step holds one slot. A running scene step holds one too, as a pod would, until
-// its child Run runs a step of its own, which then holds it: a fan-out of sub-scenes is bounded
-// like a fan-out of pods, and nested Runs do not hold a slot per level (a parent waiting on its
-// child would otherwise hold the slot the child needs). The slot a parent holds for run itself
-// is run's to use, so it is not counted.
-func (r *RunReconciler) activeSlots(ctx context.Context, run *ergonv1alpha1.Run) (int, error) {
+// slotRetry is how often a Run that waits for a step pod slot is planned again even when no
+// freed slot woke it: the allocator wakes waiting Runs when slots free, and this only bounds
+// how long a lost wake-up could keep one waiting.
+const slotRetry = 30 * time.Second
+
+// slotWakeBuffer is how many wake-ups may wait for the Run controller's queue.
+const slotWakeBuffer = 4096
+
+// newSlots makes the Run controller's slot allocator (internal/slots) and the channel its
+// wake-ups come through: a waiting Run is reconciled again as soon as a slot is free for it.
+func (r *RunReconciler) newSlots() <-chan event.GenericEvent {
+	wake := make(chan event.GenericEvent, slotWakeBuffer)
+	r.slots = slots.New(r.Config.Slots, func(keys []slots.Key) {
+		for _, k := range keys {
+			select {
+			case wake <- event.GenericEvent{Object: &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}:
+			default:
+				// A full buffer drops the wake-up; the Run's own retry (slotRetry) comes.
+			}
+		}
+	})
+	queueSlots.Store(r.slots)
+	return wake
+}
+
+// rebuildSlots tells the allocator, once per manager, what the Runs of its shard hold by their
+// status, before it answers the first Run: after a restart the counts are what the Runs hold,
+// not zero. It reads the cache, which is synced before any reconcile.
+func (r *RunReconciler) rebuildSlots(ctx context.Context) error {
+	r.slotsMu.Lock()
+	defer r.slotsMu.Unlock()
+	if r.slotsBuilt || r.Config.Slots.Unlimited() {
+		return nil
+	}
 	runs := &ergonv1alpha1.RunList{}
 	// Read only: the cache's objects are counted, not copied.
 	if err := r.List(ctx, runs, client.UnsafeDisableDeepCopy); err != nil {
-		return 0, err
+		return err
 	}
-	type key struct{ namespace, name string }
-	byName := make(map[key]*ergonv1alpha1.Run, len(runs.Items))
-	for i := range runs.Items {
-		byName[key{runs.Items[i].Namespace, runs.Items[i].Name}] = &runs.Items[i]
-	}
-	n := 0
-	for i := range runs.Items {
-		parent := &runs.Items[i]
-		if parent.Status.Phase.Finished() {
-			continue
-		}
-		for _, s := range parent.Status.Steps {
-			if s.Phase != ergonv1alpha1.StepRunning {
-				continue
-			}
-			switch {
-			case s.ChildRun == "":
-				if s.PodName != "" {
-					n++
-				}
-			case parent.Namespace == run.Namespace && s.ChildRun == run.Name:
-				// run's own slot.
-			default:
-				child := byName[key{parent.Namespace, s.ChildRun}]
-				if child == nil || !controlledBy(child, parent.UID) || !runsAStep(child) {
-					n++
-				}
-			}
-		}
-	}
-	return n, nil
+	r.slots.Rebuild(slotUsages(runs.Items, r.Config.Shard))
+	r.slotsBuilt = true
+	return nil
 }
 
-// runsAStep reports whether a Run has a step running (a pod or a child Run of its own), which
-// then holds the slot its parent held for it.
-func runsAStep(run *ergonv1alpha1.Run) bool {
-	if run.Status.Phase.Finished() {
-		return false
-	}
-	for _, s := range run.Status.Steps {
-		if s.Phase == ergonv1alpha1.StepRunning {
-			return true
+// slotUsages is what the unfinished Runs of a shard hold by their status. The slots are
+// counted from the status of the Runs, which only the manager writes, not from pods: anyone
+// who may create a pod can give it Ergon's labels, and a flood of such pods must not stall
+// every Run.
+func slotUsages(runs []ergonv1alpha1.Run, s shard.Shard) map[slots.Key]slots.Usage {
+	usages := map[slots.Key]slots.Usage{}
+	for i := range runs {
+		run := &runs[i]
+		if run.Status.Phase.Finished() || !s.Owns(run.Namespace) {
+			continue
+		}
+		if u := (slots.Usage{Active: statusUnits(&run.Status), Inherits: isChildRun(run)}); u.Active > 0 {
+			usages[slots.Key{Namespace: run.Namespace, Name: run.Name}] = u
 		}
 	}
-	return false
+	return usages
+}
+
+// statusUnits counts the running units a Run's status records without its compiled Scene:
+// a fan-out's running instances, and each step whose pod or child Run is active. It agrees
+// with planner.ActiveUnits, which the running Run's own passes use.
+func statusUnits(status *ergonv1alpha1.RunStatus) int {
+	n := 0
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		switch {
+		case s.Phase.Finished():
+		case s.Instances != nil:
+			n += strings.Count(s.Instances.States, string(rune(ergonv1alpha1.InstanceRunning)))
+		case s.PodActive() && (s.PodName != "" || s.ChildRun != ""):
+			n++
+		}
+	}
+	return n
+}
+
+// isChildRun reports whether a Run was started by a scene step of another Run, whose slot it
+// inherits for its first unit. Only the manager sets a Run's depth (admission keeps the
+// annotations under ergon.dev/ to it), so a tenant cannot pass a Run of its own off as a child
+// to start units without a slot.
+func isChildRun(run *ergonv1alpha1.Run) bool {
+	owner := metav1.GetControllerOf(run)
+	return depth(run) > 0 && owner != nil && owner.Kind == kindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
+}
+
+// slotGrant is the planner's Facts.Slots for a Run: it asks the allocator for the slots the
+// pass may use, given what the Run holds at that moment.
+func (r *RunReconciler) slotGrant(run *ergonv1alpha1.Run) func(active int) (int, string) {
+	key := slots.Key{Namespace: run.Namespace, Name: run.Name}
+	inherits := isChildRun(run)
+	return func(active int) (int, string) {
+		g := r.slots.Acquire(key, slots.Usage{Active: active, Inherits: inherits})
+		return g.N, g.Wait
+	}
+}
+
+// settleSlots tells the allocator what a Run holds after its pass and how many of its units
+// still wait, which returns the slots it was granted and did not use. plan is nil when the pass
+// failed before planning; then what the stored status records stands.
+func (r *RunReconciler) settleSlots(run *ergonv1alpha1.Run, scene *compile.Scene, stored *ergonv1alpha1.RunStatus, plan *planner.Plan) {
+	if r.slots == nil {
+		return
+	}
+	key := slots.Key{Namespace: run.Namespace, Name: run.Name}
+	status, waiting := stored, 0
+	if plan != nil {
+		status, waiting = &plan.Status, plan.WaitingForSlots
+	}
+	if status.Phase.Finished() {
+		r.slots.Forget(key)
+		return
+	}
+	r.slots.Settle(key, slots.Usage{Active: planner.ActiveUnits(scene, status), Inherits: isChildRun(run)}, waiting)
+}
+
+// forgetSlots drops a Run that finished or is gone from the allocator.
+func (r *RunReconciler) forgetSlots(namespace, name string) {
+	if r.slots != nil {
+		r.slots.Forget(slots.Key{Namespace: namespace, Name: name})
+	}
 }

@@ -20,30 +20,76 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/shard"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
-var _ = Describe("The step pod budget", Serial, func() {
-	It("is not held by pods a tenant gives Ergon's labels", func(ctx SpecContext) {
+// heldByStatus is what the unfinished Runs of the cluster hold by their status, as a manager
+// that starts now counts it: earlier specs may leave Runs running.
+func heldByStatus(ctx context.Context) int {
+	runs := &ergonv1alpha1.RunList{}
+	Expect(k8sClient.List(ctx, runs)).To(Succeed())
+	n := 0
+	for _, u := range slotUsages(runs.Items, shard.All) {
+		n += u.Active
+		if u.Inherits {
+			n--
+		}
+	}
+	return n
+}
+
+// withSlots runs the spec's Runs on a manager with these slot limits instead of the suite's.
+func withSlots(limits slots.Limits) {
+	stopMgr()
+	DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+	DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
+}
+
+// runningPods counts the step pods of a namespace that have not ended, by Run.
+func runningPods(ctx context.Context, g Gomega, ns string) map[string]int {
+	pods := &corev1.PodList{}
+	g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns), client.HasLabels{ergonv1alpha1.LabelAttempt})).To(Succeed())
+	byRun := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp.IsZero() {
+			byRun[p.Labels[ergonv1alpha1.LabelRun]]++
+		}
+	}
+	return byRun
+}
+
+// after succeeds a pod once it has run for d.
+func after(d time.Duration) script {
+	return func(pod *corev1.Pod) outcome {
+		if time.Since(pod.CreationTimestamp.Time) < d {
+			return outcome{Stay: true}
+		}
+		return outcome{Output: "done"}
+	}
+}
+
+var _ = Describe("The step pod slots", Serial, func() {
+	BeforeEach(func() {
 		kctx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		go testKubelet.run(kctx)
-		ns := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
+	})
 
+	It("are not held by pods a tenant gives Ergon's labels", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
 		// What earlier specs' Runs hold, plus one slot: the Run below needs exactly one.
-		held, err := (&RunReconciler{Client: k8sClient}).activeSlots(ctx, &ergonv1alpha1.Run{})
-		Expect(err).NotTo(HaveOccurred())
-		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, MaxActivePods: held + 1})
-		DeferCleanup(stop)
+		withSlots(slots.Limits{Total: heldByStatus(ctx) + 1})
 
 		// A tenant's pods that look like running step pods in every label.
 		flood := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "flood-"}}
@@ -65,7 +111,139 @@ var _ = Describe("The step pod budget", Serial, func() {
 				HaveField("Phase", ergonv1alpha1.StepRunning), HaveField("PodName", Not(BeEmpty())))))
 		}).Should(Succeed(), "the Run starts its pod: the flood holds none of the budget")
 	})
+
+	It("bound a Run's fan-out by the per-Run and per-namespace limits, and say which one binds", func(ctx SpecContext) {
+		ns := newNamespace(ctx, after(time.Second))
+		withSlots(slots.Limits{PerNamespace: 3, PerRun: 2})
+		createScene(ctx, ns, "fan", fanOut(container("each", "echo {{ .item }}"), 0, 1, 2, 3, 4, 5, 6))
+		createRun(ctx, ns, "first", "fan", nil)
+		createRun(ctx, ns, "second", "fan", nil)
+
+		most, said := map[string]int{}, ""
+		Eventually(func(g Gomega) {
+			byRun := runningPods(ctx, g, ns)
+			total := 0
+			for name, n := range byRun {
+				most[name] = max(most[name], n)
+				total += n
+			}
+			Expect(total).To(BeNumerically("<=", 3), "the namespace's pods at once: %v", byRun)
+			for name, n := range byRun {
+				Expect(n).To(BeNumerically("<=", 2), "Run %s's pods at once", name)
+			}
+			for _, name := range []string{"first", "second"} {
+				run := &ergonv1alpha1.Run{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, run)).To(Succeed())
+				for _, s := range run.Status.Steps {
+					if s.Reason == ergonv1alpha1.ReasonWaitingForSlot && said == "" {
+						said = s.Message
+					}
+				}
+				g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+			}
+		}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Expect(said).To(MatchRegexp(`instances? waits? for a step pod slot: (the Run holds 2 of 2 \(--max-step-pods-per-run\)|` +
+			`namespace \S+ holds 3 of 3 \(--max-step-pods-per-namespace\))`))
+		Expect(most).To(HaveKeyWithValue("first", 2), "the limits allow each Run 2 at some moment")
+	})
+
+	It("give a Run in another namespace a slot while a busy namespace holds every slot it can get", func(ctx SpecContext) {
+		busy := newNamespace(ctx, after(2*time.Second))
+		small := newNamespace(ctx, echoLastArg)
+		held := heldByStatus(ctx)
+		withSlots(slots.Limits{Total: held + 4, PerNamespace: 4, PerRun: 4})
+
+		items := make([]any, 40)
+		for i := range items {
+			items[i] = i
+		}
+		createScene(ctx, busy, "many", fanOut(container("each", "echo {{ .item }}"), 0, items...))
+		for i := range 3 {
+			createRun(ctx, busy, fmt.Sprintf("big-%d", i), "many", nil)
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(runningPods(ctx, g, busy)).To(WithTransform(func(m map[string]int) int {
+				n := 0
+				for _, v := range m {
+					n += v
+				}
+				return n
+			}, Equal(4)))
+		}).WithTimeout(20*time.Second).Should(Succeed(), "the busy namespace holds every slot")
+
+		createScene(ctx, small, "chain", container("a", "echo a"), container("b", "echo b", "a"), container("c", "echo c", "b"))
+		createRun(ctx, small, "chain", "chain", nil)
+		run := &ergonv1alpha1.Run{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: small, Name: "chain"}, run)).To(Succeed())
+			g.Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		}).WithTimeout(15*time.Second).Should(Succeed(), "the small Run gets a slot as the busy namespace's pods end "+
+			"(every 2 s), woken, not at its 30 s retry: %+v", run.Status.Steps)
+
+		busyRun := &ergonv1alpha1.Run{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: busy, Name: "big-0"}, busyRun)).To(Succeed())
+		Expect(busyRun.Status.Phase.Finished()).To(BeFalse(), "the busy namespace still has work queued when the small Run ends")
+
+		// The metrics show the busy namespace's slots and queue.
+		Expect(queueGauge("ergon_queue_slots_held", busy)).To(BeNumerically(">", 0))
+		Expect(queueGauge("ergon_queue_units_waiting", busy)).To(BeNumerically(">", 0))
+		Expect(queueGauge("ergon_queue_slot_limit", "namespace")).To(Equal(4.0))
+	})
 })
+
+var _ = Describe("The step pod slots after a restart", Serial, func() {
+	It("still count what the Runs' status holds, so a new manager grants no slot twice", func(ctx SpecContext) {
+		kctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		go testKubelet.run(kctx)
+		holder := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
+		late := newNamespace(ctx, echoLastArg)
+		limits := slots.Limits{Total: heldByStatus(ctx) + 2, PerNamespace: 2, PerRun: 2}
+		stopMgr()
+		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		first := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
+		createScene(ctx, holder, "fan", fanOut(container("each", "echo {{ .item }}"), 0, 1, 2, 3))
+		createRun(ctx, holder, "holder", "fan", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(runningPods(ctx, g, holder)).To(HaveKeyWithValue("holder", 2))
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: holder, Name: "holder"}, run)).To(Succeed())
+			g.Expect(statusUnits(&run.Status)).To(Equal(2))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		first()
+
+		DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
+		createScene(ctx, late, "one", container("only", "echo hi"))
+		createRun(ctx, late, "late", "one", nil)
+		Eventually(func(g Gomega) {
+			run := &ergonv1alpha1.Run{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: late, Name: "late"}, run)).To(Succeed())
+			g.Expect(run.Status.Steps).To(ContainElement(And(HaveField("Name", "only"),
+				HaveField("Reason", ergonv1alpha1.ReasonWaitingForSlot),
+				HaveField("Message", ContainSubstring("(--max-step-pods)")))))
+		}).WithTimeout(20*time.Second).Should(Succeed(), "the new manager counts the slots the first one granted")
+		Consistently(func(g Gomega) {
+			g.Expect(runningPods(ctx, g, late)).To(BeEmpty())
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+})
+
+// queueGauge reads one ergon_queue_* gauge from the manager's metrics, by its one label.
+func queueGauge(name, label string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == label {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
 
 func TestTheCacheKeepsWholeOnlyWhatARunControls(t *testing.T) {
 	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "out", OwnerReferences: []metav1.OwnerReference{{

@@ -36,12 +36,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/shard"
+	"github.com/ergon-dev/ergon/internal/slots"
 )
 
 // RunConfig holds the manager-wide settings of the Run engine.
@@ -51,8 +54,11 @@ type RunConfig struct {
 	// StepBinaries is how step pods get it: copied in by an init container (the zero value)
 	// or mounted as an image volume.
 	StepBinaries StepBinaries
-	// MaxActivePods caps the step pods of all Runs running at once; 0 means no cap.
-	MaxActivePods int
+	// Slots bound the step pods and child Runs running at once: in total for the shard, per
+	// namespace and per Run (internal/slots); zero limits are no limits.
+	Slots slots.Limits
+	// Shard is the shard of namespaces this manager reconciles; the zero value is all.
+	Shard shard.Shard
 	// MaxDepth bounds how deep sub-scene Runs nest.
 	MaxDepth int
 	// Limits bound the units a step makes and the outputs a Run keeps in ConfigMaps
@@ -113,6 +119,11 @@ type RunReconciler struct {
 	// checkpoints are the checkpoint digests of each running Run's steps that its stored
 	// status may not record yet (run_checkpoint.go).
 	checkpoints sync.Map // namespace/name -> *keptCheckpoints
+	// slots shares the step pod slots between Runs and namespaces (run_budget.go); slotsBuilt
+	// is set once it was told what the Runs' status records (rebuildSlots).
+	slots      *slots.Allocator
+	slotsMu    sync.Mutex
+	slotsBuilt bool
 }
 
 type compiledScene struct {
@@ -133,6 +144,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	run := &ergonv1alpha1.Run{}
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forgetSlots(req.Namespace, req.Name)
 			r.scenes.Delete(req.String())
 			r.written.Delete(req.String())
 			r.lastWrite.Delete(req.String())
@@ -146,6 +158,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if run.Status.Phase.Finished() {
+		r.forgetSlots(req.Namespace, req.Name)
 		r.scenes.Delete(req.String())
 		r.lastWrite.Delete(req.String())
 		r.heldProgress.Delete(req.String())
@@ -180,6 +193,12 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if err != nil {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidScene, err.Error())
 	}
+	if err := r.rebuildSlots(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	var plan *planner.Plan
+	// Whatever the pass ends with, the allocator learns what the Run holds and waits for.
+	defer func() { r.settleSlots(run, scene, &base.Status, plan) }()
 	facts, plan, err := r.plan(ctx, r.Client, run, scene)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -194,6 +213,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	}
 	if r.refused.waiting(key) && (plan.RequeueAfter == 0 || plan.RequeueAfter > quotaRetry) {
 		plan.RequeueAfter = quotaRetry // a pod waits for room in a quota (run_refusals.go)
+	}
+	if plan.WaitingForSlots > 0 && (plan.RequeueAfter == 0 || plan.RequeueAfter > slotRetry) {
+		plan.RequeueAfter = slotRetry // woken sooner when a slot frees (run_budget.go)
 	}
 	if wait := r.holdWrite(key, &base.Status, plan); wait > 0 {
 		// Nothing to do but record what the pods did, and the last write was a moment
@@ -238,6 +260,9 @@ func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *erg
 	}
 	facts.PendingTimeout = r.Config.PendingTimeout
 	facts.KeepFailedPods = r.Config.KeepFailedPods
+	if r.slots != nil && !r.Config.Slots.Unlimited() {
+		facts.Slots = r.slotGrant(run)
+	}
 	return facts, planner.Decide(facts), nil
 }
 
@@ -317,8 +342,10 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := setupIndexes(mgr); err != nil {
 		return err
 	}
+	wake := r.newSlots()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Run{}).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		Watches(&ergonv1alpha1.Scene{}, handler.EnqueueRequestsFromMapFunc(r.runsWaitingFor)).
 		Owns(&corev1.Pod{}).
 		Owns(&ergonv1alpha1.Run{}).

@@ -144,13 +144,6 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherWorkspace(ctx, run, scene, f); err != nil {
 		return nil, err
 	}
-	if r.Config.MaxActivePods > 0 {
-		active, err := r.activeSlots(ctx, run)
-		if err != nil {
-			return nil, err
-		}
-		f.PodBudget = max(r.Config.MaxActivePods-active, 0)
-	}
 	return f, nil
 }
 

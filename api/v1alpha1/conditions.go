@@ -101,6 +101,10 @@ const (
 	ReasonNoIdentity = "NoIdentity"
 	// ReasonSceneEditorUnknown: a Scene in the Run's closure has no recorded editor.
 	ReasonSceneEditorUnknown = "SceneEditorUnknown"
+	// ReasonWaitingForSlot: the step, or some of its instances or iterations, could start but
+	// for the manager's step pod slots (--max-step-pods, --max-step-pods-per-namespace,
+	// --max-step-pods-per-run); the message names the limit that binds and its value.
+	ReasonWaitingForSlot = "WaitingForSlot"
 	// ReasonPodStarting: the pod waits for the scheduler or its containers are being created,
 	// and nothing is known to be wrong.
 	ReasonPodStarting = "PodStarting"

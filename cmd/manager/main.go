@@ -98,8 +98,15 @@ func (o *options) bindFlags() {
 		"How step pods get Ergon's entrypoint: image-volume (mount the manager's image, no init container; "+
 			"Kubernetes 1.35+ and a runtime with image volumes, such as containerd 2.1), copy (an init container "+
 			"copies it; any cluster), or auto (image-volume when the API server is 1.35 or later, else copy).")
-	flag.IntVar(&o.run.MaxActivePods, "max-step-pods", 0,
-		"The most step pods of all Runs that run at once; 0 means no limit.")
+	flag.IntVar(&o.run.Slots.Total, "max-step-pods", 100,
+		"The most step pods (and child Runs of scene steps) of all Runs this manager reconciles that run at once: "+
+			"per shard, so N shards allow N times as many. Free slots go first to the waiting namespace that holds the "+
+			"fewest. 0 means no limit.")
+	flag.IntVar(&o.run.Slots.PerNamespace, "max-step-pods-per-namespace", 40,
+		"The most step pods (and child Runs of scene steps) of the Runs of one namespace that run at once; 0 means no limit.")
+	flag.IntVar(&o.run.Slots.PerRun, "max-step-pods-per-run", 20,
+		"The most step pods (and child Runs of scene steps) of one Run that run at once; a Scene's parallelism and a "+
+			"forEach's parallelism apply within it. 0 means no limit.")
 	flag.IntVar(&o.run.Workers, "run-workers", 4, "How many Runs are reconciled at once.")
 	flag.IntVar(&o.workspaceWorkers, "workspace-workers", 2, "How many Workspaces are reconciled at once.")
 	flag.IntVar(&o.triggerWorkers, "trigger-workers", 4, "How many Triggers are reconciled at once "+
@@ -168,6 +175,9 @@ func main() {
 }
 
 func run(o *options) error {
+	if l := o.run.Slots; l.Total < 0 || l.PerNamespace < 0 || l.PerRun < 0 {
+		return errors.New("--max-step-pods, --max-step-pods-per-namespace and --max-step-pods-per-run must be 0 (no limit) or more")
+	}
 	var tlsOpts []func(*tls.Config)
 	if !o.http2 {
 		// HTTP/2 Stream Cancellation and Rapid Reset (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
@@ -262,6 +272,7 @@ func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinarie
 // with its number of workers.
 func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) error {
 	runConfig := o.run
+	runConfig.Shard = o.scale.shard
 	clientset, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)

@@ -42,6 +42,16 @@ type StoreRequest struct {
 	Transcript string
 }
 
+// ActiveUnits is how many pods or child Runs the steps of a Run's status hold against the
+// manager's step pod slots.
+func ActiveUnits(scene *compile.Scene, status *ergonv1alpha1.RunStatus) int {
+	n := 0
+	for i := range status.Steps {
+		n += activeUnits(scene.Steps[status.Steps[i].Name], &status.Steps[i])
+	}
+	return n
+}
+
 func isControlFlow(step *compile.Step) bool {
 	return step != nil && (step.Spec.ForEach != nil || step.Spec.Loop != nil)
 }

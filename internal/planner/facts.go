@@ -50,9 +50,15 @@ type Facts struct {
 	// Conflicts are objects under names the Run uses that are not the Run's (see the
 	// controllers' ownership checks), by object name: why each cannot be used.
 	Conflicts map[string]string
-	// PodBudget is how many more step pods the manager-wide cap allows now; negative means
-	// no cap.
+	// PodBudget is how many more step pods or child Runs the manager's slot limits allow
+	// now; negative means no limit. SlotWait says which limit keeps the rest waiting, its
+	// value and flag, for the message of the work that waits.
 	PodBudget int
+	SlotWait  string
+	// Slots, when set, is asked for PodBudget and SlotWait the first time the pass needs a
+	// slot, with the units the Run holds at that moment (those that ended in this pass no
+	// longer count): the manager's allocator answers (internal/slots).
+	Slots func(active int) (budget int, wait string)
 	// PendingTimeout is the manager's bound on how long an attempt's pod may take to start,
 	// for steps and Scenes that set none; zero means no bound.
 	PendingTimeout time.Duration

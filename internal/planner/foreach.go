@@ -42,6 +42,8 @@ type flow struct {
 	itemsDone  bool
 	// made is how many units the step has made, -1 until counted (unitAllowed).
 	made int
+	// slotWaiting are the units that could have started in this pass but for a slot.
+	slotWaiting int
 }
 
 // decideControlFlow moves a fan-out or looping step forward: start the units that may start,
@@ -161,7 +163,13 @@ func (f *flow) drive() {
 			u.states[i] = ergonv1alpha1.InstanceSkipped
 			continue
 		}
-		if (par > 0 && running >= par) || !f.p.hasCapacity() {
+		if par > 0 && running >= par {
+			continue
+		}
+		if !f.p.hasCapacity() {
+			if f.p.slotRefused {
+				f.slotWaiting++
+			}
 			continue
 		}
 		if f.startUnit(i) {
@@ -184,11 +192,26 @@ func (f *flow) settle() {
 		}
 	}
 	if ended < len(u.states) {
+		was := s.Reason
 		s.Phase, s.Reason, s.Message = ergonv1alpha1.StepRunning, "", ""
 		if u.fan {
 			s.Message = fmt.Sprintf("%d of %d instances finished", ended, len(u.states))
 		} else if u.loop {
 			s.Message = fmt.Sprintf("iteration %d of at most %d", u.iterations[0], f.step.Spec.Loop.MaxIterations)
+		}
+		if f.slotWaiting > 0 {
+			wait := p.slotMessage()
+			if u.fan {
+				verb := "wait"
+				if f.slotWaiting == 1 {
+					verb = "waits"
+				}
+				wait = fmt.Sprintf("%s %s for a step pod slot%s", plural(f.slotWaiting, "instance", "instances"), verb, p.slotLimit())
+			}
+			s.Reason, s.Message = ergonv1alpha1.ReasonWaitingForSlot, s.Message+"; "+wait
+			if was != ergonv1alpha1.ReasonWaitingForSlot {
+				p.event(false, ergonv1alpha1.ReasonWaitingForSlot, "Step %s: %s", s.Name, wait)
+			}
 		}
 		return
 	}

@@ -64,6 +64,9 @@ type Plan struct {
 	ToolResults []ToolResultsRequest
 	// ToolPods are the one-shot pods of container tool calls to create (toolpods.go).
 	ToolPods []ToolPodRequest
+	// WaitingForSlots are the steps and units that could have started in this pass but for
+	// the manager's step pod slots (Facts.PodBudget).
+	WaitingForSlots int
 }
 
 // OnlyObserves reports whether the plan does nothing but record what the Run's pods did
@@ -152,6 +155,9 @@ type planner struct {
 	pinned types.UID
 	// storage counts what the Run keeps in ConfigMaps, as far as this pass (limits.go).
 	storage ergonv1alpha1.StorageStatus
+	// slotsAsked is set once Facts.Slots was asked; slotRefused when the last capacity
+	// check failed for want of a slot (hasCapacity).
+	slotsAsked, slotRefused bool
 }
 
 // Decide computes the plan for one Run.
@@ -432,7 +438,7 @@ func (p *planner) start(s *ergonv1alpha1.StepStatus) {
 
 // decideSceneStep runs another Scene as a child Run and mirrors its outcome.
 func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
-	if s == nil {
+	if s == nil || (s.Phase == ergonv1alpha1.StepPending && s.ChildRun == "") {
 		if !p.ready(step) {
 			return
 		}
@@ -442,6 +448,7 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 			return
 		}
 		if !p.hasCapacity() {
+			p.waitForSlot(step)
 			return
 		}
 		r, ok := p.render(step)
@@ -450,6 +457,7 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		}
 		p.take()
 		s = p.record(step.Name)
+		s.Reason, s.Message = "", ""
 		s.ChildRun = naming.ChildRunName(p.f.Run.Name, string(step.Spec.Scene.Name), r.SceneParams)
 		s.Attempts = 1
 		s.Phase = ergonv1alpha1.StepRunning

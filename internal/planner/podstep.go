@@ -34,9 +34,14 @@ import (
 func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus) {
 	latest := latestPod(p.f.Pods[step.Name])
 	if latest == nil && (s == nil || (s.Phase == ergonv1alpha1.StepPending && s.PodName == "")) {
-		if p.hasCapacity() && p.ready(step) {
-			p.startAttempt(step, p.record(step.Name), 1)
+		if !p.ready(step) {
+			return
 		}
+		if !p.hasCapacity() {
+			p.waitForSlot(step)
+			return
+		}
+		p.startAttempt(step, p.record(step.Name), 1)
 		return
 	}
 	if s == nil {
@@ -74,17 +79,55 @@ func (p *planner) decidePodStep(step *compile.Step, s *ergonv1alpha1.StepStatus)
 	}
 }
 
-// hasCapacity reports whether the Run's parallelism and the manager's cap allow one more pod
-// or child Run: a scene step counts against both as a pod does, so that a fan-out of sub-scenes
-// is bounded like a fan-out of pods.
+// hasCapacity reports whether the Run's parallelism and the manager's slots allow one more
+// pod or child Run: a scene step counts against both as a pod does, so that a fan-out of
+// sub-scenes is bounded like a fan-out of pods. A refusal for want of a slot is counted
+// (Plan.WaitingForSlots) and remembered in slotRefused for the caller's message.
 func (p *planner) hasCapacity() bool {
+	p.slotRefused = false
 	if p.suspended() {
 		return false
 	}
 	if par := p.f.Scene.Spec.Parallelism; par != nil && p.active >= int(*par) {
 		return false
 	}
-	return p.f.PodBudget != 0
+	if p.f.Slots != nil && !p.slotsAsked {
+		p.slotsAsked = true
+		p.f.PodBudget, p.f.SlotWait = p.f.Slots(p.active)
+	}
+	if p.f.PodBudget == 0 {
+		p.slotRefused = true
+		p.plan.WaitingForSlots++
+		return false
+	}
+	return true
+}
+
+// waitForSlot records that a step that may start waits for a step pod slot, and tells it once
+// per wait.
+func (p *planner) waitForSlot(step *compile.Step) {
+	if !p.slotRefused {
+		return
+	}
+	s := p.record(step.Name)
+	if s.Reason != ergonv1alpha1.ReasonWaitingForSlot {
+		p.event(false, ergonv1alpha1.ReasonWaitingForSlot, "Step %s %s", step.Name, p.slotMessage())
+	}
+	s.Reason, s.Message = ergonv1alpha1.ReasonWaitingForSlot, p.slotMessage()
+}
+
+// slotMessage says which limit keeps a step waiting for a slot.
+func (p *planner) slotMessage() string {
+	return "waits for a step pod slot" + p.slotLimit()
+}
+
+// slotLimit names the limit that keeps work waiting for a slot, after a colon; empty when
+// the facts do not say.
+func (p *planner) slotLimit() string {
+	if p.f.SlotWait == "" {
+		return ""
+	}
+	return ": " + p.f.SlotWait
 }
 
 // startAttempt asks for the pod of an attempt when the Run's and the manager's limits allow.

@@ -123,5 +123,10 @@ func (p *planner) holdingUp() string {
 			return fmt.Sprintf("step %s is retrying after attempt %d failed (%s): %s", name, s.Attempts, s.Reason, s.Message)
 		}
 	}
+	for _, name := range p.order {
+		if s := p.steps[name]; !s.Phase.Finished() && s.Reason == ergonv1alpha1.ReasonWaitingForSlot {
+			return fmt.Sprintf("step %s: %s", name, s.Message)
+		}
+	}
 	return ""
 }

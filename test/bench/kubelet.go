@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,29 @@ type kubelet struct {
 	// parkNS, when set, parks the pods of a namespace but its root's in parked, running.
 	parkNS string
 	parked chan *corev1.Pod
+	// lingering holds, by namespace, how long its pods run before they succeed; a negative
+	// time keeps them running (the fair-share bench's busy tenants).
+	lingering sync.Map // namespace -> time.Duration
+	// runningNow counts, by namespace, the pods made Running and not ended.
+	runningNow sync.Map // namespace -> *atomic.Int64
+}
+
+// linger makes the pods of a namespace run for d before they succeed; negative d, forever.
+func (k *kubelet) linger(ns string, d time.Duration) {
+	k.runningNow.LoadOrStore(ns, &atomic.Int64{})
+	k.lingering.Store(ns, d)
+}
+
+// running counts the lingering pods running now in the namespaces whose name starts with prefix.
+func (k *kubelet) running(prefix string) int {
+	n := 0
+	k.runningNow.Range(func(ns, count any) bool {
+		if strings.HasPrefix(ns.(string), prefix) {
+			n += int(count.(*atomic.Int64).Load())
+		}
+		return true
+	})
+	return n
 }
 
 func (k *kubelet) run(ctx context.Context) {
@@ -91,6 +115,17 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod) {
 	}
 	if pod.Namespace == k.parkNS && pod.Labels[ergonv1alpha1.LabelStep] != "root" {
 		k.parked <- pod
+		return
+	}
+	if d, ok := k.lingering.Load(pod.Namespace); ok {
+		count, _ := k.runningNow.Load(pod.Namespace)
+		count.(*atomic.Int64).Add(1)
+		if d.(time.Duration) >= 0 {
+			time.AfterFunc(d.(time.Duration), func() {
+				k.succeed(ctx, pod)
+				count.(*atomic.Int64).Add(-1)
+			})
+		}
 		return
 	}
 	if pod.Namespace == k.pacedNS {

@@ -63,6 +63,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/slots"
 	"github.com/ergon-dev/ergon/internal/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -89,6 +90,10 @@ func main() {
 		"write a CPU profile of the many-Runs and fan-out phases (manager and bench together) to this file")
 	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
 	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
+	fair := flag.Bool("fair-share", false, "run only the fair-share bench (fairshare.go) at the default slot limits")
+	fairTenants := flag.Int("fair-tenants", 1, "fair-share: busy tenant namespaces")
+	fairUnit := flag.Duration("fair-unit", -1, "fair-share: how long a busy tenant's unit runs; negative, longer than the bench")
+	fairVerbose := flag.Bool("fair-verbose", false, "fair-share: print each chain's steps")
 	authzRounds := flag.Int("authz-rounds", 0,
 		"run only the authorization bench: this many rounds of the fan-out, its leaves reading a Secret and reading nothing")
 	flag.Parse()
@@ -132,7 +137,11 @@ func main() {
 	mgrCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.next = rt; return writes })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	startManager(ctx, mgrCfg, &env.WebhookInstallOptions)
+	limits := slots.Limits{}
+	if *fair {
+		limits = defaultSlots
+	}
+	startManager(ctx, mgrCfg, &env.WebhookInstallOptions, limits)
 
 	kcfg := rest.CopyConfig(cfg)
 	kcfg.QPS, kcfg.Burst = 1000, 2000
@@ -145,6 +154,13 @@ func main() {
 	go k.run(ctx)
 	if *authzRounds > 0 {
 		authorizationCost(ctx, c, k, *fanOut, *authzRounds)
+		return
+	}
+	if *fair {
+		fmt.Printf("Fair share at the default slot limits (%d in total, %d per namespace, %d per Run)\n",
+			defaultSlots.Total, defaultSlots.PerNamespace, defaultSlots.PerRun)
+		fairShare(ctx, c, k, *fairTenants, 1000, *fairUnit, *fairVerbose)
+		printQueueMetrics()
 		return
 	}
 
@@ -179,7 +195,7 @@ func must(err error) {
 // authorizer is the manager's, whose figures the fan-out reports.
 var authorizer *authz.Authorizer
 
-func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions) {
+func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions, limits slots.Limits) {
 	ctrl.SetLogger(logr.Discard()) // the bench prints figures, not the manager's log
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
@@ -193,7 +209,8 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 		Authorizer: authorizer,
 		Client:     mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
-			StatusInterval: time.Second, EventInterval: 10 * time.Second}, // the manager's defaults (cmd/manager)
+			StatusInterval: time.Second, EventInterval: 10 * time.Second, // the manager's defaults (cmd/manager)
+			Slots: limits},
 	}).SetupWithManager(mgr))
 	must(webhookv1alpha1.SetupSceneWebhookWithManager(mgr))
 	must(webhookv1alpha1.SetupRunWebhookWithManager(mgr))

@@ -63,6 +63,9 @@ func startManagerProcess(ctx context.Context, env *envtest.Environment, dir stri
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", port), "--metrics-secure=false",
 		"--health-probe-bind-address=0", "--hooks-bind-address=0", "--enable-webhooks=false",
 		"--entrypoint-image=ergon/manager:bench", "--zap-log-level=error",
+		// The scale suite holds 10,000 step pods running at once to measure the engine, far past
+		// the default step pod slots (docs/limits.md); bench-fairshare measures those.
+		"--max-step-pods=0", "--max-step-pods-per-namespace=0", "--max-step-pods-per-run=0",
 	}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	must(cmd.Start())
