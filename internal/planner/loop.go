@@ -272,6 +272,15 @@ func (f *flow) startUnit(i int) bool {
 		f.failed(i, ergonv1alpha1.ReasonTemplateError, fmt.Sprintf("the rendered system prompt and prompt are %d bytes; at most %d fit in the step's pod", n, MaxAgentPrompt))
 		return false
 	}
+	if step.Spec.Scene != nil {
+		name := naming.UnitChildRunName(p.f.Run.Name, step.Name, un.Index, un.Iteration)
+		if _, exists := p.f.Children[name]; !exists {
+			if refusal := p.refuseChild(); refusal != nil {
+				f.failed(i, refusal.Reason, refusal.Message)
+				return false
+			}
+		}
+	}
 	p.take()
 	u.states[i] = ergonv1alpha1.InstanceRunning
 	u.attempts[i]++
