@@ -173,8 +173,8 @@ func (l Limits) caused(u Usage) *Refusal {
 		return nil
 	}
 	return &Refusal{Reason: ergonv1alpha1.ReasonCausedRunsExceeded, Message: fmt.Sprintf(
-		"the root of this chain has caused %d Runs, the limit of Runs one root may cause (%d, through sub-scenes, "+
-			"Scene tools and runCompleted Triggers); raise it with the manager flag %s (chart value %s)",
+		"the root of this chain has caused %d Runs, the limit of Runs one root may cause (%d) through sub-scenes, "+
+			"Scene tools and runCompleted Triggers together; raise it with the manager flag %s (chart value %s)",
 		u.Caused, l.MaxCaused, FlagMaxCaused, ValueMaxCaused)}
 }
 
