@@ -38,6 +38,9 @@ const (
 	sceneCallsField = "spec.steps.scene.name"
 	// sceneWorkspaceField indexes Scenes by the Workspace they are bound to.
 	sceneWorkspaceField = "spec.workspace.name"
+	// causeRootField indexes Runs by the root of their cause (the annotation
+	// ergon.dev/cause-root, which only the manager sets); a Run without one is not indexed.
+	causeRootField = "metadata.annotations.cause-root"
 )
 
 // fieldIndexes are the indexes setupIndexes registers.
@@ -48,6 +51,12 @@ var fieldIndexes = []struct {
 }{
 	{&ergonv1alpha1.Run{}, sceneRefField, func(obj client.Object) []string {
 		return []string{obj.(*ergonv1alpha1.Run).Spec.SceneRef.Name}
+	}},
+	{&ergonv1alpha1.Run{}, causeRootField, func(obj client.Object) []string {
+		if root := obj.GetAnnotations()[ergonv1alpha1.AnnotationCauseRoot]; root != "" {
+			return []string{root}
+		}
+		return nil
 	}},
 	{&ergonv1alpha1.Trigger{}, runCompletedSceneField, func(obj client.Object) []string {
 		if s := obj.(*ergonv1alpha1.Trigger).Spec.RunCompleted; s != nil {

@@ -96,6 +96,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		if err != nil {
 			return err
 		}
+		r.recordChild(run, child)
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/shard"
@@ -118,7 +119,7 @@ func statusUnits(status *ergonv1alpha1.RunStatus) int {
 // to start units without a slot.
 func isChildRun(run *ergonv1alpha1.Run) bool {
 	owner := metav1.GetControllerOf(run)
-	return depth(run) > 0 && owner != nil && owner.Kind == kindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return cause.Of(run).Depth > 0 && owner != nil && owner.Kind == kindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
 // slotGrant is the planner's Facts.Slots for a Run: it asks the allocator for the slots the

@@ -40,6 +40,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/authz"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -59,11 +60,15 @@ type RunConfig struct {
 	Slots slots.Limits
 	// Shard is the shard of namespaces this manager reconciles; the zero value is all.
 	Shard shard.Shard
-	// MaxDepth bounds how deep sub-scene Runs nest.
-	MaxDepth int
 	// Limits bound the units a step makes and the outputs a Run keeps in ConfigMaps
 	// (docs/limits.md); a zero field is no limit.
 	Limits planner.Limits
+	// MaxDepth bounds the cause depth of the Runs a Run creates (how deep sub-scene and
+	// Scene tool Runs nest); when 0, Causes.MaxDepth, and its default, apply.
+	MaxDepth int
+	// Causes caps the child Runs one Run creates and the Runs one root causes
+	// (internal/cause); zero fields take their defaults.
+	Causes cause.Limits
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
 	KeepFailedPods bool
 	// Workers is how many Runs are reconciled at once.
@@ -100,6 +105,11 @@ type RunReconciler struct {
 	// (run_authority.go); one on the reconciler's client when nil.
 	Authorizer *authz.Authorizer
 	authzOnce  sync.Once
+	// Ledger remembers the Runs created a moment ago, which the cache may not hold yet
+	// (run_calls.go); shared with the Trigger controller and the hooks server, or its own
+	// when nil.
+	Ledger     *cause.Ledger
+	ledgerOnce sync.Once
 
 	// scenes caches each running Run's compiled snapshot, so templates and conditions are
 	// compiled once per Run, not once per reconcile.

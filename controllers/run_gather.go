@@ -24,7 +24,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
@@ -66,7 +66,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		Pods: map[string][]planner.PodState{}, Children: map[string]planner.ChildState{},
 		Gates: map[string]planner.GateState{}, Outputs: map[string]planner.Output{}, Values: map[string]string{},
 		Conflicts: map[string]string{},
-		PodBudget: -1, MaxDepth: r.Config.MaxDepth, Depth: depth(run),
+		PodBudget: -1, Depth: cause.Of(run).Depth,
 		Limits: r.Config.Limits, Refused: r.refused.messages(client.ObjectKeyFromObject(run).String()),
 	}
 	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
@@ -129,6 +129,9 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherChildren(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
+	if err := r.gatherCalls(ctx, run, scene, f); err != nil {
+		return nil, err
+	}
 	if err := r.gatherGates(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
@@ -145,11 +148,6 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		return nil, err
 	}
 	return f, nil
-}
-
-func depth(run *ergonv1alpha1.Run) int {
-	d, _ := strconv.Atoi(run.Annotations[ergonv1alpha1.AnnotationDepth])
-	return d
 }
 
 // stepPhases maps each step the stored status records to its phase; a step it does not

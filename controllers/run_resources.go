@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -290,13 +291,18 @@ func addInputs(pod *corev1.Pod, inputs []planner.Input) {
 	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvInputs, Value: stepcontract.InputsDir})
 }
 
-// childRun builds the Run of a scene step, created by the person behind its parent.
+// childRun builds the Run of a scene step, created by the person behind its parent, one
+// deeper in its parent's cause.
 func childRun(parent *ergonv1alpha1.Run, req planner.ChildRequest, depth int) *ergonv1alpha1.Run {
 	labels := childLabels(parent, "")
 	delete(labels, ergonv1alpha1.LabelRun)
 	labels[ergonv1alpha1.LabelParentRun] = naming.LabelValue(parent.Name)
 	labels[ergonv1alpha1.LabelScene] = naming.LabelValue(req.Scene)
-	annotations := map[string]string{ergonv1alpha1.AnnotationDepth: strconv.Itoa(depth + 1)}
+	c := cause.Of(parent)
+	c.Depth = depth
+	next := c.Next()
+	annotations := map[string]string{ergonv1alpha1.AnnotationDepth: strconv.Itoa(next.Depth),
+		ergonv1alpha1.AnnotationCauseRoot: next.Root}
 	for _, key := range []string{ergonv1alpha1.AnnotationCreatedBy, ergonv1alpha1.AnnotationIdentity} {
 		if v := parent.Annotations[key]; v != "" {
 			annotations[key] = v

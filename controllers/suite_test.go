@@ -31,6 +31,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/testenv"
 )
 
@@ -108,9 +109,11 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 	}
 	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
+	// The Run and Trigger controllers count each other's new Runs, as in the manager.
+	ledger := &cause.Ledger{}
 	Expect((&RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig,
+		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig, Ledger: ledger,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
@@ -119,7 +122,7 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
 	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC,
-		Options: clockedOptions(triggerClock)}).
+		Limits: runConfig.CauseLimits(), Ledger: ledger, Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
 	Expect((&WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
@@ -38,10 +39,13 @@ import (
 // started are deleted by the history limits; the Run names, derived from the source Run's UID,
 // make a repeated reconcile or a restart create nothing twice.
 //
-// While the Trigger's budget is spent (overBudget), source Runs that end are passed over, as
-// when it is suspended: they start nothing later either.
+// While the Trigger's budget is spent (facts.overBudget), source Runs that end are passed
+// over, as when it is suspended: they start nothing later either. While it has started as many
+// Runs in the last minute as it may, they wait, in the order they ended, for the minute to
+// free. A source Run whose chain is as deep as Runs may nest, or whose root caused as many Runs
+// as it may, starts nothing: the LimitReached condition and an Event say which limit.
 func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1alpha1.Trigger, status *ergonv1alpha1.TriggerStatus,
-	overBudget string) error {
+	facts *triggerFacts) error {
 	source := trigger.Spec.RunCompleted
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(trigger.Namespace),
@@ -56,8 +60,19 @@ func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1
 	suspended := ptr.Deref(trigger.Spec.Suspend, false)
 	for _, src := range pending {
 		// Runs that end while the Trigger is suspended are passed over, not started later.
-		if !suspended && overBudget == "" {
-			if err := r.startChained(ctx, trigger, status, src); err != nil {
+		if !suspended && facts.overBudget == "" {
+			if facts.look.Rate, _ = r.rate(trigger, facts); facts.look.Rate != nil {
+				break // the rest wait for the minute to free; Reconcile requeues for it
+			}
+			refusal, err := r.chainRefusal(ctx, src)
+			if err != nil {
+				return err
+			}
+			if refusal != nil {
+				// Told once, by the LimitReached condition's Event.
+				refusal.Message = "not starting a Run for Run " + src.Name + ", which ended: " + refusal.Message
+				facts.look.Refused = refusal
+			} else if err := r.startChained(ctx, trigger, status, facts, src); err != nil {
 				return err
 			}
 		}
@@ -120,7 +135,7 @@ func markHandled(status *ergonv1alpha1.TriggerStatus, src *ergonv1alpha1.Run) {
 // startChained starts the Run for one finished source Run. A mapping that fails is a Warning
 // on the Trigger, and the source Run is passed over: evaluating it again would fail again.
 func (r *TriggerReconciler) startChained(ctx context.Context, trigger *ergonv1alpha1.Trigger,
-	status *ergonv1alpha1.TriggerStatus, src *ergonv1alpha1.Run) error {
+	status *ergonv1alpha1.TriggerStatus, facts *triggerFacts, src *ergonv1alpha1.Run) error {
 	mappings, err := r.mappings.Get(trigger)
 	if err != nil {
 		r.Recorder.Eventf(trigger, src, corev1.EventTypeWarning, EventMappingFailed, "Map",
@@ -138,7 +153,9 @@ func (r *TriggerReconciler) startChained(ctx context.Context, trigger *ergonv1al
 		return nil
 	}
 	run := triggers.NewRun(trigger, naming.ChainedRunName(trigger.Name, string(src.UID)), params)
-	if err := r.createRun(ctx, trigger, run, "because Run "+src.Name+" ended "+string(src.Status.Phase)); err != nil {
+	// The Run is caused by the end of src: the same root, one deeper.
+	cause.Of(src).Next().Stamp(run)
+	if err := r.createRun(ctx, trigger, facts, run, "because Run "+src.Name+" ended "+string(src.Status.Phase)); err != nil {
 		return err
 	}
 	status.LastRun = run.Name

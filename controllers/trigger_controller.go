@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
@@ -55,6 +56,14 @@ type TriggerReconciler struct {
 	Options controller.Options
 	// Location is the time zone of schedules without one; time.Local when nil.
 	Location *time.Location
+
+	// Limits are the manager's caps on the Runs a Trigger starts (trigger_limits.go); zero
+	// fields take their defaults.
+	Limits cause.Limits
+	// Ledger remembers the Runs created a moment ago, which the cache may not hold yet;
+	// shared with the Run controller and the hooks server, or its own when nil.
+	Ledger     *cause.Ledger
+	ledgerOnce sync.Once
 
 	mappings triggers.MappingCache
 	// noticed remembers the events already recorded about one scheduled time of a Trigger, so
@@ -97,6 +106,8 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	spent := r.planBudget(trigger, facts, status)
 	facts.overBudget = spent.Exceeded
+	var rateFrees time.Duration
+	facts.look.Rate, rateFrees = r.rate(trigger, facts)
 
 	var result ctrl.Result
 	switch {
@@ -105,9 +116,14 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	case trigger.Spec.Webhook != nil:
 		result, err = r.reconcileWebhook(ctx, trigger, status)
 	case trigger.Spec.RunCompleted != nil:
-		err = r.reconcileChain(ctx, trigger, status, facts.overBudget)
+		err = r.reconcileChain(ctx, trigger, status, facts)
 	}
-	result.RequeueAfter = sooner(result.RequeueAfter, spent.RequeueAfter)
+	if facts.look.Started {
+		// A Run started in this look may have filled the minute.
+		facts.look.Rate, rateFrees = r.rate(trigger, facts)
+	}
+	r.setLimitCondition(trigger, status, facts.look)
+	result.RequeueAfter = sooner(sooner(result.RequeueAfter, spent.RequeueAfter), rateFrees)
 	// Runs started before an error are recorded all the same.
 	if patchErr := r.patchStatus(ctx, trigger, status); patchErr != nil && err == nil {
 		err = patchErr
@@ -128,15 +144,25 @@ func (r *TriggerReconciler) patchStatus(ctx context.Context, trigger *ergonv1alp
 }
 
 // createRun creates a Run a Trigger starts; one that exists already was started by an
-// earlier reconcile, another replica or the manager before a restart, and is success.
-func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, run *ergonv1alpha1.Run, why string) error {
+// earlier reconcile, another replica or the manager before a restart, and is success. The
+// Run is remembered in the ledger, under the Trigger and under its cause's root, until the
+// cache surely holds it.
+func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts,
+	run *ergonv1alpha1.Run, why string) error {
 	log.FromContext(ctx).Info("Creating Run", "run", run.Name, "why", why)
-	if err := r.Create(ctx, run); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name)
-			return nil
-		}
+	err := r.Create(ctx, run)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
+	}
+	now := r.Clock.Now()
+	r.ledger().Record(cause.TriggerKey(trigger), run.Name, now)
+	if root := run.Annotations[ergonv1alpha1.AnnotationCauseRoot]; root != "" {
+		r.ledger().Record(cause.RootLedgerKey(root), run.Name, now)
+	}
+	facts.look.Started = true
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name)
+		return nil
 	}
 	r.Recorder.Eventf(trigger, run, corev1.EventTypeNormal, EventRunStarted, "Start",
 		"Started Run %s %s", run.Name, why)

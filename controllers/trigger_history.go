@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
 // triggerFacts is what a Trigger's reconcile reads: the Runs it started, split by outcome,
@@ -38,6 +39,8 @@ type triggerFacts struct {
 	failed    []*ergonv1alpha1.Run // failed or cancelled
 	// overBudget says why the Trigger's budget is spent; "" when it is not.
 	overBudget string
+	// look is what this look found about the manager's limits (trigger_limits.go).
+	look triggers.LimitLook
 }
 
 // gather lists the Runs the Trigger owns.
@@ -123,7 +126,7 @@ func historyToDelete(trigger *ergonv1alpha1.Trigger, facts *triggerFacts) []*erg
 // deleteHistory deletes the finished Runs beyond the history limits.
 func (r *TriggerReconciler) deleteHistory(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts) error {
 	for _, run := range historyToDelete(trigger, facts) {
-		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) {
+		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) || keptForRate(run, r.Clock.Now()) {
 			continue
 		}
 		log.FromContext(ctx).Info("Deleting Run beyond the history limit", "run", run.Name, "phase", run.Status.Phase)

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
@@ -37,6 +38,7 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 	status *ergonv1alpha1.TriggerStatus) (ctrl.Result, error) {
 	plan := triggers.PlanSchedule(triggers.ScheduleFacts{
 		Trigger: trigger, Active: facts.active, Now: r.Clock.Now(), Location: r.Location, OverBudget: facts.overBudget,
+		Limited: limited(facts.look.Rate),
 	})
 	for _, run := range plan.Cancel {
 		log.FromContext(ctx).Info("Cancelling Run to replace it (concurrencyPolicy Replace)", "run", run.Name)
@@ -47,7 +49,7 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 		}
 	}
 	if plan.Start != nil {
-		if err := r.createRun(ctx, trigger, plan.Start, plan.Why); err != nil {
+		if err := r.createRun(ctx, trigger, facts, plan.Start, plan.Why); err != nil {
 			return ctrl.Result{}, err
 		}
 		if !slices.Contains(status.Active, plan.RunName) {
@@ -83,4 +85,12 @@ func (r *TriggerReconciler) firstNotice(trigger *ergonv1alpha1.Trigger, reason s
 	key := trigger.Namespace + "/" + trigger.Name + "/" + reason
 	previous, loaded := r.noticed.Swap(key, scheduled.Unix())
 	return !loaded || previous.(int64) != scheduled.Unix()
+}
+
+// limited is a refusal's message, "" for none.
+func limited(refusal *cause.Refusal) string {
+	if refusal == nil {
+		return ""
+	}
+	return refusal.Message
 }

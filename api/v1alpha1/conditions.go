@@ -49,8 +49,15 @@ const (
 	ReasonRunTimedOut = "RunTimedOut"
 	// ReasonCancelled: spec.cancel was set.
 	ReasonCancelled = "Cancelled"
-	// ReasonDepthExceeded: sub-scene calls nested deeper than the limit.
+	// ReasonDepthExceeded: a new Run would be deeper in its cause (sub-scenes, Scene tools,
+	// runCompleted Triggers) than the manager's --max-cause-depth.
 	ReasonDepthExceeded = "DepthExceeded"
+	// ReasonChildRunsExceeded: the Run has created as many child Runs as the manager's
+	// --max-child-runs allows.
+	ReasonChildRunsExceeded = "ChildRunsExceeded"
+	// ReasonCausedRunsExceeded: the root of the Run's cause has caused as many Runs as the
+	// manager's --max-caused-runs allows.
+	ReasonCausedRunsExceeded = "CausedRunsExceeded"
 	// ReasonNameConflict: an object the Run would create or use under its deterministic name
 	// exists and is not the Run's (another controller, or no Run, is its owner; or an output
 	// does not hold what the Run recorded). Ergon never adopts an object by name.
@@ -201,6 +208,19 @@ const (
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonWatching: a runCompleted Trigger waits for Runs of its source Scene to end.
 	ReasonWatching = "Watching"
+)
+
+// ConditionLimitReached is True on a Trigger while it starts no Run because of a limit of the
+// manager's (docs/limits.md): its Runs per minute (reason RateLimited, until the minute frees),
+// or the cause caps of the Run whose end it would chain to (DepthExceeded, CausedRunsExceeded,
+// until it next starts a Run). False (WithinLimits) otherwise.
+const (
+	ConditionLimitReached = "LimitReached"
+	// ReasonRateLimited: the Trigger started as many Runs in the last minute as the manager's
+	// --max-trigger-runs-per-minute allows.
+	ReasonRateLimited = "RateLimited"
+	// ReasonWithinLimits: the Trigger's last start was within every limit.
+	ReasonWithinLimits = "WithinLimits"
 )
 
 // Ready reasons of a Workspace.

@@ -57,8 +57,16 @@ const (
 	// directly, the Trigger's creator for a Run a Trigger starts, the parent Run's created-by
 	// for a child Run. A Gate with forbidSelfApproval refuses that person.
 	AnnotationCreatedBy = AnnotationPrefix + "created-by"
-	// AnnotationDepth is how deep a child Run is nested under parent Runs.
+	// AnnotationDepth is a Run's cause depth: how many Runs lie between it and the root of
+	// its cause (a child Run is one deeper than its parent, a Run a runCompleted Trigger
+	// starts one deeper than the Run whose end started it). A Run without it is depth 0.
 	AnnotationDepth = AnnotationPrefix + "depth"
+	// AnnotationCauseRoot names the root of a Run's cause, as "NAME/UID" of the Run that
+	// started the chain (one a person created, or one a Trigger started from its schedule or
+	// a delivery): carried through child Runs, Scene tools and runCompleted Triggers, so the
+	// manager counts every Run one root caused, whatever path it took. A Run without it is
+	// its own root.
+	AnnotationCauseRoot = AnnotationPrefix + "cause-root"
 	// AnnotationCreator names who created a Trigger, stamped by admission from the request's
 	// identity and immutable afterwards; the Runs the Trigger starts are created-by them.
 	AnnotationCreator = AnnotationPrefix + "creator"

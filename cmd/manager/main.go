@@ -51,6 +51,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/hooks"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -77,8 +78,11 @@ type options struct {
 	workspaceWorkers, triggerWorkers, gateWorkers        int
 	stepBinaries                                         string
 	run                                                  controllers.RunConfig
-	webhooks                                             webhookOptions
-	scale                                                scaleOptions
+	// ledger is the record of Runs started a moment ago that the Run and Trigger
+	// controllers and the hooks server share, so each counts the others' too.
+	ledger   *cause.Ledger
+	webhooks webhookOptions
+	scale    scaleOptions
 }
 
 func (o *options) bindFlags() {
@@ -112,7 +116,6 @@ func (o *options) bindFlags() {
 	flag.IntVar(&o.triggerWorkers, "trigger-workers", 4, "How many Triggers are reconciled at once "+
 		"(Triggers due at the same minute start their Runs side by side).")
 	flag.IntVar(&o.gateWorkers, "gate-workers", 4, "How many Gates are reconciled at once.")
-	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", 10, "How deep sub-scene Runs may nest.")
 	flag.IntVar(&o.run.Limits.UnitsPerStep, "max-units-per-step", planner.DefaultLimits.UnitsPerStep,
 		"The most units (fan-out instances times loop iterations, retries not counted) one step makes; "+
 			"a step that would make more fails with reason UnitLimitReached. 0 means no limit.")
@@ -125,6 +128,17 @@ func (o *options) bindFlags() {
 	flag.IntVar(&o.run.Limits.ConfigMapsPerRun, "max-configmaps-per-run", planner.DefaultLimits.ConfigMapsPerRun,
 		"The most ConfigMaps one Run creates to keep outputs; an output that would need one more is not kept and its step "+
 			"fails with reason ConfigMapLimitReached. 0 means no limit.")
+	flag.IntVar(&o.run.MaxDepth, "max-cause-depth", cause.DefaultMaxDepth, "How deep Runs may nest in their cause: "+
+		"each sub-scene or Scene tool Run is one deeper than its parent, each Run a runCompleted Trigger starts one "+
+		"deeper than the Run whose end started it. A step past it fails DepthExceeded; a Trigger starts nothing.")
+	flag.IntVar(&o.run.MaxDepth, "max-scene-depth", cause.DefaultMaxDepth, "The old name of --max-cause-depth.")
+	flag.IntVar(&o.run.Causes.MaxCaused, "max-caused-runs", cause.DefaultMaxCaused, "The most Runs one root Run (one "+
+		"a person created, or one a Trigger started from a schedule or delivery) may cause, through sub-scenes, Scene "+
+		"tools and runCompleted Triggers together.")
+	flag.IntVar(&o.run.Causes.MaxChildren, "max-child-runs", cause.DefaultMaxChildren, "The most child Runs one Run "+
+		"may create (scene steps, their fan-out and loop units, Scene tool calls).")
+	flag.IntVar(&o.run.Causes.MaxPerMinute, "max-trigger-runs-per-minute", cause.DefaultMaxPerMinute, "The most Runs one "+
+		"Trigger may start in any minute, from its schedule, webhook deliveries (429 beyond) or runCompleted chains.")
 	flag.DurationVar(&o.run.PendingTimeout, "pending-timeout", 10*time.Minute,
 		"How long a step attempt's pod may take to start (be scheduled, pull its images, find its Secrets) "+
 			"when its step and Scene set no pendingTimeout, and how long a Run waits for its Scene to exist; 0 means no bound.")
@@ -178,6 +192,13 @@ func run(o *options) error {
 	if l := o.run.Slots; l.Total < 0 || l.PerNamespace < 0 || l.PerRun < 0 {
 		return errors.New("--max-step-pods, --max-step-pods-per-namespace and --max-step-pods-per-run must be 0 (no limit) or more")
 	}
+	for name, v := range map[string]int{"--max-cause-depth": o.run.MaxDepth, "--max-caused-runs": o.run.Causes.MaxCaused,
+		"--max-child-runs": o.run.Causes.MaxChildren, "--max-trigger-runs-per-minute": o.run.Causes.MaxPerMinute} {
+		if v < 1 {
+			return fmt.Errorf("%s is %d; it must be at least 1 (no limit is unbounded)", name, v)
+		}
+	}
+	o.ledger = &cause.Ledger{}
 	var tlsOpts []func(*tls.Config)
 	if !o.http2 {
 		// HTTP/2 Stream Cancellation and Rapid Reset (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
@@ -228,6 +249,7 @@ func run(o *options) error {
 			Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
 			Addr: o.hooksAddr, Rate: rate.Limit(o.hooksRate), Burst: o.hooksBurst,
 			MaxBodies: o.hooksMaxBodies, MaxBodiesPerTrigger: o.hooksMaxBodiesPerTrigger,
+			Limits: o.run.CauseLimits(), Ledger: o.ledger,
 		}); err != nil {
 			return fmt.Errorf("setting up the webhook Trigger endpoint: %w", err)
 		}
@@ -283,13 +305,14 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	}{
 		{"Run", &controllers.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig}},
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger}},
 		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
 		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
 			Clock: clock.RealClock{}}},
 		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{},
+			Limits: runConfig.CauseLimits(), Ledger: o.ledger,
 			Options: controller.Options{MaxConcurrentReconciles: o.triggerWorkers}}},
 		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},

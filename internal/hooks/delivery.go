@@ -36,6 +36,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/expr"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
@@ -183,16 +184,24 @@ func (s *Server) deliver(ctx context.Context, w http.ResponseWriter, req *http.R
 	if refusal != nil {
 		return refused(refusal)
 	}
+	name := naming.DeliveryRunName(trigger.Name, delivery.Key)
+	forget, limit := s.reserveStart(ctx, trigger, name, now)
+	if limit != nil {
+		return *limit
+	}
 	added, full := s.replays.add(replay, delivery.Until, now, orDefault(s.MaxRemembered, DefaultMaxRemembered))
 	switch {
 	case full:
+		forget()
 		return busy(http.StatusServiceUnavailable, time.Minute, "too many deliveries in the last "+MaxSkew.String())
 	case !added:
+		forget()
 		return refused(replayed())
 	}
 
-	run := triggers.NewRun(trigger, naming.DeliveryRunName(trigger.Name, delivery.Key), params)
+	run := triggers.NewRun(trigger, name, params)
 	if err := s.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
+		forget()
 		s.replays.drop(replay) // not accepted: the same request may come again
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
 			return refused(refuse(http.StatusUnprocessableEntity, "the Run was refused: %v", err))
@@ -327,4 +336,55 @@ func (s *Server) mapParams(trigger *ergonv1alpha1.Trigger, body []byte) (map[str
 		return nil, refuse(http.StatusUnprocessableEntity, "%v", err)
 	}
 	return params, nil
+}
+
+// reserveStart takes a place for the Run name among the Runs the Trigger may start in a minute
+// (cause.Limits.MaxPerMinute), counting those the cache holds and those started a moment ago
+// on this replica; a retry of a delivery whose Run exists takes none. It returns how to give
+// the place back if the Run is not created after all, or the 429 to answer when the minute is
+// full.
+func (s *Server) reserveStart(ctx context.Context, trigger *ergonv1alpha1.Trigger, name string, now time.Time) (func(), *answer) {
+	nothing := func() {}
+	list := &ergonv1alpha1.RunList{}
+	// Read only, so the cache's objects need no copies.
+	if err := s.Client.List(ctx, list, client.InNamespace(trigger.Namespace), client.UnsafeDisableDeepCopy,
+		client.MatchingLabels{ergonv1alpha1.LabelTrigger: naming.LabelValue(trigger.Name)}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the Trigger's Runs")
+		a := refused(refuse(http.StatusServiceUnavailable, "the Trigger's Runs could not be counted; try again with the same delivery id"))
+		return nothing, &a
+	}
+	var runs []*ergonv1alpha1.Run
+	for i := range list.Items {
+		run := &list.Items[i]
+		if !metav1.IsControlledBy(run, trigger) {
+			continue
+		}
+		if run.Name == name {
+			return nothing, nil // a retry: its Run counts already
+		}
+		runs = append(runs, run)
+	}
+	seen, frees := cause.StartedWithin(runs, now)
+	ledger := s.ledger()
+	key := cause.TriggerKey(trigger)
+	limits := s.Limits.OrDefaults()
+	if n, ok := ledger.Reserve(key, seen, name, limits.MaxPerMinute, now); !ok {
+		wait := cause.Window
+		if !frees.IsZero() {
+			wait = max(frees.Sub(now), time.Second)
+		}
+		a := busy(http.StatusTooManyRequests, wait, limits.Rate(trigger.Name, n).Message)
+		return nothing, &a
+	}
+	return func() { ledger.Forget(key, name) }, nil
+}
+
+// ledger is the record of Runs started a moment ago.
+func (s *Server) ledger() *cause.Ledger {
+	s.ledgerOnce.Do(func() {
+		if s.Ledger == nil {
+			s.Ledger = &cause.Ledger{}
+		}
+	})
+	return s.Ledger
 }

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 )
 
 var hookKey = []byte("hook-signing-key-0123456789")
@@ -370,6 +371,28 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 		a = limited.signed(path, body, hookKey, "burst-2")
 		Expect(a.status).To(Equal(http.StatusAccepted), a.raw)
 		Expect(strings.HasPrefix(a.body["run"], "on-push-")).To(BeTrue())
+	})
+
+	It("starts at most so many Runs per Trigger per minute, answers 429 naming the limit, and counts a retry once", func(ctx SpecContext) {
+		capped := newHookServer(func(s *Server) { s.Limits = cause.Limits{MaxPerMinute: 3} })
+		for i := range 3 {
+			a := capped.signed(path, body, hookKey, "minute-"+strconv.Itoa(i))
+			Expect(a.status).To(Equal(http.StatusAccepted), a.raw)
+		}
+		a := capped.signed(path, body, hookKey, "minute-3")
+		Expect(a.status).To(Equal(http.StatusTooManyRequests), a.raw)
+		Expect(a.body["error"]).To(ContainSubstring("limit of Runs per Trigger per minute (3)"))
+		Expect(a.body["error"]).To(ContainSubstring(cause.FlagMaxPerMinute))
+		Expect(a.header.Get("Retry-After")).NotTo(BeEmpty())
+		Expect(allRuns(ctx, ns)).To(HaveLen(3))
+		// A retry of an accepted delivery, signed again, finds its Run: it starts nothing new.
+		capped.clock.Step(time.Second)
+		Expect(capped.signed(path, body, hookKey, "minute-0").status).To(Equal(http.StatusAccepted))
+
+		capped.clock.Step(2 * time.Minute)
+		a = capped.signed(path, body, hookKey, "minute-3")
+		Expect(a.status).To(Equal(http.StatusAccepted), a.raw)
+		Expect(allRuns(ctx, ns)).To(HaveLen(4))
 	})
 
 	It("reads at most so many bodies at once per Trigger and in all, and refuses the rest without reading them", func(ctx SpecContext) {

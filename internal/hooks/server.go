@@ -35,6 +35,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
@@ -72,15 +73,22 @@ type Server struct {
 	// unauthenticated delivery goes out (DefaultRefusalDelay when 0, none when negative), so
 	// its timing does not tell a Trigger whose key was read from one that is not there.
 	RefusalDelay time.Duration
+	// Limits caps the Runs a Trigger starts a minute (MaxPerMinute, its default when 0),
+	// counted with the Trigger controller's: deliveries, schedules and chained Runs alike.
+	Limits cause.Limits
+	// Ledger remembers the Runs started a moment ago, which the cache may not hold yet; the
+	// manager shares one with its controllers. The server keeps its own when nil.
+	Ledger *cause.Ledger
 
-	mappings triggers.MappingCache
-	slots    bodySlots
-	replays  replays
-	decoy    decoyKey
-	mu       sync.Mutex
-	limiters map[types.UID]*rate.Limiter
-	keys     map[string]cachedKey
-	records  map[types.NamespacedName]*pendingRecord
+	ledgerOnce sync.Once
+	mappings   triggers.MappingCache
+	slots      bodySlots
+	replays    replays
+	decoy      decoyKey
+	mu         sync.Mutex
+	limiters   map[types.UID]*rate.Limiter
+	keys       map[string]cachedKey
+	records    map[types.NamespacedName]*pendingRecord
 }
 
 type cachedKey struct {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 )
 
@@ -62,8 +63,14 @@ type Facts struct {
 	// PendingTimeout is the manager's bound on how long an attempt's pod may take to start,
 	// for steps and Scenes that set none; zero means no bound.
 	PendingTimeout time.Duration
-	// Depth is how deep this Run is nested under parent Runs; MaxDepth bounds it.
+	// Depth is the Run's cause depth (cause.Of); MaxDepth bounds the depth of the Runs it
+	// creates, and Calls the rest of what it may cause (its MaxDepth is ignored).
 	Depth, MaxDepth int
+	Calls           cause.Limits
+	// Caused is how many Runs the root of the Run's cause has caused so far, and ChildRuns
+	// how many child Runs this Run has created, both as the controller counted them before
+	// this pass (calls.go).
+	Caused, ChildRuns int
 	// UnitPods holds the pods of fan-out instances and loop iterations, by step name and
 	// unit; Stored the unit outputs NeededConfigMaps asked for, by ConfigMap name.
 	UnitPods map[string]map[Unit][]PodState

@@ -312,6 +312,15 @@ func (f *flow) startUnit(i int) bool {
 		f.failed(i, ergonv1alpha1.ReasonUnitLimitReached, problem)
 		return false
 	}
+	if step.Spec.Scene != nil {
+		name := naming.UnitChildRunName(p.f.Run.Name, step.Name, un.Index, un.Iteration)
+		if _, exists := p.f.Children[name]; !exists {
+			if refusal := p.refuseChild(); refusal != nil {
+				f.failed(i, refusal.Reason, refusal.Message)
+				return false
+			}
+		}
+	}
 	if u.attempts[i] == 0 && f.made >= 0 {
 		f.made++
 	}

@@ -442,9 +442,8 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		if !p.ready(step) {
 			return
 		}
-		if p.f.Depth+1 > p.f.MaxDepth {
-			p.fail(p.record(step.Name), step, ergonv1alpha1.ReasonDepthExceeded,
-				fmt.Sprintf("sub-scenes nest deeper than %d Runs; is there a cycle of Scenes calling each other?", p.f.MaxDepth))
+		if refusal := p.refuseDepth(); refusal != nil {
+			p.fail(p.record(step.Name), step, refusal.Reason, refusal.Message)
 			return
 		}
 		if !p.hasCapacity() {
@@ -455,14 +454,20 @@ func (p *planner) decideSceneStep(step *compile.Step, s *ergonv1alpha1.StepStatu
 		if !ok {
 			return
 		}
+		name := naming.ChildRunName(p.f.Run.Name, string(step.Spec.Scene.Name), r.SceneParams)
+		_, exists := p.f.Children[name]
+		if refusal := p.refuseChild(); refusal != nil && !exists {
+			p.fail(p.record(step.Name), step, refusal.Reason, refusal.Message)
+			return
+		}
 		p.take()
 		s = p.record(step.Name)
 		s.Reason, s.Message = "", ""
-		s.ChildRun = naming.ChildRunName(p.f.Run.Name, string(step.Spec.Scene.Name), r.SceneParams)
+		s.ChildRun = name
 		s.Attempts = 1
 		s.Phase = ergonv1alpha1.StepRunning
 		p.start(s)
-		if _, exists := p.f.Children[s.ChildRun]; !exists {
+		if !exists {
 			p.plan.Children = append(p.plan.Children, ChildRequest{
 				Name: s.ChildRun, Step: step.Name, Scene: string(step.Spec.Scene.Name), Params: r.SceneParams,
 			})

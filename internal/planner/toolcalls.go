@@ -193,13 +193,13 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 	}
 	child, ok := p.f.Children[name]
 	if !ok {
-		if p.f.Depth+1 > p.f.MaxDepth {
-			return failed("calling Scene %s would nest Runs deeper than %d; is there a cycle of Scenes calling each other?",
-				tool.Scene, p.f.MaxDepth)
-		}
 		params, err := ArgumentParams(call.Arguments)
 		if err != nil {
 			return failed("%v", err)
+		}
+		if refusal := p.refuseChild(); refusal != nil {
+			// The model is told, as of any call that cannot run, and goes on without it.
+			return failed("Ergon did not call Scene %s (%s): %s", tool.Scene, refusal.Reason, refusal.Message)
 		}
 		p.plan.Children = append(p.plan.Children, ChildRequest{Name: name, Step: step.Name, Scene: string(tool.Scene), Params: params})
 		return res, fmt.Sprintf("%s (child Run %s of Scene %s)", call.Tool, name, tool.Scene)

@@ -25,6 +25,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
@@ -41,6 +42,9 @@ type toolWorld struct {
 	gates    map[string]GateState
 	calls    ToolCallFacts
 	depth    int
+	// childRuns and limits are the child Runs the Run made and the cause caps (calls.go).
+	childRuns int
+	limits    cause.Limits
 }
 
 func newToolWorld(t *testing.T, retry *ergonv1alpha1.RetryPolicy) *toolWorld {
@@ -62,7 +66,7 @@ func newToolWorld(t *testing.T, retry *ergonv1alpha1.RetryPolicy) *toolWorld {
 func (w *toolWorld) plan() *Plan {
 	f := &Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: map[string][]PodState{"work": w.pods},
 		Outputs: map[string]Output{}, Children: w.children, Gates: w.gates, PodBudget: -1, Depth: w.depth, MaxDepth: 3,
-		ToolCalls: map[string]ToolCallFacts{"work": w.calls}}
+		ToolCalls: map[string]ToolCallFacts{"work": w.calls}, ChildRuns: w.childRuns, Calls: w.limits}
 	p := Decide(f)
 	w.run.Status = p.Status
 	for _, req := range p.Pods {

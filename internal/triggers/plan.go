@@ -46,6 +46,10 @@ type ScheduleFacts struct {
 	Location *time.Location
 	// OverBudget says why the Trigger's budget is spent (PlanBudget); "" when it is not.
 	OverBudget string
+	// Limited says which of the manager's limits keeps the Trigger from starting a Run now
+	// (its Runs per minute; LimitCondition); "" when none does. Like a spent budget, it
+	// passes over the due time.
+	Limited string
 }
 
 // Ready is the Trigger's Ready condition a plan sets.
@@ -141,8 +145,9 @@ func PlanSchedule(f ScheduleFacts) SchedulePlan {
 			return plan
 		}
 	}
-	if f.OverBudget != "" {
-		// Told once per window by PlanBudget's Event, not once per scheduled time.
+	if f.OverBudget != "" || f.Limited != "" {
+		// Told once per window by PlanBudget's Event, or when the limit is reached by
+		// LimitCondition's, not once per scheduled time.
 		plan.RunName, plan.Skipped = "", true
 		return plan
 	}

@@ -51,6 +51,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/hooks"
 )
 
@@ -95,9 +96,11 @@ func main() {
 	addr := freeAddress()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	must(err)
-	// Every client may have a body in flight: the bench measures the endpoint, not its caps.
+	// Every client may have a body in flight, and every delivery may start its Run: the bench
+	// measures the endpoint (counting the Trigger's Runs of the last minute included), not its caps.
 	must(mgr.Add(&hooks.Server{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Clock: clock.RealClock{},
-		Addr: addr, Rate: rate.Inf, MaxBodies: *concurrency, MaxBodiesPerTrigger: *concurrency}))
+		Addr: addr, Rate: rate.Inf, MaxBodies: *concurrency, MaxBodiesPerTrigger: *concurrency,
+		Limits: cause.Limits{MaxPerMinute: *n + 1}}))
 	go func() { must(mgr.Start(ctx)) }()
 	url := "http://" + addr + "/hooks/" + ns + "/push"
 	waitServing(url)
