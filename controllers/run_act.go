@@ -147,6 +147,11 @@ func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Ru
 	pod := stepPod(run, scene, req, bins)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
+	if req.Step.Spec.Container != nil {
+		if err := r.defaultPodResources(ctx, pod, scene); err != nil {
+			return err
+		}
+	}
 	if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ type RunConfig struct {
 	StepBinaries StepBinaries
 	// MaxActivePods caps the step pods of all Runs running at once; 0 means no cap.
 	MaxActivePods int
+	// StepDefaultResources are the requests and limits of a container step (or tool call) pod
+	// whose step and Scene set none, in a namespace whose LimitRanges give containers no
+	// defaults (run_podresources.go); empty sets none.
+	StepDefaultResources corev1.ResourceRequirements
 	// MaxDepth bounds how deep sub-scene Runs nest.
 	MaxDepth int
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
