@@ -18,9 +18,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +51,10 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 	if plan.Start != nil {
 		if err := r.createRun(ctx, trigger, plan.Start, plan.Why); err != nil {
 			return ctrl.Result{}, err
+		}
+		if plan.Start.Name != plan.RunName {
+			setNameTaken(status, trigger, plan.RunName, plan.Start.Name)
+			plan.RunName = plan.Start.Name
 		}
 		if !slices.Contains(status.Active, plan.RunName) {
 			status.Active = append(status.Active, plan.RunName)
@@ -83,4 +89,13 @@ func (r *TriggerReconciler) firstNotice(trigger *ergonv1alpha1.Trigger, reason s
 	key := trigger.Namespace + "/" + trigger.Name + "/" + reason
 	previous, loaded := r.noticed.Swap(key, scheduled.Unix())
 	return !loaded || previous.(int64) != scheduled.Unix()
+}
+
+// setNameTaken records on the Trigger that a Run it does not own held the name of a Run it
+// started, which it started under an alternate name (run_squatters.go).
+func setNameTaken(status *ergonv1alpha1.TriggerStatus, trigger *ergonv1alpha1.Trigger, held, used string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ergonv1alpha1.ConditionNameTaken,
+		Status: metav1.ConditionTrue, Reason: ergonv1alpha1.ReasonNameSquatted, ObservedGeneration: trigger.Generation,
+		Message: fmt.Sprintf("Run %s, which the Trigger did not create, holds the name of a Run it starts; Ergon leaves "+
+			"it alone and started Run %s in its place (the Events name who created it)", held, used)})
 }
