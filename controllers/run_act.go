@@ -73,7 +73,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
-		pods.Go(func() error { return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin, taken) })
+		pods.Go(func() error {
+			return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin, taken)
+		})
 	}
 	if err := pods.Wait(); err != nil {
 		return err
