@@ -78,6 +78,21 @@ var _ = Describe("Names that cannot be squatted", func() {
 		expectSquatterNamed(ctx, ns, "sq-1", squatter)
 	})
 
+	It("a pod under a fan-out unit's pod name does not stop the unit", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		squatter := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: naming.UnitPodName("fan-1", "shard", 1, 0, 1), Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "other", Image: "busybox:test"}}}}
+		Expect(k8sClient.Create(ctx, squatter)).To(Succeed())
+		createScene(ctx, ns, "fan", fanOut(container("shard", "item {{ .item }}"), 0, 0, 1, 2))
+		createRun(ctx, ns, "fan-1", "fan", nil)
+
+		run := finished(ctx, ns, "fan-1")
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%v", run.Status.Conditions)
+		Expect(stepStatus(run, "shard").Output.Preview).To(ContainSubstring("item 1"))
+		expectNameTaken(run, squatter.Name)
+		expectSquatterNamed(ctx, ns, "fan-1", squatter)
+	})
+
 	It("a ConfigMap under a step's output ConfigMap's name does not stop the Run: the output is kept under another name",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx, echoLastArg)
