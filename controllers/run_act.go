@@ -106,7 +106,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.create(ctx, gateOf(run, req)); err != nil {
+		if err := r.createGate(ctx, run, req, kept[req.Step.Name], taken); err != nil {
 			return err
 		}
 	}
@@ -228,6 +228,31 @@ func (r *RunReconciler) createChild(ctx context.Context, run, child *ergonv1alph
 	}
 	taken.add(fmt.Sprintf("Step %s: %s holds the name of its child Run; Ergon leaves it alone and uses Run %s",
 		step, strings.Join(held, "; "), child.Name))
+	return err
+}
+
+// createGate creates a gate step's Gate under its name or an alternate, which the step's status
+// records as its gate. A tool call's Gate keeps its name: it is shared with the call's pod or
+// child Run (naming.ToolCallName). When every name is held, it creates nothing: the step fails
+// on the next pass with NameConflict, naming the Gate that holds its name.
+func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, req planner.GateRequest,
+	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
+	gate := gateOf(run, req)
+	if req.ToolCall != "" {
+		return r.create(ctx, gate)
+	}
+	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "Gate", gate, naming.MaxLabelLength)
+	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
+		return nil
+	}
+	if len(held) == 0 {
+		return err
+	}
+	if kept != nil {
+		kept.Gate = gate.Name
+	}
+	taken.add(fmt.Sprintf("Step %s: %s holds the name of its Gate; Ergon leaves it alone and uses Gate %s",
+		req.Step.Name, strings.Join(held, "; "), gate.Name))
 	return err
 }
 

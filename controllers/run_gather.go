@@ -373,6 +373,10 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			}
 		}
 		f.Gates[g.Name] = state
+		if stands := standsFor(g); stands != g.Name {
+			// An alternate (run_squatters.go): found by the name the planner gives it too.
+			f.Gates[stands] = state
+		}
 	}
 	return nil
 }

@@ -134,6 +134,33 @@ var _ = Describe("Names that cannot be squatted", func() {
 		expectSquatterNamed(ctx, ns, "call-1", squatter)
 		Expect(getRun(ctx, ns, squatter.Name).Spec.Cancel).To(BeFalse())
 	})
+
+	It("a Gate under a gate step's Gate name does not stop the step: it waits on a Gate under another name", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		squatter := &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: naming.GateName("ask-1", "approve"), Namespace: ns},
+			Spec: ergonv1alpha1.GateSpec{RunRef: corev1.LocalObjectReference{Name: "ask-1"}, Step: "approve", Message: "mine"}}
+		Expect(k8sClient.Create(ctx, squatter)).To(Succeed())
+		createScene(ctx, ns, "ask", ergonv1alpha1.Step{Name: "approve", Gate: &ergonv1alpha1.GateStep{Message: "go?"}})
+		createRun(ctx, ns, "ask-1", "ask", nil)
+
+		var gate string
+		Eventually(func(g Gomega) {
+			_, approve := runStep(ctx, ns, "ask-1", "approve")
+			g.Expect(approve.Phase).To(Equal(ergonv1alpha1.StepWaiting))
+			g.Expect(approve.Gate).NotTo(BeEmpty())
+			gate = approve.Gate
+		}).Should(Succeed())
+		Expect(gate).NotTo(Equal(squatter.Name))
+		own := &ergonv1alpha1.Gate{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: gate}, own)).To(Succeed())
+		Expect(own.Spec.Message).To(Equal("go?"))
+		Consistently(func() ergonv1alpha1.StepPhase {
+			_, approve := runStep(ctx, ns, "ask-1", "approve")
+			return approve.Phase
+		}, "1s").Should(Equal(ergonv1alpha1.StepWaiting))
+		expectNameTaken(getRun(ctx, ns, "ask-1"), squatter.Name)
+		expectSquatterNamed(ctx, ns, "ask-1", squatter)
+	})
 })
 
 var _ = Describe("A schedule Trigger whose Run's name is taken", Serial, func() {
