@@ -18,8 +18,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +42,10 @@ import (
 func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(run).String()
-	if err := r.storeOutputs(ctx, run, plan); err != nil {
+	taken := &squatters{}
+	// Told once the pass has acted, whether it ends well or not: the objects were created.
+	defer tellSquatters(r.Recorder, run, &plan.Status.Conditions, run.Generation, taken)
+	if err := r.storeOutputs(ctx, run, plan, taken); err != nil {
 		return err
 	}
 	if err := r.applyMemory(ctx, run, scene, plan); err != nil {
@@ -68,7 +73,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	pods, _ := errgroup.WithContext(ctx)
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
-		pods.Go(func() error { return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin) })
+		pods.Go(func() error {
+			return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin, taken)
+		})
 	}
 	if err := pods.Wait(); err != nil {
 		return err
@@ -81,7 +88,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		child := childRun(run, req, f.Depth)
 		err := r.authorizeChild(ctx, run, child)
 		if err == nil {
-			err = r.create(ctx, child)
+			err = r.createChild(ctx, run, child, req.Step, kept[req.Step], taken)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			reason := ergonv1alpha1.ReasonRunRefused
@@ -100,7 +107,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.create(ctx, gateOf(run, req)); err != nil {
+		if err := r.createGate(ctx, run, req, kept[req.Step.Name], taken); err != nil {
 			return err
 		}
 	}
@@ -126,6 +133,9 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		if !ok || child.UID == "" {
 			continue // never created, or not the Run's
 		}
+		if child.Name != "" {
+			name = child.Name // an alternate the planner knows by its predictable name
+		}
 		// metadata.uid is immutable: a Run that replaced the child under its name refuses
 		// the patch as Invalid instead of being cancelled.
 		patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"cancel":true}}`, child.UID)
@@ -142,12 +152,17 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 // createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
 // agent pod pins the digests of the internal state it mounts (pinAgentState).
 func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
-	req planner.PodRequest, node string, kept *ergonv1alpha1.StepStatus, memoryPin string) error {
+	req planner.PodRequest, node string, kept *ergonv1alpha1.StepStatus, memoryPin string, taken *squatters) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
 	pod := stepPod(run, scene, req, bins)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
+	if req.Step.Spec.Container != nil {
+		if err := r.defaultPodResources(ctx, pod, scene); err != nil {
+			return err
+		}
+	}
 	if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
 		return err
 	}
@@ -157,8 +172,11 @@ func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Ru
 		bindToWorkspace(pod, req.Step, ws, node, bins)
 	}
 	err := r.authorizePod(ctx, run, pod, ws)
-	if err == nil {
+	if err == nil && ws != nil {
+		// The Workspace's write lease names the attempt's pod by its predictable name.
 		err = r.create(ctx, pod)
+	} else if err == nil {
+		err = r.createStepPodOwned(ctx, run, pod, req, kept, taken)
 	}
 	if refused(err) || isNotAuthorized(err) {
 		// Not authorized, or the pod is invalid, or a LimitRange or Pod Security forbids it:
@@ -168,6 +186,74 @@ func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Ru
 			fmt.Sprintf("Step %s cannot create its pod %s", req.Step.Name, req.Name))
 		return nil
 	}
+	return err
+}
+
+// createStepPodOwned creates a step pod under its name or, when someone else's object holds
+// it, under an alternate (run_squatters.go), which a single attempt's status records as its
+// podName; a unit's pod is found by its labels. When every name is held, it creates nothing:
+// the attempt fails on the next pass with NameConflict, naming the pod that holds its name.
+func (r *RunReconciler) createStepPodOwned(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod,
+	req planner.PodRequest, kept *ergonv1alpha1.StepStatus, taken *squatters) error {
+	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "pod", pod, naming.MaxLabelLength)
+	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
+		return nil
+	}
+	if len(held) == 0 {
+		return err
+	}
+	if req.Unit == nil && kept != nil {
+		kept.PodName = pod.Name
+	}
+	taken.add(fmt.Sprintf("Step %s: %s holds the name of its pod for attempt %d; Ergon leaves it alone and uses pod %s",
+		req.Step.Name, strings.Join(held, "; "), req.Attempt, pod.Name))
+	return err
+}
+
+// createChild creates a scene step's child Run under its name or an alternate, which the
+// step's status records as its childRun (a unit's child is found by its labels and
+// AnnotationStandsFor). When every name is held, it creates nothing: the step fails on the
+// next pass with NameConflict, naming the Run that holds its name.
+func (r *RunReconciler) createChild(ctx context.Context, run, child *ergonv1alpha1.Run, step string,
+	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
+	predictable := child.Name
+	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, kindRun, child, naming.MaxLabelLength)
+	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
+		return nil
+	}
+	if len(held) == 0 {
+		return err
+	}
+	if kept != nil && kept.ChildRun == predictable {
+		kept.ChildRun = child.Name
+	}
+	taken.add(fmt.Sprintf("Step %s: %s holds the name of its child Run; Ergon leaves it alone and uses Run %s",
+		step, strings.Join(held, "; "), child.Name))
+	return err
+}
+
+// createGate creates a gate step's Gate under its name or an alternate, which the step's status
+// records as its gate. A tool call's Gate keeps its name: it is shared with the call's pod or
+// child Run (naming.ToolCallName). When every name is held, it creates nothing: the step fails
+// on the next pass with NameConflict, naming the Gate that holds its name.
+func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, req planner.GateRequest,
+	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
+	gate := gateOf(run, req)
+	if req.ToolCall != "" {
+		return r.create(ctx, gate)
+	}
+	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "Gate", gate, naming.MaxLabelLength)
+	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
+		return nil
+	}
+	if len(held) == 0 {
+		return err
+	}
+	if kept != nil {
+		kept.Gate = gate.Name
+	}
+	taken.add(fmt.Sprintf("Step %s: %s holds the name of its Gate; Ergon leaves it alone and uses Gate %s",
+		req.Step.Name, strings.Join(held, "; "), gate.Name))
 	return err
 }
 

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
@@ -147,9 +146,11 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 	main.Env = append(main.Env, fallbackKeysEnv(scene.Spec.Models, model.Fallback)...)
 	main.Image, main.ImagePullPolicy = ergonImage, corev1.PullIfNotPresent
 	main.Command, main.Args = []string{EntrypointInImage}, []string{entrypointRun, "--", AgentInImage}
-	main.Resources = corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+	main.Resources = *agentResources.DeepCopy()
+	if own := req.Step.Spec.Agent.Resources; own != nil {
+		main.Resources = *own.DeepCopy()
+	} else if sr := sceneStepResources(scene); sr != nil {
+		main.Resources = *sr.DeepCopy()
 	}
 	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true})
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,7 +120,9 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 	recorded := iterationDigests(run)
 	for _, name := range planner.NeededConfigMaps(run, scene) {
 		cm := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+		// Under its name or, when someone else's ConfigMap holds it, an alternate (run_squatters.go).
+		err := getOwned(ctx, r.APIReader, run.UID, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm,
+			naming.MaxSubdomainLength)
 		switch {
 		case apierrors.IsNotFound(err):
 			f.Missing[name] = true // read live: it was deleted, and the planner fails its step
@@ -141,6 +144,19 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 		}
 	}
 	return nil
+}
+
+// moveOutputRefs points the outputs and transcripts the status keeps in ConfigMap from to
+// ConfigMap to, an alternate that holds them.
+func moveOutputRefs(status *ergonv1alpha1.RunStatus, from, to string) {
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		for _, out := range []*ergonv1alpha1.OutputValue{s.Output, s.Transcript} {
+			if out != nil && out.Ref != nil && out.Ref.ConfigMap == from {
+				out.Ref.ConfigMap = to
+			}
+		}
+	}
 }
 
 // iterationDigests maps the ConfigMap of each finished loop iteration the status records to
@@ -209,14 +225,20 @@ func podSeen(states []planner.PodState, name string) bool {
 // policy) can never be written: it is remembered, and the plan fails with an error so that its
 // status is not written; the next pass fails the step that needs it instead of asking again
 // (planner.Facts.Refused).
-func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan, taken *squatters) error {
 	key := client.ObjectKeyFromObject(run).String()
 	for _, req := range plan.Store {
 		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
-		err := r.Create(ctx, cm)
+		held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "ConfigMap", cm, naming.MaxSubdomainLength)
+		if len(held) > 0 && err == nil {
+			moveOutputRefs(&plan.Status, req.ConfigMap, cm.Name)
+			taken.add(fmt.Sprintf("Step %s: %s holds the name of its output ConfigMap; Ergon leaves it alone and uses "+
+				"ConfigMap %s", req.Step, strings.Join(held, "; "), cm.Name))
+		}
 		if refused(err) {
-			r.refused.add(key, cm.Name, err, r.Clock.Now(), nil)
+			// Remembered under the name the planner asked for, which is how it looks it up.
+			r.refused.add(key, req.ConfigMap, err, r.Clock.Now(), nil)
 			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)

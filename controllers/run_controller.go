@@ -63,6 +63,10 @@ type RunConfig struct {
 	// Limits bound the units a step makes and the outputs a Run keeps in ConfigMaps
 	// (docs/limits.md); a zero field is no limit.
 	Limits planner.Limits
+	// StepDefaultResources are the requests and limits of a container step (or tool call) pod
+	// whose step and Scene set none, in a namespace whose LimitRanges give containers no
+	// defaults (run_podresources.go); empty sets none.
+	StepDefaultResources corev1.ResourceRequirements
 	// MaxDepth bounds the cause depth of the Runs a Run creates (how deep sub-scene and
 	// Scene tool Runs nest); when 0, Causes.MaxDepth, and its default, apply.
 	MaxDepth int

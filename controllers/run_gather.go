@@ -181,6 +181,15 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+	case !controlledBy(cm, run.UID):
+		// Someone else's: the output is stored under an alternate name (run_squatters.go),
+		// unless every alternate is held too.
+		if held, err := alternatesHeld(ctx, r.APIReader, run.UID, cm, naming.MaxSubdomainLength); err != nil {
+			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
+		} else if held {
+			return planner.Output{Err: notOwned("ConfigMap", name, run).Error() + "; so are its alternate names",
+				Reason: ergonv1alpha1.ReasonNameConflict}
+		}
 	default:
 		if _, err := verifyInternal(cm, runWants(run, "the output", planner.OutputKey)); err != nil {
 			return planner.Output{Err: err.Error(), Reason: ergonv1alpha1.ReasonNameConflict}
@@ -299,7 +308,12 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 			}
 			state.Value = value
 		}
+		state.Name = child.Name
 		f.Children[child.Name] = state
+		if stands := standsFor(child); stands != child.Name {
+			// An alternate (run_squatters.go): found by the name the planner gives it too.
+			f.Children[stands] = state
+		}
 	}
 	// A child the status records but the cache does not hold was refused (run_refusals.go),
 	// is not in the cache yet, or was deleted: the API server tells the last two apart, so a
@@ -351,6 +365,10 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			}
 		}
 		f.Gates[g.Name] = state
+		if stands := standsFor(g); stands != g.Name {
+			// An alternate (run_squatters.go): found by the name the planner gives it too.
+			f.Gates[stands] = state
+		}
 	}
 	return nil
 }

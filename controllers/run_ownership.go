@@ -126,7 +126,8 @@ func gateMatches(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) bool {
 	if call := g.Annotations[annotationToolCall]; call != "" {
 		return naming.ToolCallName(run.Name, g.Spec.Step, call) == g.Name
 	}
-	return naming.GateName(run.Name, g.Spec.Step) == g.Name
+	// Or an alternate, when someone else's Gate held the name (run_squatters.go).
+	return naming.GateName(run.Name, g.Spec.Step) == standsFor(g)
 }
 
 func gateMismatch(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) *conflictError {

@@ -121,6 +121,9 @@ func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.R
 	for _, req := range plan.ToolPods {
 		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
 		pod := toolPod(run, req, bins)
+		if err := r.defaultPodResources(ctx, pod, f.Scene); err != nil {
+			return err
+		}
 		if ws != nil {
 			// A step of no kind writes nothing: the volume is mounted read-only.
 			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)

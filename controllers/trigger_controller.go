@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,8 +151,15 @@ func (r *TriggerReconciler) patchStatus(ctx context.Context, trigger *ergonv1alp
 func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts,
 	run *ergonv1alpha1.Run, why string) error {
 	log.FromContext(ctx).Info("Creating Run", "run", run.Name, "why", why)
-	err := r.Create(ctx, run)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	predictable := run.Name
+	// Under its name or, when a Run the Trigger does not own holds it, an alternate
+	// (run_squatters.go); run.Name is then the name used.
+	held, err := createOwned(ctx, r.Client, r.APIReader, trigger.UID, kindRun, run, naming.MaxLabelLength)
+	if len(held) > 0 && err == nil {
+		r.Recorder.Eventf(trigger, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameSquatted, "CreateUnderAlternateName",
+			"%s holds the name of the Run %s; Ergon leaves it alone and uses Run %s", strings.Join(held, "; "), why, run.Name)
+	}
+	if err != nil {
 		return err
 	}
 	now := r.Clock.Now()
@@ -160,8 +168,8 @@ func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha
 		r.ledger().Record(cause.RootLedgerKey(root), run.Name, now)
 	}
 	facts.look.Started = true
-	if err != nil {
-		log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name)
+	if run.UID == "" {
+		log.FromContext(ctx).V(1).Info("Run exists already", "run", run.Name, "standsFor", predictable)
 		return nil
 	}
 	r.Recorder.Eventf(trigger, run, corev1.EventTypeNormal, EventRunStarted, "Start",

@@ -18,9 +18,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,11 +54,15 @@ func (r *TriggerReconciler) reconcileSchedule(ctx context.Context, trigger *ergo
 		if err := r.createRun(ctx, trigger, facts, plan.Start, plan.Why); err != nil {
 			return ctrl.Result{}, err
 		}
+		plan.RunName = plan.Start.Name // an alternate, when someone else's Run held the name
 		if !slices.Contains(status.Active, plan.RunName) {
 			status.Active = append(status.Active, plan.RunName)
 			status.ActiveCount++
 		}
 	}
+	// From what exists, not from this pass's action: a pass that read the Trigger before the
+	// last status write still sees the Run that stands for the taken name.
+	setNameTaken(status, trigger, slices.Concat(facts.active, facts.succeeded, facts.failed, []*ergonv1alpha1.Run{plan.Start}))
 	if plan.RunName != "" {
 		status.LastScheduleTime = &metav1.Time{Time: plan.Scheduled}
 		status.LastRun = plan.RunName
@@ -93,4 +99,26 @@ func limited(refusal *cause.Refusal) string {
 		return ""
 	}
 	return refusal.Message
+}
+
+// setNameTaken records on the Trigger that a Run it does not own held the name of a Run it
+// started, which it started under an alternate name (run_squatters.go): the newest of runs
+// that stands for another name. Once True, it stays.
+func setNameTaken(status *ergonv1alpha1.TriggerStatus, trigger *ergonv1alpha1.Trigger, runs []*ergonv1alpha1.Run) {
+	var newest *ergonv1alpha1.Run
+	for _, run := range runs {
+		if run == nil || standsFor(run) == run.Name {
+			continue
+		}
+		if newest == nil || newest.CreationTimestamp.Before(&run.CreationTimestamp) {
+			newest = run
+		}
+	}
+	if newest == nil {
+		return
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ergonv1alpha1.ConditionNameTaken,
+		Status: metav1.ConditionTrue, Reason: ergonv1alpha1.ReasonNameSquatted, ObservedGeneration: trigger.Generation,
+		Message: fmt.Sprintf("Run %s, which the Trigger did not create, holds the name of a Run it starts; Ergon leaves "+
+			"it alone and started Run %s in its place (the Events name who created it)", standsFor(newest), newest.Name)})
 }

@@ -64,6 +64,15 @@ const (
 	ReasonNameConflict = "NameConflict"
 )
 
+// ConditionNameTaken is True on a Run or Trigger once an object Ergon was to create under a
+// predictable name was held by an object Ergon does not own: Ergon left that object alone and
+// created its own under an alternate name. The message names the object that held the name.
+const (
+	ConditionNameTaken = "NameTaken"
+	// ReasonNameSquatted: someone else's object held a predictable name; an alternate was used.
+	ReasonNameSquatted = "NameSquatted"
+)
+
 // Reasons of a step (status.steps[].reason, and of fan-out instances and loop iterations),
 // besides the Run's own (StepFailed, StepTimedOut, Cancelled, NameConflict, ...) and the
 // kubelet's waiting reasons (ImagePullBackOff, ErrImagePull, CreateContainerConfigError, ...),

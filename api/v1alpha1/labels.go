@@ -74,6 +74,11 @@ const (
 	// person browsing its files in the console or the plugin: an RFC 3339 time. The Workspace
 	// controller counts it as use, so an idle Workspace wakes and a running one stays up.
 	AnnotationWorkspaceTouch = AnnotationPrefix + "touch"
+	// AnnotationStandsFor on an object Ergon created under an alternate name names the
+	// predictable name it stands for, which an object Ergon does not own holds (docs/limits.md,
+	// "Names that cannot be squatted"). Whoever looks the object up by its predictable name
+	// finds it through this annotation.
+	AnnotationStandsFor = AnnotationPrefix + "stands-for"
 	// AnnotationToolCall on a Gate names the agent's tool call it asks approval of; the Gate's
 	// name is derived from it, so it never changes (admission keeps it).
 	AnnotationToolCall = "agent.ergon.dev/tool-call"

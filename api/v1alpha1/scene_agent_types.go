@@ -327,6 +327,12 @@ type AgentStep struct {
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$`
 	// +optional
 	AllowHosts []Host `json:"allowHosts,omitempty"`
+
+	// resources of the agent's container, as in a Pod. Unset, the Scene's stepResources
+	// apply, then the agent runtime's own (50m CPU and 64Mi memory requested, 256Mi memory
+	// limit). An agent step bound to a Workspace runs with the Workspace's resources.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // OutputContract is the type an agent's answer must have. Invalid answers are sent back to

@@ -97,6 +97,15 @@ type SceneSpec struct {
 	// +optional
 	PendingTimeout *metav1.Duration `json:"pendingTimeout,omitempty"`
 
+	// stepResources are the requests and limits of every container step, and of the pods of
+	// container tool calls, that set no resources of their own, and of every agent step that
+	// sets none (an agent step bound to a Workspace runs with the Workspace's). Unset, a
+	// container step gets the namespace's LimitRange defaults or, where the namespace has none,
+	// the manager's --step-default-* values; an agent step gets the agent runtime's own. A
+	// request of 0 asks for no request: requests and limits that are all 0 make a BestEffort pod.
+	// +optional
+	StepResources *corev1.ResourceRequirements `json:"stepResources,omitempty"`
+
 	// steps are the nodes of the graph. Each has exactly one kind: container, agent, gate or
 	// scene. A step starts once every step it dependsOn has ended.
 	// +listType=map
@@ -326,7 +335,8 @@ type ContainerStep struct {
 	// +optional
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
-	// resources of the container, as in a Pod.
+	// resources of the container, as in a Pod. Unset, the Scene's stepResources apply, then
+	// the namespace's LimitRange defaults, then the manager's --step-default-* values.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 

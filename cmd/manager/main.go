@@ -80,14 +80,16 @@ type options struct {
 	run                                                  controllers.RunConfig
 	// ledger is the record of Runs started a moment ago that the Run and Trigger
 	// controllers and the hooks server share, so each counts the others' too.
-	ledger   *cause.Ledger
-	webhooks webhookOptions
-	scale    scaleOptions
+	ledger        *cause.Ledger
+	webhooks      webhookOptions
+	scale         scaleOptions
+	stepResources stepResourceOptions
 }
 
 func (o *options) bindFlags() {
 	o.webhooks.bindFlags()
 	o.scale.bindFlags()
+	o.stepResources.bindFlags()
 	flag.StringVar(&o.hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
 	flag.Float64Var(&o.hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
@@ -230,6 +232,9 @@ func run(o *options) error {
 	mgr, err := ctrl.NewManager(restConfig, mgrOptions)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := o.stepResources.apply(&o.run); err != nil {
+		return err
 	}
 	if o.run.StepBinaries, err = stepBinaries(restConfig, o.stepBinaries); err != nil {
 		return err

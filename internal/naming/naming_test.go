@@ -241,3 +241,21 @@ func TestChildRunName(t *testing.T) {
 		})
 	}
 }
+
+func TestAlternate(t *testing.T) {
+	pod := StepPodName("a-run-with-a-rather-long-name", "a-step-with-a-long-name-too", 3)
+	seen := map[string]bool{pod: true}
+	for k := 1; k <= MaxAlternates; k++ {
+		alt := Alternate(MaxLabelLength, pod, "uid-1", k)
+		if len(alt) > MaxLabelLength || seen[alt] {
+			t.Errorf("alternate %d %q is too long or not distinct", k, alt)
+		}
+		seen[alt] = true
+		if again := Alternate(MaxLabelLength, pod, "uid-1", k); again != alt {
+			t.Errorf("alternate %d is not deterministic: %q then %q", k, alt, again)
+		}
+		if other := Alternate(MaxLabelLength, pod, "uid-2", k); other == alt {
+			t.Errorf("alternate %d does not depend on the owner's UID: %q", k, alt)
+		}
+	}
+}

@@ -134,7 +134,10 @@ const (
 // ChildState is what was observed of one child Run.
 type ChildState struct {
 	// UID is the child Run's, so that only it is cancelled.
-	UID     string
+	UID string
+	// Name is the child Run's own name: an alternate one when someone else's object holds
+	// the name the planner gives it (see the controllers' run_squatters.go).
+	Name    string
 	Phase   ergonv1alpha1.RunPhase
 	Message string
 	// Output is the child's output: that of its final step.

@@ -140,8 +140,10 @@ func PlanSchedule(f ScheduleFacts) SchedulePlan {
 	name := naming.ScheduledRunName(trigger.Name, due.Time)
 	plan.Scheduled, plan.RunName = due.Time, name
 	for _, run := range f.Active {
-		if run.Name == name {
-			// Started on an earlier look; only the status may not have been written.
+		if run.Name == name || run.Annotations[ergonv1alpha1.AnnotationStandsFor] == name {
+			// Started on an earlier look, perhaps under an alternate name (someone else's
+			// Run held this one); only the status may not have been written.
+			plan.RunName = run.Name
 			return plan
 		}
 	}

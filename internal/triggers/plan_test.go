@@ -62,6 +62,7 @@ func TestPlanSchedule(t *testing.T) {
 
 		wantStart    string // the Run created, "" for none
 		wantRecorded string // the Run recorded as the last scheduled one, "" for none
+		standsFor    string // the predictable name wantRecorded stands for, when it is an alternate
 		wantCancel   []string
 		wantReady    string // reason
 		wantEvents   []string
@@ -89,6 +90,16 @@ func TestPlanSchedule(t *testing.T) {
 		active: []*ergonv1alpha1.Run{activeRun(dueName(10))}, now: at(10),
 		wantRecorded: dueName(10),
 		wantReady:    ergonv1alpha1.ReasonScheduled, wantRequeue: 10 * time.Minute, wantNext: true,
+	}, {
+		name:    "a Run created under an alternate name on an earlier look is recorded by that name, not created again",
+		trigger: scheduled(nil), now: at(10),
+		active: []*ergonv1alpha1.Run{func() *ergonv1alpha1.Run {
+			r := activeRun("nightly-alternate")
+			r.Annotations = map[string]string{ergonv1alpha1.AnnotationStandsFor: dueName(10)}
+			return r
+		}()},
+		wantRecorded: "nightly-alternate", standsFor: dueName(10),
+		wantReady: ergonv1alpha1.ReasonScheduled, wantRequeue: 10 * time.Minute, wantNext: true,
 	}, {
 		name:   "Allow starts beside an active Run",
 		active: []*ergonv1alpha1.Run{activeRun("older")}, trigger: scheduled(nil), now: at(10),
@@ -158,8 +169,12 @@ func TestPlanSchedule(t *testing.T) {
 			if plan.RunName != tt.wantRecorded {
 				t.Errorf("RunName = %q, want %q", plan.RunName, tt.wantRecorded)
 			}
-			if tt.wantRecorded != "" && naming.ScheduledRunName("nightly", plan.Scheduled) != tt.wantRecorded {
-				t.Errorf("Scheduled = %v does not name %q", plan.Scheduled, tt.wantRecorded)
+			predictable := tt.wantRecorded
+			if tt.standsFor != "" {
+				predictable = tt.standsFor
+			}
+			if predictable != "" && naming.ScheduledRunName("nightly", plan.Scheduled) != predictable {
+				t.Errorf("Scheduled = %v does not name %q", plan.Scheduled, predictable)
 			}
 			var cancelled []string
 			for _, r := range plan.Cancel {

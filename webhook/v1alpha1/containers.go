@@ -45,9 +45,15 @@ var imageReference = regexp.MustCompile(
 // ConfigMap can have, and env names of the step contract's, which would break it.
 func validateContainers(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 	var errs field.ErrorList
+	if r := spec.StepResources; r != nil {
+		errs = append(errs, validResources(field.NewPath("spec", "stepResources"), *r)...)
+	}
 	for path, s := range closure.Steps(spec) {
 		if s.Container != nil {
 			errs = append(errs, validateContainer(path.Child("container"), s.Container)...)
+		}
+		if s.Agent != nil && s.Agent.Resources != nil {
+			errs = append(errs, validResources(path.Child("agent", "resources"), *s.Agent.Resources)...)
 		}
 	}
 	return errs
@@ -60,7 +66,7 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 			"not an image reference (the kubelet would refuse it as InvalidImageName); "+
 				"for example busybox:1.36 or registry.example:5000/team/tool@sha256:..."))
 	}
-	errs = append(errs, requestsWithinLimits(path.Child("resources"), c.Resources)...)
+	errs = append(errs, validResources(path.Child("resources"), c.Resources)...)
 	for j, e := range c.Env {
 		p := path.Child("env").Index(j)
 		for _, msg := range validation.IsEnvVarName(e.Name) {
@@ -96,6 +102,24 @@ func validateContainer(path *field.Path, c *ergonv1alpha1.ContainerStep) field.E
 		}
 	}
 	return errs
+}
+
+// validResources refuses requests and limits that no pod can have: a negative quantity, or a
+// request above its limit.
+func validResources(path *field.Path, r corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"requests", r.Requests}, {"limits", r.Limits}} {
+		for _, name := range slices.Sorted(maps.Keys(list.list)) {
+			if q := list.list[name]; q.Sign() < 0 {
+				errs = append(errs, field.Invalid(path.Child(list.name).Key(string(name)), q.String(),
+					"must not be negative; use 0 to ask for none"))
+			}
+		}
+	}
+	return append(errs, requestsWithinLimits(path, r)...)
 }
 
 // requestsWithinLimits refuses a request above the limit of the same resource, which the API

@@ -71,3 +71,31 @@ func TestValidateContainersNamesTheField(t *testing.T) {
 		t.Errorf("a request equal to its limit or a good name refused: %q", got)
 	}
 }
+
+func TestValidateContainersNamesTheResourceDefaults(t *testing.T) {
+	q := resource.MustParse
+	spec := &ergonv1alpha1.SceneSpec{
+		StepResources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: q("512Mi")}},
+		Steps: []ergonv1alpha1.Step{
+			{Name: "think", Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: q("-1")}}}},
+			{Name: "fine", Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Resources: &corev1.ResourceRequirements{}}},
+			{Name: "zero", Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"true"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("0")}}}},
+		},
+	}
+	got := validateContainers(spec).ToAggregate().Error()
+	for _, want := range []string{
+		"spec.stepResources.requests[memory]", "the limit (512Mi)",
+		"spec.steps[0].agent.resources.requests[cpu]", "must not be negative",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "steps[1]") || strings.Contains(got, "steps[2]") {
+		t.Errorf("empty or zero resources refused: %q", got)
+	}
+}
