@@ -93,6 +93,10 @@ test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest
 test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).
 	hack/e2e.sh
 
+.PHONY: test-fullsize
+test-fullsize: ## The full-size run on the local cluster at the chart's default limits (docs/limits.md): 2,000 units of 512 KiB outputs beside a small Run in another namespace; prints etcd's growth (not part of make test).
+	E2E_TAGS=e2e,fullsize E2E_FOCUS="Full size" hack/e2e.sh
+
 .PHONY: test-chaos
 test-chaos: ## The chaos suite on the local cluster (docs/chaos.md): 30 Runs, Triggers firing, while the manager, API server, etcd, kubelet, containerd and step pods are killed in turn; prints the recovery figures (not part of make test).
 	@mkdir -p bin && rm -f bin/chaos-report.md

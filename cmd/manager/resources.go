@@ -32,8 +32,8 @@ type stepResourceOptions struct {
 func (s *stepResourceOptions) bindFlags() {
 	const where = "of a container step's (or tool call's) pod whose step and Scene set no resources, " +
 		"in a namespace whose LimitRanges give containers no defaults; empty sets none."
-	flag.StringVar(&s.cpuRequest, "step-default-cpu-request", "100m", "The CPU request "+where)
-	flag.StringVar(&s.memoryRequest, "step-default-memory-request", "128Mi", "The memory request "+where)
+	flag.StringVar(&s.cpuRequest, "step-default-cpu-request", "50m", "The CPU request "+where)
+	flag.StringVar(&s.memoryRequest, "step-default-memory-request", "64Mi", "The memory request "+where)
 	flag.StringVar(&s.cpuLimit, "step-default-cpu-limit", "", "The CPU limit "+where)
 	flag.StringVar(&s.memoryLimit, "step-default-memory-limit", "512Mi", "The memory limit "+where)
 }
