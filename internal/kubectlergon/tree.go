@@ -145,7 +145,46 @@ func snapshot(ctx context.Context, c client.Client, run *ergonv1alpha1.Run) (*er
 func RenderTree(w io.Writer, t *Tree, color bool, now time.Time) {
 	r := &treeRenderer{w: w, color: color, now: now}
 	_, _ = fmt.Fprintln(w, r.runLine(t.Run))
+	if line := storageLine(t.Run.Status.Storage); line != "" {
+		_, _ = fmt.Fprintln(w, line)
+	}
 	r.steps(t, "")
+}
+
+// storageLine says what a Run keeps in ConfigMaps for its outputs against the manager's limits
+// (docs/limits.md); "" when it keeps nothing.
+func storageLine(s *ergonv1alpha1.StorageStatus) string {
+	if s == nil || (s.Bytes == 0 && s.ConfigMaps == 0) {
+		return ""
+	}
+	limit := func(n int64, unit func(int64) string) string {
+		if n <= 0 {
+			return "no limit"
+		}
+		return "limit " + unit(n)
+	}
+	count := func(n int64) string { return fmt.Sprint(n) }
+	return fmt.Sprintf("Keeps %s of outputs (%s) in %d ConfigMaps (%s); a step at most %s",
+		bytesOf(s.Bytes), limit(s.MaxBytes, bytesOf), s.ConfigMaps, limit(int64(s.MaxConfigMaps), count),
+		limitOrNone(s.MaxStepBytes))
+}
+
+func limitOrNone(n int64) string {
+	if n <= 0 {
+		return "without limit"
+	}
+	return bytesOf(n)
+}
+
+// bytesOf is a size in bytes, KiB or MiB, whichever reads best.
+func bytesOf(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 type treeRenderer struct {

@@ -81,7 +81,9 @@ func treeFixtures() map[string]*Tree {
 					History: []ergonv1alpha1.AttemptStatus{{Attempt: 1, PodName: "nightly-x-test-1",
 						Phase: ergonv1alpha1.StepFailed, Reason: "ExitCode", ExitCode: new(int32(1))}}},
 				{Name: "report", Phase: ergonv1alpha1.StepSkipped, Reason: "DependencyFailed", FinishedAt: at(75)},
-			}}}
+			},
+			Storage: &ergonv1alpha1.StorageStatus{Bytes: 3 << 20, ConfigMaps: 6, MaxBytes: 16 << 20, MaxConfigMaps: 2000,
+				MaxStepBytes: 4 << 20}}}
 	waiting := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "deploy-1"},
 		Spec: ergonv1alpha1.RunSpec{SceneRef: corev1Ref("deploy")},
 		Status: ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunWaiting, Progress: "1/3", StartedAt: at(0),

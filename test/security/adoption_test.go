@@ -36,8 +36,9 @@ import (
 
 // Item 5 of the hardening issue: no object is adopted by name. Ergon's names are
 // deterministic, so a tenant who may create objects in the victim's namespace can create one
-// under the name the victim's Run is about to use. The Run must never use it: the step fails,
-// naming the object, and the tenant's object is left alone.
+// under the name the victim's Run is about to use. The Run must never use it: it names the object
+// in its NameTaken condition and does its work under a name it owns (or, where an object cannot
+// move, the step fails naming it), and the tenant's object is left alone.
 
 func containerStep(name string, deps ...string) ergonv1alpha1.Step {
 	return ergonv1alpha1.Step{Name: name, DependsOn: deps, Container: &ergonv1alpha1.ContainerStep{
@@ -73,6 +74,17 @@ func stepStatus(ns, run, step string, match func(ergonv1alpha1.StepStatus) bool)
 		g.Expect(match(found)).To(BeTrue(), "step %s of Run %s is %s (%s: %s)", step, run, found.Phase, found.Reason, found.Message)
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 	return found
+}
+
+// expectNameTaken waits until the Run's NameTaken condition names the object that held a name.
+func expectNameTaken(ns, run, name string) {
+	Eventually(func(g Gomega) {
+		r := &ergonv1alpha1.Run{}
+		g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: run}, r)).To(Succeed())
+		c := meta.FindStatusCondition(r.Status.Conditions, ergonv1alpha1.ConditionNameTaken)
+		g.Expect(c).NotTo(BeNil(), "Run %s has condition NameTaken", run)
+		g.Expect(c.Message).To(ContainSubstring(name))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 }
 
 func failedForConflict(s ergonv1alpha1.StepStatus) bool {
@@ -125,8 +137,11 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		Expect(mallory.Create(ctx, forged)).To(Succeed(), "edit may create pods")
 
 		createRun(victim, ns, "nightly", "build")
-		s := stepStatus(ns, "nightly", "work", failedForConflict)
-		Expect(s.Message).To(ContainSubstring(name))
+		s := stepStatus(ns, "nightly", "work", func(s ergonv1alpha1.StepStatus) bool { return s.PodName != "" && s.PodName != name })
+		own := &corev1.Pod{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.PodName}, own)).To(Succeed())
+		Expect(own.OwnerReferences).To(ConsistOf(HaveField("Name", "nightly")), "the attempt runs under a name the Run owns")
+		expectNameTaken(ns, "nightly", name)
 
 		pod := &corev1.Pod{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed(), "the manager does not delete it")
@@ -145,8 +160,11 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		createRun(mallory, ns, name, "leaf")
 
 		createRun(victim, ns, "root", "tree")
-		s := stepStatus(ns, "root", "call", failedForConflict)
-		Expect(s.Message).To(ContainSubstring(name))
+		s := stepStatus(ns, "root", "call", func(s ergonv1alpha1.StepStatus) bool { return s.ChildRun != "" && s.ChildRun != name })
+		own := &ergonv1alpha1.Run{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.ChildRun}, own)).To(Succeed())
+		Expect(own.OwnerReferences).To(ConsistOf(HaveField("Name", "root")), "the call runs under a name the Run owns")
+		expectNameTaken(ns, "root", name)
 
 		child := &ergonv1alpha1.Run{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, child)).To(Succeed())
@@ -194,12 +212,17 @@ var _ = Describe("Adoption by name (issue item 5)", func() {
 		// An output larger than the status preview is kept in the output ConfigMap.
 		succeedPod(ns, running.PodName, strings.Repeat("real ", 300))
 
-		s := stepStatus(ns, "weekly", "draft", failedForConflict)
-		Expect(s.Message).To(ContainSubstring(name))
-		Expect(s.Output).To(BeNil(), "the step records no output kept in someone else's ConfigMap")
-		pods := &corev1.PodList{}
-		Expect(admin.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{ergonv1alpha1.LabelStep: "publish"})).To(Succeed())
-		Expect(pods.Items).To(BeEmpty(), "no step starts with the forged input")
+		s := stepStatus(ns, "weekly", "draft", func(s ergonv1alpha1.StepStatus) bool {
+			return s.Phase == ergonv1alpha1.StepSucceeded
+		})
+		Expect(s.Output).NotTo(BeNil())
+		Expect(s.Output.Ref).NotTo(BeNil())
+		Expect(s.Output.Ref.ConfigMap).NotTo(Equal(name), "the output is kept under a name the Run owns")
+		expectNameTaken(ns, "weekly", name)
+		forged := &corev1.ConfigMap{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, forged)).To(Succeed())
+		Expect(forged.Data).To(Equal(map[string]string{"output": "forged"}), "the tenant's ConfigMap is left alone")
+		stepStatus(ns, "weekly", "publish", func(s ergonv1alpha1.StepStatus) bool { return s.PodName != "" })
 	})
 
 	It("does not use an output ConfigMap replaced after the step wrote it, even one that claims the Run as owner", func() {
