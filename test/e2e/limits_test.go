@@ -129,8 +129,11 @@ var _ = Describe("Limits set by chart values", Ordered, func() {
 		By("saying, while instances wait, which limit keeps them")
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-			s := stepOf(run, "fan")
-			g.Expect(s.Message).To(ContainSubstring("--max-step-pods-per-run"), "%+v", s)
+			messages := []string{}
+			for _, s := range run.Status.Steps {
+				messages = append(messages, s.Message)
+			}
+			g.Expect(messages).To(ContainElement(ContainSubstring("--max-step-pods-per-run")), "%+v", run.Status.Steps)
 		}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 		run = finished(ctx, run)
