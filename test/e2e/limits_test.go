@@ -45,6 +45,14 @@ func helm(args ...string) {
 	cmd.Dir = repoRoot
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "helm %s: %s", strings.Join(args, " "), out)
+	// The old manager may still lead while it terminates: wait until the new one is alone.
+	Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(managerNamespace),
+			client.MatchingLabels{"app.kubernetes.io/name": "ergon", "app.kubernetes.io/component": "manager"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1), "one manager pod")
+		g.Expect(pods.Items[0].DeletionTimestamp).To(BeNil())
+	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	wait := exec.Command("hack/wait-webhooks.sh", managerNamespace)
 	wait.Dir = repoRoot
 	out, err = wait.CombinedOutput()
