@@ -80,8 +80,7 @@ func watchConcurrentPods(ctx context.Context, ns, run string) *concurrentPods {
 				continue
 			}
 			c.mu.Lock()
-			finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-			c.running[pod.Name] = ev.Type != watch.Deleted && !finished
+			c.running[pod.Name] = ev.Type != watch.Deleted && running(pod)
 			n := 0
 			for _, r := range c.running {
 				if r {
@@ -93,6 +92,20 @@ func watchConcurrentPods(ctx context.Context, ns, run string) *concurrentPods {
 		}
 	}()
 	return c
+}
+
+// running reports whether a step pod's step container may still run: the pod has not ended,
+// and its step container has not terminated (the manager frees a unit's slot when it has).
+func running(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.Name == "step" && c.State.Terminated != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *concurrentPods) peak() int {
