@@ -109,9 +109,12 @@ type entry struct {
 	inPass bool
 }
 
-// namespaceCount is what the Runs of one namespace hold and wait for together.
+// namespaceCount is what the Runs of one namespace hold and wait for together, and how many
+// Runs it counts: a Run may hold nothing and still be counted (a child Run that inherits its
+// parent's slot, a Run granted nothing in its pass), so the count is dropped only with its
+// last Run.
 type namespaceCount struct {
-	held, waiting int
+	held, waiting, runs int
 }
 
 // Allocator hands out step pod slots. It is safe for concurrent use.
@@ -211,9 +214,10 @@ func (a *Allocator) take(k Key) *entry {
 	n := a.namespaces[k.Namespace]
 	n.held -= e.usage.held() + e.reserved + e.claim
 	n.waiting -= e.waiting
+	n.runs--
 	a.totalHeld -= e.usage.held() + e.reserved + e.claim
 	delete(a.runs, k)
-	if n.held == 0 && n.waiting == 0 {
+	if n.runs == 0 {
 		delete(a.namespaces, k.Namespace)
 	}
 	return e
@@ -228,6 +232,7 @@ func (a *Allocator) put(k Key, e *entry) {
 	}
 	n.held += e.usage.held() + e.reserved + e.claim
 	n.waiting += e.waiting
+	n.runs++
 	a.totalHeld += e.usage.held() + e.reserved + e.claim
 	a.runs[k] = e
 }

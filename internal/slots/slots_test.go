@@ -207,3 +207,23 @@ func TestTheWaitMessageDoesNotMoveWithTheCounts(t *testing.T) {
 		t.Fatalf("the wait reads %q, then %q", x, y)
 	}
 }
+
+// A child Run that inherits its parent's slot holds nothing of its namespace's count; the
+// parent settling to nothing must not drop the count the child is still in.
+func TestARunThatHoldsNothingKeepsItsNamespaceCounted(t *testing.T) {
+	a := New(Limits{Total: 10, PerNamespace: 5}, nil)
+	parent, child := key("ns", "writer-1"), key("ns", "writer-1-write")
+	a.Acquire(parent, Usage{Active: 1})
+	a.Settle(parent, Usage{Active: 1}, 0)
+	a.Acquire(child, Usage{Active: 1, Inherits: true})
+	a.Settle(child, Usage{Active: 1, Inherits: true}, 0)
+	a.Forget(parent) // the namespace now holds nothing, but counts the child
+	g := a.Acquire(child, Usage{Active: 1, Inherits: true})
+	a.Settle(child, Usage{}, 0)
+	if g.N != 5 {
+		t.Errorf("granted %d to the child, want 5 (the namespace's limit, nothing else held)", g.N)
+	}
+	if u := a.Usage(); len(u) != 0 {
+		t.Errorf("usage %+v after every Run settled to nothing, want none", u)
+	}
+}
