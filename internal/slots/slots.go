@@ -109,6 +109,10 @@ type entry struct {
 	inPass bool
 }
 
+// held is what an entry counts against the limits: the units it holds, the slots reserved
+// for its pass and the slots set aside for it when woken.
+func (e *entry) held() int { return e.usage.held() + e.reserved + e.claim }
+
 // namespaceCount is what the Runs of one namespace hold and wait for together, and how many
 // Runs it counts: a Run may hold nothing and still be counted (a child Run that inherits its
 // parent's slot, a Run granted nothing in its pass), so the count is dropped only with its
@@ -178,7 +182,16 @@ func (a *Allocator) Settle(k Key, u Usage, waiting int) {
 	if a.limits.Unlimited() {
 		return
 	}
+	if woken := a.settle(k, u, waiting); len(woken) > 0 && a.wake != nil {
+		a.wake(woken) // outside the lock
+	}
+}
+
+// settle is Settle's work under the lock, released however it ends, and returns the Runs to
+// wake.
+func (a *Allocator) settle(k Key, u Usage, waiting int) []Key {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	e := a.take(k)
 	e.usage, e.reserved, e.woken, e.claim, e.inPass = u, 0, false, 0, false
 	switch {
@@ -193,11 +206,7 @@ func (a *Allocator) Settle(k Key, u Usage, waiting int) {
 	if u.Active > 0 || e.waiting > 0 {
 		a.put(k, e)
 	}
-	woken := a.wakeable()
-	a.mu.Unlock()
-	if len(woken) > 0 && a.wake != nil {
-		a.wake(woken)
-	}
+	return a.wakeable()
 }
 
 // Forget drops a Run that finished or is gone; its slots return to the pool.
@@ -212,10 +221,10 @@ func (a *Allocator) take(k Key) *entry {
 		return &entry{}
 	}
 	n := a.namespaces[k.Namespace]
-	n.held -= e.usage.held() + e.reserved + e.claim
+	n.held -= e.held()
 	n.waiting -= e.waiting
 	n.runs--
-	a.totalHeld -= e.usage.held() + e.reserved + e.claim
+	a.totalHeld -= e.held()
 	delete(a.runs, k)
 	if n.runs == 0 {
 		delete(a.namespaces, k.Namespace)
@@ -230,10 +239,10 @@ func (a *Allocator) put(k Key, e *entry) {
 		n = &namespaceCount{}
 		a.namespaces[k.Namespace] = n
 	}
-	n.held += e.usage.held() + e.reserved + e.claim
+	n.held += e.held()
 	n.waiting += e.waiting
 	n.runs++
-	a.totalHeld += e.usage.held() + e.reserved + e.claim
+	a.totalHeld += e.held()
 	a.runs[k] = e
 }
 
