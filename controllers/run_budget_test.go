@@ -202,9 +202,10 @@ var _ = Describe("The step pod slots after a restart", Serial, func() {
 		kctx, cancel := context.WithCancel(context.Background())
 		DeferCleanup(cancel)
 		go testKubelet.run(kctx)
+		// The namespace's limit, not the total, is what the late Run meets: Runs that earlier
+		// specs left take and free slots of the total meanwhile, never of this namespace.
 		holder := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
-		late := newNamespace(ctx, echoLastArg)
-		limits := slots.Limits{Total: heldByStatus(ctx) + 2, PerNamespace: 2, PerRun: 2}
+		limits := slots.Limits{Total: 1000, PerNamespace: 2, PerRun: 2}
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
 		first := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
@@ -219,17 +220,17 @@ var _ = Describe("The step pod slots after a restart", Serial, func() {
 		first()
 
 		DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
-		createScene(ctx, late, "one", container("only", "echo hi"))
-		createRun(ctx, late, "late", "one", nil)
+		createScene(ctx, holder, "one", container("only", "echo hi"))
+		createRun(ctx, holder, "late", "one", nil)
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: late, Name: "late"}, run)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: holder, Name: "late"}, run)).To(Succeed())
 			g.Expect(run.Status.Steps).To(ContainElement(And(HaveField("Name", "only"),
 				HaveField("Reason", ergonv1alpha1.ReasonWaitingForSlot),
-				HaveField("Message", ContainSubstring("(--max-step-pods)")))))
+				HaveField("Message", ContainSubstring("(--max-step-pods-per-namespace)")))))
 		}).WithTimeout(20*time.Second).Should(Succeed(), "the new manager counts the slots the first one granted")
 		Consistently(func(g Gomega) {
-			g.Expect(runningPods(ctx, g, late)).To(BeEmpty())
+			g.Expect(runningPods(ctx, g, holder)).To(Equal(map[string]int{"holder": 2}))
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
 })

@@ -83,6 +83,15 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.act(ctx, ws, facts, &plan); err != nil {
 		return ctrl.Result{}, err
 	}
+	// The events tell of what act did, so they go out now: a status write that meets a
+	// conflict below decides again, and the next pass sees the effect done, not to be told.
+	for _, e := range plan.Events {
+		eventType := corev1.EventTypeNormal
+		if e.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(ws, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
+	}
 	if ws.DeletionTimestamp.IsZero() && !equality.Semantic.DeepEqual(&ws.Status, &plan.Status) {
 		base := ws.DeepCopy()
 		ws.Status = plan.Status
@@ -93,13 +102,6 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
-	}
-	for _, e := range plan.Events {
-		eventType := corev1.EventTypeNormal
-		if e.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(ws, nil, eventType, e.Reason, "Reconcile", "%s", e.Message)
 	}
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }

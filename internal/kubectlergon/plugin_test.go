@@ -151,12 +151,14 @@ var _ = Describe("kubectl ergon run", func() {
 	})
 
 	It("exits 1 on a failed Run, printing the failed step's reason and the end of its log", func(ctx SpecContext) {
-		ns := newNamespace(ctx, func(step string) outcome {
+		broken := func(step string) outcome {
 			if step == "shout" {
 				return outcome{ExitCode: 3, Log: strings.Repeat("noise\n", 50) + "compiling\nerror: the build is broken\n"}
 			}
 			return echo(step)
-		})
+		}
+		ns := newNamespace(ctx, broken)
+		endOnceFollowed(ns, broken, "shout")
 		apply(ctx, ns, greet)
 		r := plugin(ctx, ns, "run", "greet", "-p", "who=you", "--follow", "--tail", "2")
 		Expect(r.code).To(Equal(1))
@@ -212,7 +214,9 @@ var _ = Describe("kubectl ergon output and logs", func() {
 	})
 
 	It("follows with -f the log of a step whose pod has not started yet", func(ctx SpecContext) {
-		ns := newNamespace(ctx, func(string) outcome { return outcome{Log: "compiling\ncompiled\n"} })
+		compile := func(string) outcome { return outcome{Log: "compiling\ncompiled\n"} }
+		ns := newNamespace(ctx, compile)
+		endOnceFollowed(ns, compile, "make")
 		sim.Hold(ns, func(*corev1.Pod) *corev1.PodStatus {
 			return &corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "step",
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}

@@ -76,6 +76,9 @@ func Start(webhooks bool) (*Environment, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// kube-apiserver drains its open watches before it exits, which on a busy machine
+		// takes longer than envtest's default 20 s.
+		ControlPlaneStopTimeout: 90 * time.Second,
 	}
 	if webhooks {
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}}
