@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,6 +62,9 @@ func decision(gate *ergonv1alpha1.Gate, person string, now time.Time) (ergonv1al
 	}
 	at := metav1.NewTime(now)
 	status.Phase, status.Option, status.DecidedBy, status.DecidedAt = outcome.Phase, outcome.Option, outcome.DecidedBy, &at
+	if outcome.Values != "" {
+		status.Values = &apiextensionsv1.JSON{Raw: []byte(outcome.Values)}
+	}
 	cond.Status, cond.Reason = metav1.ConditionTrue, string(outcome.Phase)
 	cond.Message = fmt.Sprintf("%s decided %s", outcome.DecidedBy, outcome.Option)
 	meta.SetStatusCondition(&status.Conditions, cond)

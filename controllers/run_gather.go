@@ -363,6 +363,9 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			if d := g.Spec.Decision; d != nil {
 				state.Comment = d.Comment
 			}
+			if v := g.Status.Values; v != nil {
+				state.Values = string(v.Raw)
+			}
 		}
 		f.Gates[g.Name] = state
 		if stands := standsFor(g); stands != g.Name {

@@ -333,7 +333,7 @@ func gateFor(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gat
 			RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
 			Message: req.Message, Options: g.Options, Approvers: g.Approvers.DeepCopy(),
 			MinApprovals: g.MinApprovals, ForbidSelfApproval: g.ForbidSelfApproval,
-			Timeout: g.Timeout, OnTimeout: g.OnTimeout,
+			Timeout: g.Timeout, OnTimeout: g.OnTimeout, Input: g.Input.DeepCopy(),
 		},
 	}
 }

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -80,6 +81,12 @@ type GateSpec struct {
 	// +optional
 	OnTimeout string `json:"onTimeout,omitempty"`
 
+	// input is the JSON Schema of the values an answer gives (an input Gate), from the gate
+	// step's input or an agent's ask_human call.
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Input *apiextensionsv1.JSON `json:"input,omitempty"`
+
 	// decision is the answer. The approver sets option and comment; the admission webhook
 	// stamps user and groups from the request's identity, whatever the client sent.
 	// +optional
@@ -105,6 +112,12 @@ type GateDecision struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Comment string `json:"comment,omitempty"`
+
+	// values answer an input Gate: an object valid against spec.input, completed with its
+	// defaults by admission. An option that approves needs them; reject takes none.
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
 	// user who decided, stamped by the admission webhook.
 	// +kubebuilder:validation:MaxLength=512
@@ -144,6 +157,11 @@ type GateApproval struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Comment string `json:"comment,omitempty"`
+
+	// values answer an input Gate, as the decision's do; a quorum needs the same values.
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 }
 
 // GatePhase is where a Gate is in its life. Every phase but Pending is final: Approved,
@@ -186,6 +204,12 @@ type GateStatus struct {
 	// decidedAt is when the Gate was decided.
 	// +optional
 	DecidedAt *metav1.Time `json:"decidedAt,omitempty"`
+
+	// values are the answer of an input Gate that was approved: the values the deciding
+	// people gave, or the input's defaults when the timeout decided.
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
 	// expiresAt is when the timeout decides the Gate.
 	// +optional

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -387,11 +388,23 @@ type GateStep struct {
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// onTimeout is the option chosen when the timeout passes.
+	// onTimeout is the option chosen when the timeout passes. On an input Gate, an option
+	// other than reject takes the input's defaults (every required field needs one); without
+	// onTimeout the step fails when the timeout passes.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_-]{0,31}$`
 	// +optional
 	OnTimeout string `json:"onTimeout,omitempty"`
+
+	// input asks whoever answers for values, not only an option: a JSON Schema of an object
+	// whose fields are strings, numbers, integers, booleans, enums, arrays and nested objects,
+	// with titles, descriptions, defaults and bounds (docs/human-input.md). An answer that
+	// approves carries values valid against it; they become the step's outputs
+	// (.steps.STEP.outputs.FIELD). With minApprovals above one, that many people must give
+	// the same values.
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Input *apiextensionsv1.JSON `json:"input,omitempty"`
 }
 
 // Approvers lists who may decide a Gate by name, besides RBAC.

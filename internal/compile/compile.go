@@ -35,6 +35,8 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/dag"
 	"github.com/ergon-dev/ergon/internal/expr"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
+	"github.com/ergon-dev/ergon/internal/humaninput"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/internal/template"
 )
@@ -235,11 +237,30 @@ func (c *compiler) compileStep(spec *ergonv1alpha1.Step, i int, path *field.Path
 		}
 	case spec.Gate != nil:
 		st.gateMessage = tmpl(path.Child("gate", "message"), spec.Gate.Message)
+		c.errs = append(c.errs, gateInput(spec.Gate, path.Child("gate"))...)
 	case spec.Agent != nil:
 		st.agentSystem = tmpl(path.Child("agent", "system"), spec.Agent.System)
 		st.agentPrompt = tmpl(path.Child("agent", "prompt"), spec.Agent.Prompt)
 	}
 	return st
+}
+
+// gateInput checks an input Gate's schema (internal/humaninput) and, when a timeout approves
+// with onTimeout, that the schema's defaults make a whole answer.
+func gateInput(g *ergonv1alpha1.GateStep, path *field.Path) field.ErrorList {
+	if g.Input == nil {
+		return nil
+	}
+	form, errs := humaninput.Parse(g.Input.Raw, path.Child("input"))
+	if len(errs) > 0 || g.OnTimeout == "" || g.OnTimeout == gatepolicy.OptionReject {
+		return errs
+	}
+	_, errs = form.Defaults(path.Child("input"))
+	for _, e := range errs {
+		e.Detail += fmt.Sprintf("; onTimeout %s takes the input's defaults when the timeout passes, so give this field a "+
+			"default, or let the timeout fail the step (no onTimeout) or reject it (onTimeout: reject)", g.OnTimeout)
+	}
+	return errs
 }
 
 // checkSecret refuses a template or condition that reads a param coming from a Secret: its

@@ -30,11 +30,19 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/humaninput"
 )
 
 // OptionReject is the option that rejects a Gate; every other option approves it.
-const OptionReject = "reject"
+// OptionApprove is the option a Gate offers by default besides it.
+const (
+	OptionReject  = "reject"
+	OptionApprove = "approve"
+)
 
 // Self says whether the person behind a Gate's Run may answer it. It is where a Gate that
 // approves what the Run's person set going (someone else's to give) differs from a Gate that
@@ -66,6 +74,11 @@ type Question struct {
 	// never passes.
 	OnTimeout string
 	ExpiresAt *time.Time
+	// Input is the schema of the values an answer gives, on an input Gate; nil otherwise.
+	// Invalid says why a Gate's input does not parse (a Gate only Ergon makes, so never in
+	// practice): then no approving answer counts.
+	Input   *humaninput.Field
+	Invalid string
 }
 
 // QuestionOf reads what a Gate asks; expiresAt is when its timeout passes, or nil. A Gate
@@ -81,8 +94,18 @@ func QuestionOf(gate *ergonv1alpha1.Gate, expiresAt *time.Time) Question {
 	if gate.Spec.ForbidSelfApproval {
 		q.Self = SelfForbidden
 	}
+	if in := gate.Spec.Input; in != nil {
+		form, errs := humaninput.Parse(in.Raw, field.NewPath("spec", "input"))
+		q.Input = form
+		if len(errs) > 0 {
+			q.Invalid = errs.ToAggregate().Error()
+		}
+	}
 	return q
 }
+
+// Asks reports whether the Gate asks for input.
+func (q *Question) Asks() bool { return q.Input != nil || q.Invalid != "" }
 
 // Answer is one person's answer to a Gate: its decision, or a vote in its approvals.
 type Answer struct {
@@ -94,6 +117,10 @@ type Answer struct {
 	Comment string
 	// Vote says the answer is a vote in spec.approvals, not spec.decision.
 	Vote bool
+	// Values are the answer's values on an input Gate, JSON-decoded (nil when it gave none, or
+	// they are not JSON); Path is where they are in the Gate, for the errors that name them.
+	Values any
+	Path   *field.Path
 }
 
 // AnswersOf lists a Gate's answers in the order they count: its decision, then its votes as
@@ -101,12 +128,26 @@ type Answer struct {
 func AnswersOf(gate *ergonv1alpha1.Gate) []Answer {
 	var answers []Answer
 	if d := gate.Spec.Decision; d != nil {
-		answers = append(answers, Answer{User: d.User, Groups: d.Groups, Option: d.Option, Comment: d.Comment})
+		answers = append(answers, Answer{User: d.User, Groups: d.Groups, Option: d.Option, Comment: d.Comment,
+			Values: decoded(d.Values), Path: field.NewPath("spec", "decision", "values")})
 	}
-	for _, a := range gate.Spec.Approvals {
-		answers = append(answers, Answer{User: a.User, Groups: a.Groups, Option: a.Option, Comment: a.Comment, Vote: true})
+	for i, a := range gate.Spec.Approvals {
+		answers = append(answers, Answer{User: a.User, Groups: a.Groups, Option: a.Option, Comment: a.Comment, Vote: true,
+			Values: decoded(a.Values), Path: field.NewPath("spec", "approvals").Index(i).Child("values")})
 	}
 	return answers
+}
+
+// decoded reads values kept as JSON; nil when there are none.
+func decoded(raw *apiextensionsv1.JSON) any {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil
+	}
+	v, err := humaninput.DecodeValues(raw.Raw)
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 // PersonOf is the person behind a Run, whom a Gate that forbids self-approval refuses: the
@@ -125,6 +166,9 @@ type Verdict struct {
 	// NeedsRBAC says the answerer is not a listed approver: the answer counts only if RBAC
 	// grants them the verb approve on the Gate, which admission asks when it is given.
 	NeedsRBAC bool
+	// Invalid names the fields of the answer's values that do not fit the Gate's input, when
+	// that is why it is refused.
+	Invalid field.ErrorList
 }
 
 // Outcome is what decided a Gate.
@@ -134,6 +178,10 @@ type Outcome struct {
 	// DecidedBy is who decided: a person, the people of a quorum joined by ", ", or "timeout".
 	DecidedBy string
 	Comment   string
+	// Values are what an approved input Gate was answered with, as canonical JSON
+	// (humaninput.Canonical): the deciding people's values, or the input's defaults when a
+	// timeout approved. Empty otherwise.
+	Values string
 }
 
 // Decision is what a Gate's answers come to.
@@ -147,9 +195,10 @@ type Decision struct {
 // Decide says, for a Gate asking q of its Run's person, which answers count and what they
 // decide at now. An answer counts when it names a person (admission stamps one), is a vote
 // when the Gate needs several approvals, is not the person behind the Run's where q forbids
-// self-approval, and is its person's first. Any rejection that counts decides; otherwise the
-// first option that MinApprovals different people chose does; otherwise, past ExpiresAt,
-// OnTimeout does. It is pure.
+// self-approval, is its person's first, and, approving an input Gate, gives values that fit
+// its input. Any rejection that counts decides; otherwise the first option (with the same
+// values, on an input Gate) that MinApprovals different people chose does; otherwise, past
+// ExpiresAt, OnTimeout does, with the input's defaults. It is pure.
 func Decide(q Question, person string, answers []Answer, now time.Time) Decision {
 	need := max(q.MinApprovals, 1)
 	d := Decision{Verdicts: make([]Verdict, len(answers))}
@@ -168,9 +217,15 @@ func Decide(q Question, person string, answers []Answer, now time.Time) Decision
 			}
 			continue
 		}
-		chose[a.Option] = append(chose[a.Option], a.User)
-		if approved == nil && int32(len(chose[a.Option])) >= need {
-			approved = &Outcome{Phase: ergonv1alpha1.GateApproved, Option: a.Option, DecidedBy: strings.Join(chose[a.Option], ", ")}
+		values := ""
+		if q.Asks() {
+			values, _ = humaninput.Canonical(a.Values) // decoded JSON, so it encodes
+		}
+		key := a.Option + "\x00" + values
+		chose[key] = append(chose[key], a.User)
+		if approved == nil && int32(len(chose[key])) >= need {
+			approved = &Outcome{Phase: ergonv1alpha1.GateApproved, Option: a.Option, DecidedBy: strings.Join(chose[key], ", "),
+				Values: values}
 			if need == 1 {
 				approved.Comment = a.Comment
 			}
@@ -183,6 +238,10 @@ func Decide(q Question, person string, answers []Answer, now time.Time) Decision
 		d.Outcome = approved
 	case q.ExpiresAt != nil && !now.Before(*q.ExpiresAt):
 		d.Outcome = &Outcome{Phase: ergonv1alpha1.GateTimedOut, Option: q.OnTimeout, DecidedBy: "timeout"}
+		if q.Input != nil && q.OnTimeout != "" && q.OnTimeout != OptionReject {
+			defaults, _ := q.Input.Defaults(nil) // admission made sure they are whole
+			d.Outcome.Values, _ = humaninput.Canonical(defaults)
+		}
 	}
 	return d
 }
@@ -200,7 +259,31 @@ func judge(q Question, person string, a Answer, need int32, counted map[string]b
 	case counted[a.User]:
 		return Verdict{Refused: fmt.Sprintf("%s has already voted on this Gate; a vote is cast once", a.User)}
 	}
+	if invalid := checkValues(q, a); len(invalid) > 0 {
+		return Verdict{Refused: invalid.ToAggregate().Error(), Invalid: invalid}
+	}
 	return Verdict{NeedsRBAC: !listed(q.Approvers, a.User, a.Groups)}
+}
+
+// checkValues says which fields of an answer's values do not fit the Gate: an answer that
+// approves an input Gate gives values valid against its input; other answers give none (a
+// rejection's are not read).
+func checkValues(q Question, a Answer) field.ErrorList {
+	path := a.Path
+	if path == nil {
+		path = field.NewPath("values")
+	}
+	switch {
+	case a.Option == OptionReject:
+		return nil
+	case q.Invalid != "":
+		return field.ErrorList{field.InternalError(path, fmt.Errorf("the Gate's input does not parse: %s", q.Invalid))}
+	case q.Input != nil:
+		return q.Input.Validate(a.Values, path)
+	case a.Values != nil:
+		return field.ErrorList{field.Forbidden(path, "this Gate asks for no input; answer with an option (and a comment) only")}
+	}
+	return nil
 }
 
 // selfRefusal says why the person behind the Run cannot answer.

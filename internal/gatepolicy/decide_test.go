@@ -22,9 +22,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/humaninput"
 )
 
 func TestDecideSaysWhoseAnswerCountsAndWhatTheAnswersDecide(t *testing.T) {
@@ -181,5 +184,83 @@ func TestAnswersOfListsTheDecisionThenTheVotes(t *testing.T) {
 	if len(got) != 3 || got[0].Vote || got[0].User != "alice" || got[0].Groups[0] != "leads" || got[0].Comment != "ok" ||
 		!got[1].Vote || got[1].User != "bob" || got[1].Option != "reject" || !got[2].Vote || got[2].User != "carol" {
 		t.Errorf("answers %+v", got)
+	}
+}
+
+func TestDecideOnAnInputGate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	past := now.Add(-time.Minute)
+	gate := &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: "r-ask"}, Spec: ergonv1alpha1.GateSpec{
+		RunRef: corev1.LocalObjectReference{Name: "r"}, Step: "ask",
+		Input: &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "required": ["version"], "properties": {
+			"version": {"type": "string", "default": "v1"}, "replicas": {"type": "integer", "minimum": 1, "default": 2}}}`)}}}
+	q := QuestionOf(gate, nil)
+	if q.Input == nil || q.Invalid != "" || !q.Asks() {
+		t.Fatalf("QuestionOf an input Gate: %+v", q)
+	}
+	answer := func(user, option, values string, vote bool) Answer {
+		a := Answer{User: user, Option: option, Vote: vote, Path: field.NewPath("spec", "decision", "values")}
+		if values != "" {
+			v, err := humaninput.DecodeValues([]byte(values))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Values = v
+		}
+		return a
+	}
+	quorum := q
+	quorum.MinApprovals = 3
+	timeout := q
+	timeout.OnTimeout, timeout.ExpiresAt = "approve", &past
+	plain := QuestionOf(&ergonv1alpha1.Gate{Spec: ergonv1alpha1.GateSpec{Step: "review"}}, nil)
+
+	for _, tc := range []struct {
+		name    string
+		q       Question
+		answers []Answer
+		// refused are substrings of each verdict's Refused ("" when it counts).
+		refused []string
+		outcome *Outcome
+	}{
+		{"values that fit decide, canonical", q, []Answer{answer("alice", "approve", `{"replicas": 3.0, "version": "v2"}`, false)},
+			[]string{""}, &Outcome{Phase: ergonv1alpha1.GateApproved, Option: "approve", DecidedBy: "alice",
+				Values: `{"replicas":3,"version":"v2"}`}},
+		{"values that do not fit count for nothing", q, []Answer{answer("alice", "approve", `{"replicas": 0}`, false)},
+			[]string{"spec.decision.values.version: Required value"}, nil},
+		{"an approval without values counts for nothing", q, []Answer{answer("alice", "approve", "", false)},
+			[]string{"spec.decision.values: Invalid value: null"}, nil},
+		{"a rejection needs no values", q, []Answer{answer("alice", "reject", "", false)},
+			[]string{""}, &Outcome{Phase: ergonv1alpha1.GateRejected, Option: "reject", DecidedBy: "alice"}},
+		{"a quorum is of people who gave the same values", quorum, []Answer{
+			answer("alice", "approve", `{"version": "v2", "replicas": 2}`, true),
+			answer("bob", "approve", `{"version": "v3", "replicas": 2}`, true),
+			answer("carol", "approve", `{"replicas": 2, "version": "v2"}`, true),
+			answer("dave", "approve", `{"version": "v3", "replicas": 2}`, true),
+			answer("erin", "approve", `{"version": "v2", "replicas": 2.0}`, true)},
+			[]string{"", "", "", "", ""}, &Outcome{Phase: ergonv1alpha1.GateApproved, Option: "approve",
+				DecidedBy: "alice, carol, erin", Values: `{"replicas":2,"version":"v2"}`}},
+		{"a timeout that approves takes the defaults", timeout, nil, []string{},
+			&Outcome{Phase: ergonv1alpha1.GateTimedOut, Option: "approve", DecidedBy: "timeout", Values: `{"replicas":2,"version":"v1"}`}},
+		{"a Gate that asks nothing takes no values", plain, []Answer{answer("alice", "approve", `{"a": 1}`, false)},
+			[]string{"this Gate asks for no input"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.q, "vera", tc.answers, now)
+			for i, want := range tc.refused {
+				got := d.Verdicts[i].Refused
+				if (want == "") != (got == "") || !strings.Contains(got, want) {
+					t.Errorf("verdict %d refused %q, want %q", i, got, want)
+				}
+			}
+			switch {
+			case tc.outcome == nil && d.Outcome != nil:
+				t.Errorf("decided %+v, want it to wait", *d.Outcome)
+			case tc.outcome != nil && d.Outcome == nil:
+				t.Errorf("waits, want %+v", *tc.outcome)
+			case tc.outcome != nil && *d.Outcome != *tc.outcome:
+				t.Errorf("decided %+v, want %+v", *d.Outcome, *tc.outcome)
+			}
+		})
 	}
 }

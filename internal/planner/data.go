@@ -97,7 +97,8 @@ func (p *planner) stepData(name string, s *ergonv1alpha1.StepStatus) template.St
 	return template.StepData{Output: value, Outputs: jsonFields(value), Decision: s.Decision, Phase: string(s.Phase)}
 }
 
-// value is a step's whole output: collected this pass, kept in a ConfigMap, or the preview.
+// value is a step's whole output: collected this pass (a pod's, a child Run's, a Gate's
+// answer), kept in a ConfigMap, or the preview.
 func (p *planner) value(name string, s *ergonv1alpha1.StepStatus) string {
 	if v, ok := p.f.Values[name]; ok {
 		return v
@@ -109,6 +110,9 @@ func (p *planner) value(name string, s *ergonv1alpha1.StepStatus) string {
 	}
 	if c, ok := p.f.Children[s.ChildRun]; ok && s.ChildRun != "" {
 		return c.Value
+	}
+	if g, ok := p.f.Gates[s.Gate]; ok && s.Gate != "" && g.Values != "" {
+		return g.Values
 	}
 	if s.Output != nil {
 		return s.Output.Preview

@@ -164,6 +164,8 @@ type GateState struct {
 	TimedOut bool
 	// Comment is what the person who decided said.
 	Comment string
+	// Values are what an approved input Gate was answered with (JSON), or "".
+	Values string
 }
 
 // Output is a step pod's output as collected by the controller, or why it could not be.

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -34,6 +35,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/gatepolicy"
+	"github.com/ergon-dev/ergon/internal/humaninput"
 )
 
 // +kubebuilder:webhook:path=/mutate-ergon-dev-v1alpha1-gate,mutating=true,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=gates,verbs=update,versions=v1alpha1,name=mgate.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -75,7 +77,9 @@ func oldGate(req admission.Request) (*ergonv1alpha1.Gate, error) {
 }
 
 // Default stamps the decision, or each vote added after the ones cast, with the requester's
-// identity. Votes already cast are left as they are, for validation to compare.
+// identity, and completes the answer to an input Gate: the option defaults to the Gate's first
+// that approves, and the values of an approving answer take the input's defaults for the
+// fields they leave out. Votes already cast are left as they are, for validation to compare.
 func (w *GateWebhook) Default(ctx context.Context, gate *ergonv1alpha1.Gate) error {
 	req, err := admission.RequestFromContext(ctx)
 	if err != nil {
@@ -86,13 +90,67 @@ func (w *GateWebhook) Default(ctx context.Context, gate *ergonv1alpha1.Gate) err
 		return err
 	}
 	user, groups := req.UserInfo.Username, slices.Clone(req.UserInfo.Groups)
+	form := inputOf(gate)
 	if d := gate.Spec.Decision; d != nil && old.Spec.Decision == nil {
 		d.User, d.Groups = user, groups
+		d.Option, d.Values = completeAnswer(gate, form, d.Option, d.Values)
 	}
 	for i := len(old.Spec.Approvals); i < len(gate.Spec.Approvals); i++ {
-		gate.Spec.Approvals[i].User, gate.Spec.Approvals[i].Groups = user, groups
+		a := &gate.Spec.Approvals[i]
+		a.User, a.Groups = user, groups
+		a.Option, a.Values = completeAnswer(gate, form, a.Option, a.Values)
 	}
 	return nil
+}
+
+// inputOf parses an input Gate's schema; nil for a Gate that asks no input, or whose input
+// does not parse (validation then refuses every approving answer, naming why).
+func inputOf(gate *ergonv1alpha1.Gate) *humaninput.Field {
+	if gate.Spec.Input == nil {
+		return nil
+	}
+	form, errs := humaninput.Parse(gate.Spec.Input.Raw, field.NewPath("spec", "input"))
+	if len(errs) > 0 {
+		return nil
+	}
+	return form
+}
+
+// completeAnswer gives an answer to an input Gate its default option and values.
+func completeAnswer(gate *ergonv1alpha1.Gate, form *humaninput.Field, option string,
+	values *apiextensionsv1.JSON) (string, *apiextensionsv1.JSON) {
+	if form == nil {
+		return option, values
+	}
+	if option == "" {
+		option = approvingOption(gate.Spec.Options)
+	}
+	if option == gatepolicy.OptionReject {
+		return option, values
+	}
+	var v any
+	if values != nil && len(values.Raw) > 0 {
+		decoded, err := humaninput.DecodeValues(values.Raw)
+		if err != nil {
+			return option, values // validation says what is wrong
+		}
+		v = decoded
+	}
+	raw, err := json.Marshal(form.Complete(v))
+	if err != nil {
+		return option, values
+	}
+	return option, &apiextensionsv1.JSON{Raw: raw}
+}
+
+// approvingOption is the first of a Gate's options that approves.
+func approvingOption(options []string) string {
+	for _, o := range options {
+		if o != gatepolicy.OptionReject {
+			return o
+		}
+	}
+	return gatepolicy.OptionApprove
 }
 
 // ValidateCreate allows only the manager, whose Run controller asks the question, to create
@@ -122,6 +180,10 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 	}
 	if errs := append(fixedMetadata(old, gate), castVotes(old, gate)...); len(errs) > 0 {
 		return nil, invalid(errs)
+	}
+	if !equality.Semantic.DeepEqual(old.Spec.Input, gate.Spec.Input) {
+		return nil, invalid(field.ErrorList{field.Forbidden(field.NewPath("spec", "input"),
+			"only decision and approvals of a Gate can change; the question is set by its Run")})
 	}
 	newDecision := gate.Spec.Decision != nil && old.Spec.Decision == nil
 	added := len(gate.Spec.Approvals) - len(old.Spec.Approvals)
@@ -159,12 +221,22 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 	var given []gatepolicy.Verdict
 	if newDecision {
 		given = append(given, d.Verdicts[0])
+		if errs := valuesSize(gate.Spec.Decision.Values, field.NewPath("spec", "decision", "values")); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
 	}
 	if added > 0 {
 		given = append(given, d.Verdicts[len(answers)-1])
+		last := len(gate.Spec.Approvals) - 1
+		if errs := valuesSize(gate.Spec.Approvals[last].Values, field.NewPath("spec", "approvals").Index(last).Child("values")); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
 	}
 	needsRBAC := false
 	for _, v := range given {
+		if len(v.Invalid) > 0 {
+			return nil, invalid(v.Invalid)
+		}
 		if v.Refused != "" {
 			return nil, forbidden(v.Refused)
 		}
@@ -182,6 +254,14 @@ func (w *GateWebhook) ValidateUpdate(ctx context.Context, old, gate *ergonv1alph
 			"approve on gates.ergon.dev in namespace %s (the ClusterRole ergon-gate-approver does)", req.UserInfo.Username, gate.Namespace))
 	}
 	return nil, nil
+}
+
+// valuesSize refuses an answer's values larger than humaninput.MaxValuesBytes.
+func valuesSize(values *apiextensionsv1.JSON, path *field.Path) field.ErrorList {
+	if values != nil && len(values.Raw) > humaninput.MaxValuesBytes {
+		return field.ErrorList{field.TooLong(path, "", humaninput.MaxValuesBytes)}
+	}
+	return nil
 }
 
 // finalGate says why a Gate whose status is final takes no decision or vote: it was decided,

@@ -21,11 +21,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,5 +181,83 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 			[]byte(`[{"op":"add","path":"/spec/approvals/-","value":{"user":"someone","option":"approve"}}]`)))).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
 		Expect(gate.Spec.Approvals).To(ConsistOf(HaveField("User", "alice"), HaveField("User", "dave")))
+	})
+
+	// release asks for a version and, with defaults, a channel and a replica count.
+	release := func(s *ergonv1alpha1.GateSpec) {
+		s.Input = &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "required": ["version"], "properties": {
+			"version": {"type": "string", "pattern": "^v[0-9]+$"},
+			"channel": {"type": "string", "enum": ["stable", "beta"], "default": "beta"},
+			"replicas": {"type": "integer", "minimum": 1, "default": 2}}}`)}
+	}
+	answer := func(ctx SpecContext, c client.Client, gate *ergonv1alpha1.Gate, decision string) error {
+		return c.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"decision":`+decision+`}}`)))
+	}
+
+	It("refuses an input Gate's values that do not fit, naming each field", func(ctx SpecContext) {
+		gate := gateOf(ctx, "in1", release)
+		err := answer(ctx, alice, gate, `{"values": {"version": "1.0", "replicas": 0, "colour": "red"}}`)
+		refused(err, `spec.decision.values.version: Invalid value: "1.0": must match ^v[0-9]+$`,
+			"spec.decision.values.replicas: Invalid value: 0: must be at least 1",
+			`spec.decision.values.colour: Unsupported value: "colour"`)
+		refused(answer(ctx, alice, gate, `{"values": {"channel": "stable"}}`), "spec.decision.values.version: Required value")
+		refused(answer(ctx, alice, gate, `{"option": "approve", "values": {"version": "v`+strings.Repeat("1", 17<<10)+`"}}`),
+			"spec.decision.values: Too long")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(gate.Spec.Decision).To(BeNil())
+	})
+
+	It("completes an input Gate's answer with the option that approves and the defaults, stamped", func(ctx SpecContext) {
+		gate := gateOf(ctx, "in2", release)
+		Expect(answer(ctx, alice, gate, `{"values": {"version": "v3"}, "user": "mallory"}`)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		d := gate.Spec.Decision
+		Expect(d.User).To(Equal("alice"))
+		Expect(d.Option).To(Equal("approve"))
+		Expect(string(d.Values.Raw)).To(MatchJSON(`{"version": "v3", "channel": "beta", "replicas": 2}`))
+	})
+
+	It("takes a rejection without values, and refuses values on a Gate that asks none", func(ctx SpecContext) {
+		gate := gateOf(ctx, "in3", release)
+		Expect(answer(ctx, dave, gate, `{"option": "reject", "comment": "not now"}`)).To(Succeed())
+		plain := gateOf(ctx, "in4", nil)
+		refused(answer(ctx, alice, plain, `{"option": "approve", "values": {"version": "v3"}}`),
+			"spec.decision.values: Forbidden: this Gate asks for no input")
+	})
+
+	It("keeps the input a Gate asks for", func(ctx SpecContext) {
+		gate := gateOf(ctx, "in5", release)
+		refused(alice.Patch(ctx, gate.DeepCopy(), client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"input":{"type":"object","properties":{"anything":{"type":"string"}}}}}`))), "spec.input: Forbidden")
+	})
+
+	It("refuses a Scene whose gate input no form can render, or whose timeout has no defaults to take", func(ctx SpecContext) {
+		gateStep := func(input string, onTimeout string) *ergonv1alpha1.Scene {
+			g := &ergonv1alpha1.GateStep{Input: &apiextensionsv1.JSON{Raw: []byte(input)}, OnTimeout: onTimeout}
+			if onTimeout != "" {
+				g.Timeout = &metav1.Duration{Duration: time.Hour}
+			}
+			return &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{GenerateName: "ask-", Namespace: ns},
+				Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "ask", Gate: g}}}}
+		}
+		refused(k8sClient.Create(ctx, gateStep(`{"type": "object", "properties": {"file": {"type": "string", "contentEncoding": "base64"}}}`, "")),
+			`spec.steps[0].gate.input.properties[file].contentEncoding: Unsupported value: "contentEncoding"`)
+		refused(k8sClient.Create(ctx, gateStep(`{"type": "array", "items": {"type": "string"}}`, "")),
+			`spec.steps[0].gate.input.type: Invalid value: "array"`)
+		refused(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}}`, "approve")),
+			"spec.steps[0].gate.input.version: Required value: required, with no default for a timeout to take; onTimeout approve")
+		Expect(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}}`,
+			"reject"))).To(Succeed())
+		Expect(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string", "default": "v1"}}}`,
+			"approve"))).To(Succeed())
+	})
+
+	It("takes a vote with values on an input Gate with a quorum, each checked", func(ctx SpecContext) {
+		gate := gateOf(ctx, "in6", func(s *ergonv1alpha1.GateSpec) { release(s); s.MinApprovals = new(int32(2)) })
+		refused(approve(ctx, alice, gate, `{"option":"approve","user":"x","values":{"version":"latest"}}`),
+			`spec.approvals[0].values.version: Invalid value: "latest"`)
+		Expect(approve(ctx, alice, gate, `{"option":"approve","user":"x","values":{"version":"v4"}}`)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+		Expect(string(gate.Spec.Approvals[0].Values.Raw)).To(MatchJSON(`{"version": "v4", "channel": "beta", "replicas": 2}`))
 	})
 })
