@@ -22,6 +22,7 @@ import (
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,13 +48,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, into any) bool {
 // refusal reaches the page verbatim.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, v *viewer) {
 	var body struct {
-		Option  string `json:"option"`
-		Comment string `json:"comment"`
+		Option  string                `json:"option"`
+		Comment string                `json:"comment"`
+		Values  *apiextensionsv1.JSON `json:"values,omitempty"`
 	}
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	if body.Option == "" {
+	if body.Option == "" && body.Values == nil {
 		writeError(w, http.StatusBadRequest, errors.New("option: choose one of the Gate's options"))
 		return
 	}
@@ -65,7 +67,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, v *viewer) {
 			return err
 		}
 		orig := gate.DeepCopy()
-		if err := kubectlergon.Decide(gate, body.Option, body.Comment); err != nil {
+		if err := kubectlergon.Decide(gate, body.Option, body.Comment, body.Values); err != nil {
 			decideErr = err
 			return nil
 		}

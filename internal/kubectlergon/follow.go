@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ func stepLine(run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus) string {
 		line += fmt.Sprintf(" (attempt %d)", s.Attempts)
 	}
 	switch {
+	case s.Gate != "" && s.Phase == ergonv1alpha1.StepWaiting && asksInput(run, s.Name):
+		line += fmt.Sprintf(": waiting on Gate %s; answer with: kubectl ergon answer %s %s --set name=value -n %s",
+			s.Gate, run.Name, s.Name, run.Namespace)
 	case s.Gate != "" && s.Phase == ergonv1alpha1.StepWaiting:
 		line += fmt.Sprintf(": waiting on Gate %s; decide with: kubectl ergon approve %s -n %s", s.Gate, s.Gate, run.Namespace)
 	case s.Gate != "" && s.Decision != "":
@@ -91,6 +95,20 @@ func stepLine(run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus) string {
 		}
 	}
 	return line
+}
+
+// asksInput says whether a step of the Run is a gate step asking input, as far as the Run's
+// status shows its Scene (a large snapshot lives in a ConfigMap: then it says no).
+func asksInput(run *ergonv1alpha1.Run, step string) bool {
+	if run.Status.SceneSnapshot == nil {
+		return false
+	}
+	for _, st := range slices.Concat(run.Status.SceneSnapshot.Steps, run.Status.SceneSnapshot.Finally) {
+		if st.Name == step {
+			return st.Gate != nil && st.Gate.Input != nil
+		}
+	}
+	return false
 }
 
 func succeededCondition(run *ergonv1alpha1.Run) *metav1.Condition {

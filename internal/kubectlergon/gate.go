@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,7 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 			if option != "" {
 				opt = option
 			}
-			return o.decide(cmd.Context(), args[0], opt, comment)
+			return o.decide(cmd.Context(), args[0], opt, comment, nil)
 		},
 	}
 	cmd.Flags().StringVarP(&comment, "message", "m", "", "a comment kept with the decision")
@@ -58,23 +59,28 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 }
 
 // Decide sets a Gate's decision or, when it needs more than one approval, adds a vote. User
-// and groups are left for the webhook to stamp.
-func Decide(gate *ergonv1alpha1.Gate, option, comment string) error {
-	if !slices.Contains(gate.Spec.Options, option) && len(gate.Spec.Options) > 0 {
+// and groups are left for the webhook to stamp. Values answer an input Gate; with them the
+// option may be empty, and the webhook takes the Gate's first approving one.
+func Decide(gate *ergonv1alpha1.Gate, option, comment string, values *apiextensionsv1.JSON) error {
+	if !slices.Contains(gate.Spec.Options, option) && len(gate.Spec.Options) > 0 && (option != "" || values == nil) {
 		return fmt.Errorf("no option %q on Gate %s; its options: %v", option, gate.Name, gate.Spec.Options)
+	}
+	if values != nil && gate.Spec.Input == nil {
+		return fmt.Errorf("the Gate %s asks no input: approve or reject it without values", gate.Name)
 	}
 	if gate.Spec.Decision != nil {
 		return fmt.Errorf("the Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
 	}
 	if gate.Spec.MinApprovals != nil && *gate.Spec.MinApprovals > 1 {
-		gate.Spec.Approvals = append(gate.Spec.Approvals, ergonv1alpha1.GateApproval{User: "-", Option: option, Comment: comment})
+		gate.Spec.Approvals = append(gate.Spec.Approvals,
+			ergonv1alpha1.GateApproval{User: "-", Option: option, Comment: comment, Values: values})
 		return nil
 	}
-	gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: option, Comment: comment}
+	gate.Spec.Decision = &ergonv1alpha1.GateDecision{Option: option, Comment: comment, Values: values}
 	return nil
 }
 
-func (o *Options) decide(ctx context.Context, name, option, comment string) error {
+func (o *Options) decide(ctx context.Context, name, option, comment string, values *apiextensionsv1.JSON) error {
 	c, err := o.Client()
 	if err != nil {
 		return err
@@ -90,7 +96,7 @@ func (o *Options) decide(ctx context.Context, name, option, comment string) erro
 			return err
 		}
 		orig := gate.DeepCopy()
-		if err := Decide(gate, option, comment); err != nil {
+		if err := Decide(gate, option, comment, values); err != nil {
 			return err
 		}
 		return c.Patch(ctx, gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
@@ -98,7 +104,14 @@ func (o *Options) decide(ctx context.Context, name, option, comment string) erro
 	if err != nil {
 		return err
 	}
-	_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s %s\n", name, map[bool]string{true: "rejected", false: "decided " + option}[option == optionReject])
+	switch {
+	case option == optionReject:
+		_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s rejected\n", name)
+	case values != nil:
+		_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s answered\n", name)
+	default:
+		_, _ = fmt.Fprintf(o.Streams.Out, "gate.ergon.dev/%s decided %s\n", name, option)
+	}
 	return nil
 }
 
@@ -124,45 +137,60 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
-	var opts []client.ListOption
+	ns := ""
 	if !all {
-		ns, err := o.Namespace()
-		if err != nil {
+		if ns, err = o.Namespace(); err != nil {
 			return err
 		}
-		opts = append(opts, client.InNamespace(ns))
 	}
-	gates := &ergonv1alpha1.GateList{}
-	if err := c.List(ctx, gates, opts...); err != nil {
+	pending, err := pendingFor(ctx, c, ns)
+	if err != nil {
 		return err
 	}
-	user, groups := identity(ctx, c)
+	if len(pending) == 0 {
+		_, _ = fmt.Fprintln(o.Streams.ErrOut, "No pending Gates you may decide.")
+		return nil
+	}
 	w := tabwriter.NewWriter(o.Streams.Out, 0, 8, 3, ' ', 0)
 	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tRUN\tSTEP\tOPTIONS\tAGE\tMESSAGE")
-	n := 0
+	for _, g := range pending {
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", g.Namespace, g.Name, g.Spec.RunRef.Name, g.Spec.Step,
+			g.Spec.Options, duration.HumanDuration(o.now().Sub(g.CreationTimestamp.Time)), firstLine(g.Spec.Message, 60))
+	}
+	return w.Flush()
+}
+
+// pendingFor lists the open Gates of a namespace ("" for all) that the user may decide:
+// those listing them or one of their groups as approvers, and those RBAC lets them approve.
+func pendingFor(ctx context.Context, c client.Client, ns string) ([]*ergonv1alpha1.Gate, error) {
+	gates := &ergonv1alpha1.GateList{}
+	if err := c.List(ctx, gates, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	user, groups := identity(ctx, c)
+	var pending []*ergonv1alpha1.Gate
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if g.Spec.Decision != nil || (g.Status.Phase != "" && g.Status.Phase != ergonv1alpha1.GatePending) {
+		if g.Spec.Decision != nil || !g.Status.Phase.Open() || voted(g, user) {
 			continue
 		}
 		if !listed(g.Spec.Approvers, user, groups) {
 			ok, err := mayApprove(ctx, c, g)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
 				continue
 			}
 		}
-		n++
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", g.Namespace, g.Name, g.Spec.RunRef.Name, g.Spec.Step,
-			g.Spec.Options, duration.HumanDuration(o.now().Sub(g.CreationTimestamp.Time)), firstLine(g.Spec.Message, 60))
+		pending = append(pending, g)
 	}
-	if n == 0 {
-		_, _ = fmt.Fprintln(o.Streams.ErrOut, "No pending Gates you may decide.")
-		return nil
-	}
-	return w.Flush()
+	return pending, nil
+}
+
+// voted says whether the user already gave one of the approvals a Gate needs several of.
+func voted(g *ergonv1alpha1.Gate, user string) bool {
+	return user != "" && slices.ContainsFunc(g.Spec.Approvals, func(a ergonv1alpha1.GateApproval) bool { return a.User == user })
 }
 
 func listed(a *ergonv1alpha1.Approvers, user string, groups []string) bool {

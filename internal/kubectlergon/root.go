@@ -195,6 +195,7 @@ func NewCommand(o *Options) *cobra.Command {
 	root.AddCommand(
 		newRunCommand(o), newGetCommand(o), newTreeCommand(o), newLogsCommand(o), newOutputCommand(o),
 		newDecideCommand(o, optionApprove), newDecideCommand(o, optionReject), newGatesCommand(o),
+		newAnswerCommand(o), newInboxCommand(o),
 		newCancelCommand(o), newRerunCommand(o), newTriggerCommand(o),
 		newSuspendCommand(o, true), newSuspendCommand(o, false),
 		newLintCommand(o), newVersionCommand(o),

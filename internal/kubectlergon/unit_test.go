@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -309,19 +310,33 @@ func TestDecide(t *testing.T) {
 		return &ergonv1alpha1.Gate{Spec: ergonv1alpha1.GateSpec{Options: []string{"approve", "reject"}, MinApprovals: &min}}
 	}
 	g := gate(1)
-	if err := Decide(g, "approve", "ship it"); err != nil || g.Spec.Decision == nil ||
+	if err := Decide(g, "approve", "ship it", nil); err != nil || g.Spec.Decision == nil ||
 		g.Spec.Decision.Option != "approve" || g.Spec.Decision.Comment != "ship it" || g.Spec.Decision.User != "" {
 		t.Errorf("one approval sets the decision and leaves the user to the webhook: %+v %v", g.Spec.Decision, err)
 	}
-	if err := Decide(g, "reject", ""); err == nil || !strings.Contains(err.Error(), "already decided") {
+	if err := Decide(g, "reject", "", nil); err == nil || !strings.Contains(err.Error(), "already decided") {
 		t.Errorf("a decided Gate: %v", err)
 	}
 	g = gate(2)
-	if err := Decide(g, "approve", ""); err != nil || g.Spec.Decision != nil || len(g.Spec.Approvals) != 1 {
+	if err := Decide(g, "approve", "", nil); err != nil || g.Spec.Decision != nil || len(g.Spec.Approvals) != 1 {
 		t.Errorf("two approvals: a vote is added: %+v %v", g.Spec, err)
 	}
-	if err := Decide(gate(1), "publish", ""); err == nil || !strings.Contains(err.Error(), `no option "publish"`) {
+	if err := Decide(gate(1), "publish", "", nil); err == nil || !strings.Contains(err.Error(), `no option "publish"`) {
 		t.Errorf("an option the Gate lacks: %v", err)
+	}
+	values := &apiextensionsv1.JSON{Raw: []byte(`{"version":"1.2"}`)}
+	if err := Decide(gate(1), "", "", values); err == nil || !strings.Contains(err.Error(), "asks no input") {
+		t.Errorf("values for a Gate that asks none: %v", err)
+	}
+	g = gate(1)
+	g.Spec.Input = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}
+	if err := Decide(g, "", "", values); err != nil || g.Spec.Decision == nil || g.Spec.Decision.Values != values {
+		t.Errorf("values answer an input Gate, the option left to the webhook: %+v %v", g.Spec.Decision, err)
+	}
+	g = gate(2)
+	g.Spec.Input = &apiextensionsv1.JSON{Raw: []byte(`{"type":"object"}`)}
+	if err := Decide(g, "", "", values); err != nil || len(g.Spec.Approvals) != 1 || g.Spec.Approvals[0].Values != values {
+		t.Errorf("values go with a vote: %+v %v", g.Spec.Approvals, err)
 	}
 }
 
