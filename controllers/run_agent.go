@@ -74,7 +74,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	}
 	s.Fallbacks = fallbackConfigs(scene.Spec.Models, m.Fallback)
 	for _, t := range a.Tools {
-		if t.IsBuiltin() {
+		if t.IsBuiltin() && !t.AsksHuman() {
 			s.Tools = append(s.Tools, t.Name)
 		}
 	}

@@ -62,6 +62,8 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 				Kind: agentspec.RequestScene, Scene: string(t.Scene), RequireApproval: t.NeedsApproval()})
 		case t.Container != nil:
 			calls = append(calls, containerCallTool(t))
+		case t.AsksHuman():
+			calls = append(calls, askCallTool)
 		case t.IsBuiltin() && t.NeedsApproval():
 			approve = append(approve, t.Name)
 		case t.MCP != nil && t.NeedsApproval():
@@ -69,6 +71,19 @@ func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentsp
 		}
 	}
 	return approve, calls
+}
+
+// askCallTool is ask_human as the model sees it.
+var askCallTool = agentspec.CallTool{
+	Name: ergonv1alpha1.ToolAskHuman, Kind: agentspec.RequestAsk,
+	Description: "Asks a person a question and waits for their answer, which is the result: a JSON object of the " +
+		"values they gave. Give input, a JSON Schema of an object of fields (string, number, integer, boolean, " +
+		"array, object; enum, default, title, description), to ask for structured values; without it the person " +
+		"answers in text, as the field answer. Ask only what you cannot find out yourself.",
+	Parameters: json.RawMessage(`{"type": "object", "required": ["question"], "additionalProperties": false,
+		"properties": {"question": {"type": "string", "minLength": 1, "maxLength": 4000,
+			"description": "what to ask, complete in itself: the person sees nothing else of your work"},
+		"input": {"type": "object", "description": "a JSON Schema of the answer: {\"type\": \"object\", \"properties\": {...}}"}}}`),
 }
 
 func sceneToolDescription(t ergonv1alpha1.AgentTool) string {
@@ -324,9 +339,27 @@ func toolApproval(t *ergonv1alpha1.AgentTool) *ergonv1alpha1.ToolApproval {
 	return t.Approval
 }
 
-// gateOf builds a gate step's Gate, or a tool call's.
+// askGate builds the input Gate of an agent's question (ask_human): the question is its
+// message and the schema the model gave its input; who answers, and for how long the question
+// waits, are the tool's ask. Unlike a call's approval, the person behind the Run may answer
+// unless ask forbids it.
+func askGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	gate := toolCallGate(run, req)
+	timeout := planner.AskTimeout(req.Tool)
+	gate.Spec.Input, gate.Spec.Timeout = req.Input, &metav1.Duration{Duration: timeout}
+	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = nil, nil, false
+	if a := req.Tool.Ask; a != nil {
+		gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = a.Approvers.DeepCopy(), a.MinApprovals, a.ForbidSelfApproval
+	}
+	return gate
+}
+
+// gateOf builds a gate step's Gate, a tool call's, or an agent's question's.
 func gateOf(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
-	if req.ToolCall != "" {
+	switch {
+	case req.ToolCall != "" && req.Tool != nil && req.Tool.AsksHuman():
+		return askGate(run, req)
+	case req.ToolCall != "":
 		return toolCallGate(run, req)
 	}
 	return gateFor(run, req)

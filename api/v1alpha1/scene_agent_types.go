@@ -18,9 +18,11 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The agent side of a Scene: the models its agent steps call and what an agent step is.
@@ -163,7 +165,40 @@ type AgentTool struct {
 
 	// mcp offers the tools of a Model Context Protocol server.
 	MCP *MCPTool `json:"mcp,omitempty"`
+
+	// ask says who answers the questions of the built-in tool ask_human, and how long a
+	// question waits; only ask_human takes it.
+	Ask *AskHuman `json:"ask,omitempty"`
 }
+
+// AskHuman says who answers an agent's questions (the tool ask_human) and how long each
+// waits. Each question opens an input Gate: unlike a tool call's approval, the person behind
+// the Run may answer it unless forbidSelfApproval says otherwise.
+type AskHuman struct {
+	// approvers may answer, besides the person behind the Run and anyone granted the verb
+	// approve on gates by RBAC.
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+
+	// minApprovals is how many different people must give the same answer, from 1 (the
+	// default) to 10.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	MinApprovals *int32 `json:"minApprovals,omitempty"`
+
+	// forbidSelfApproval keeps the person behind the Run from answering their own agent.
+	// +optional
+	ForbidSelfApproval bool `json:"forbidSelfApproval,omitempty"`
+
+	// timeout is how long a question waits for its answer (24h by default); then the agent is
+	// told nobody answered and goes on.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// DefaultAskTimeout is how long an agent's question waits when its tool sets no timeout.
+const DefaultAskTimeout = 24 * time.Hour
 
 // ToolApproval says who approves the calls of an agent's tool, as a gate step says who decides
 // its Gate, except that the person behind the Run may not approve unless allowSelfApproval
@@ -216,10 +251,13 @@ const (
 	ToolShell     = "shell"
 	ToolHTTPFetch = "http_fetch"
 	ToolRemember  = "remember" // proposes a memory write; needs spec.memory
+	// ToolAskHuman asks people a question and returns their answer; the controller opens an
+	// input Gate for each call (see ask).
+	ToolAskHuman = "ask_human"
 )
 
 // BuiltinTools are the names of the built-in tools.
-var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch, ToolRemember}
+var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch, ToolRemember, ToolAskHuman}
 
 // Builtins returns the AgentTools of built-in tools, by name.
 func Builtins(names ...string) []AgentTool {
@@ -233,6 +271,12 @@ func Builtins(names ...string) []AgentTool {
 // IsBuiltin says whether the tool is a built-in one: a name and no other kind.
 func (t AgentTool) IsBuiltin() bool {
 	return t.Scene == "" && t.Container == nil && t.MCP == nil
+}
+
+// AsksHuman says whether the tool is ask_human, whose calls the controller answers with a
+// person's input.
+func (t AgentTool) AsksHuman() bool {
+	return t.IsBuiltin() && t.Name == ToolAskHuman
 }
 
 // NeedsApproval says whether every call of the tool waits for people to approve it.
@@ -268,7 +312,7 @@ func (t *AgentTool) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes a built-in tool without options as its name, so what a user wrote in
 // the short form reads back the same.
 func (t AgentTool) MarshalJSON() ([]byte, error) {
-	if t.IsBuiltin() && t.Description == "" && !t.NeedsApproval() {
+	if t.IsBuiltin() && t.Description == "" && !t.NeedsApproval() && t.Ask == nil {
 		return json.Marshal(t.Name)
 	}
 	return json.Marshal(agentToolFields(t))

@@ -69,7 +69,7 @@ func checkCallTools(s *Spec) []error {
 		case registry[t.Name] != nil || slices.Contains(s.Tools, t.Name):
 			errs = append(errs, fmt.Errorf("callTools[%d]: %q is the name of a built-in tool", i, t.Name))
 		}
-		if t.Kind != agentspec.RequestScene && t.Kind != agentspec.RequestContainer {
+		if !slices.Contains([]string{agentspec.RequestScene, agentspec.RequestContainer, agentspec.RequestAsk}, t.Kind) {
 			errs = append(errs, fmt.Errorf("callTools[%d].kind %q is not supported", i, t.Kind))
 		}
 		if _, err := compileArgs(t.Name, t.Parameters); err != nil {
@@ -197,8 +197,11 @@ func (l *loop) handOver(turn, repairs int, calls []agentspec.ToolRequest) error 
 
 func requestWhat(c agentspec.ToolRequest) string {
 	what := "a child Run of its Scene"
-	if c.Kind == agentspec.RequestContainer {
+	switch c.Kind {
+	case agentspec.RequestContainer:
 		what = "a one-shot pod of its container"
+	case agentspec.RequestAsk:
+		what = "a person's answer"
 	}
 	if c.Kind == agentspec.RequestApproval {
 		what = "a person's approval, then it runs here"

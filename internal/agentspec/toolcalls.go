@@ -34,6 +34,9 @@ const (
 	// RequestContainer runs a container tool's one-shot pod; what it writes to $ERGON_OUTPUT
 	// is the result.
 	RequestContainer = "container"
+	// RequestAsk asks people a question (the tool ask_human) through an input Gate; their
+	// answer, as JSON, is the result.
+	RequestAsk = "ask"
 )
 
 // Request bounds: calls a turn or a step may hand to the controller.
@@ -52,7 +55,7 @@ type CallTool struct {
 	// Name is what the model calls it by; Description what it is told about it.
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Kind is RequestScene or RequestContainer.
+	// Kind is RequestScene, RequestContainer or RequestAsk.
 	Kind string `json:"kind"`
 	// Scene is the Scene the call runs.
 	Scene string `json:"scene,omitempty"`

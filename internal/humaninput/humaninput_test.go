@@ -115,7 +115,7 @@ func TestParse(t *testing.T) {
 
 // containsAll reports whether s contains each of the " && "-separated parts of want.
 func containsAll(s, want string) bool {
-	for _, part := range strings.Split(want, " && ") {
+	for part := range strings.SplitSeq(want, " && ") {
 		if !strings.Contains(s, part) {
 			return false
 		}

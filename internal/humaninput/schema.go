@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -62,6 +61,9 @@ const (
 	TypeArray   = "array"
 )
 
+// keyRequired is the keyword that lists an object's required fields.
+const keyRequired = "required"
+
 // Formats a string field may declare; the console picks its input by them.
 var Formats = []string{"date", "date-time", "email", "uri", "multiline"}
 
@@ -70,7 +72,7 @@ var types = []string{TypeObject, TypeString, TypeNumber, TypeInteger, TypeBoolea
 // keywords are the schema keywords a field may use; "$schema" and "additionalProperties"
 // (false only) are accepted and mean nothing more: an answer never holds fields its schema
 // does not declare.
-var keywords = []string{"$schema", "type", "title", "description", "default", "enum", "properties", "required",
+var keywords = []string{"$schema", "type", "title", "description", "default", "enum", "properties", keyRequired,
 	"additionalProperties", "items", "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
 	"minItems", "maxItems"}
 
@@ -104,7 +106,7 @@ func (f *Field) Names() []string {
 	for n := range f.Properties {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -258,7 +260,7 @@ func (p *parser) object(f *Field, m map[string]any, path *field.Path, depth int)
 	for n := range props {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, n := range names {
 		pp := path.Child("properties").Key(n)
 		if !validName.MatchString(n) {

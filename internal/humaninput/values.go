@@ -45,41 +45,9 @@ func checkValue(f *Field, v any, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch f.Type {
 	case TypeObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return field.ErrorList{typeError(f, v, path)}
-		}
-		for _, n := range f.Required {
-			if _, has := m[n]; !has {
-				errs = append(errs, field.Required(path.Child(n), requiredMessage(f.Properties[n])))
-			}
-		}
-		for _, n := range sortedKeys(m) {
-			child, declared := f.Properties[n]
-			if !declared {
-				errs = append(errs, field.NotSupported(path.Child(n), n, f.Names()))
-				continue
-			}
-			errs = append(errs, checkValue(child, m[n], path.Child(n))...)
-		}
-		return errs
+		return checkObject(f, v, path)
 	case TypeArray:
-		items, ok := v.([]any)
-		if !ok {
-			return field.ErrorList{typeError(f, v, path)}
-		}
-		if f.MinItems != nil && int64(len(items)) < *f.MinItems {
-			errs = append(errs, field.Invalid(path, len(items), fmt.Sprintf("needs at least %d items", *f.MinItems)))
-		}
-		if f.MaxItems != nil && int64(len(items)) > *f.MaxItems {
-			errs = append(errs, field.TooMany(path, len(items), int(*f.MaxItems)))
-		}
-		for i, item := range items {
-			if f.Items != nil {
-				errs = append(errs, checkValue(f.Items, item, path.Index(i))...)
-			}
-		}
-		return errs
+		return checkArray(f, v, path)
 	case TypeString:
 		s, ok := v.(string)
 		if !ok {
@@ -108,6 +76,48 @@ func checkValue(f *Field, v any, path *field.Path) field.ErrorList {
 			allowed[i] = fmt.Sprint(e)
 		}
 		errs = append(errs, field.NotSupported(path, v, allowed))
+	}
+	return errs
+}
+
+func checkObject(f *Field, v any, path *field.Path) field.ErrorList {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return field.ErrorList{typeError(f, v, path)}
+	}
+	var errs field.ErrorList
+	for _, n := range f.Required {
+		if _, has := m[n]; !has {
+			errs = append(errs, field.Required(path.Child(n), requiredMessage(f.Properties[n])))
+		}
+	}
+	for _, n := range sortedKeys(m) {
+		child, declared := f.Properties[n]
+		if !declared {
+			errs = append(errs, field.NotSupported(path.Child(n), n, f.Names()))
+			continue
+		}
+		errs = append(errs, checkValue(child, m[n], path.Child(n))...)
+	}
+	return errs
+}
+
+func checkArray(f *Field, v any, path *field.Path) field.ErrorList {
+	items, ok := v.([]any)
+	if !ok {
+		return field.ErrorList{typeError(f, v, path)}
+	}
+	var errs field.ErrorList
+	if f.MinItems != nil && int64(len(items)) < *f.MinItems {
+		errs = append(errs, field.Invalid(path, len(items), fmt.Sprintf("needs at least %d items", *f.MinItems)))
+	}
+	if f.MaxItems != nil && int64(len(items)) > *f.MaxItems {
+		errs = append(errs, field.TooMany(path, len(items), int(*f.MaxItems)))
+	}
+	for i, item := range items {
+		if f.Items != nil {
+			errs = append(errs, checkValue(f.Items, item, path.Index(i))...)
+		}
 	}
 	return errs
 }
@@ -165,7 +175,7 @@ func requiredMessage(f *Field) string {
 	if f != nil && f.Title != "" {
 		return fmt.Sprintf("%s is required", f.Title)
 	}
-	return "required"
+	return keyRequired
 }
 
 func typeError(f *Field, v any, path *field.Path) *field.Error {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -118,6 +119,8 @@ type GateRequest struct {
 	// agent's tool it calls (whose approval says who approves); empty for a gate step's Gate.
 	ToolCall string
 	Tool     *ergonv1alpha1.AgentTool
+	// Input is the schema of the answer an agent's question (ask_human) asks for.
+	Input *apiextensionsv1.JSON
 }
 
 // Event is a transition worth an Event on the Run.

@@ -163,7 +163,10 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 	if msg, conflict := p.f.Conflicts[name]; conflict {
 		return failed("%s", msg)
 	}
-	// The Scene says which tools need approval, whatever the pod's request says.
+	// The Scene says what a tool is and which tools need approval, whatever the pod's request says.
+	if tool.AsksHuman() {
+		return p.askCall(step, call, tool, name, res)
+	}
 	if call.NeedsApproval() || tool.NeedsApproval() {
 		gate, ok := p.f.Gates[name]
 		if !ok {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -61,6 +62,7 @@ func validateTools(path *field.Path, spec *ergonv1alpha1.SceneSpec, tools []ergo
 			errs = append(errs, field.TooLong(p.Child("description"), t.Description, maxToolDescription))
 		}
 		errs = append(errs, validateToolApproval(p.Child("approval"), t.Approval)...)
+		errs = append(errs, validateAsk(p, t)...)
 		name := t.ToolName()
 		switch {
 		case t.IsBuiltin():
@@ -129,6 +131,36 @@ func validateToolApproval(p *field.Path, a *ergonv1alpha1.ToolApproval) field.Er
 	}
 	names(p.Child("approvers", "users"), "user", a.Approvers.Users)
 	names(p.Child("approvers", "groups"), "group", a.Approvers.Groups)
+	return errs
+}
+
+// maxAskTimeout bounds how long an agent's question may wait.
+const maxAskTimeout = 30 * 24 * time.Hour
+
+// validateAsk checks the settings of ask_human: only it takes them, and a question needs no
+// approval, being itself a person's answer.
+func validateAsk(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
+	if !t.AsksHuman() {
+		if t.Ask != nil {
+			return field.ErrorList{field.Forbidden(p.Child("ask"), "only the tool "+ergonv1alpha1.ToolAskHuman+" takes ask")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	if t.NeedsApproval() {
+		errs = append(errs, field.Forbidden(p.Child("requireApproval"),
+			"a question to a person needs no approval: ask says who answers it"))
+	}
+	a := t.Ask
+	if a == nil {
+		return errs
+	}
+	errs = append(errs, validateToolApproval(p.Child("ask"), &ergonv1alpha1.ToolApproval{
+		Approvers: a.Approvers, MinApprovals: a.MinApprovals})...)
+	if d := a.Timeout; d != nil && (d.Duration <= 0 || d.Duration > maxAskTimeout) {
+		errs = append(errs, field.Invalid(p.Child("ask", "timeout"), d.Duration.String(),
+			fmt.Sprintf("how long a question waits: more than 0 and at most %s", maxAskTimeout)))
+	}
 	return errs
 }
 

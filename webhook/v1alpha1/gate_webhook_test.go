@@ -240,16 +240,19 @@ var _ = Describe("The Gate webhook", Ordered, func() {
 			return &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{GenerateName: "ask-", Namespace: ns},
 				Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "ask", Gate: g}}}}
 		}
-		refused(k8sClient.Create(ctx, gateStep(`{"type": "object", "properties": {"file": {"type": "string", "contentEncoding": "base64"}}}`, "")),
+		const (
+			encoded = `{"type": "object", "properties": {"file": {"type": "string", "contentEncoding": "base64"}}}`
+			version = `{"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}}`
+			withV1  = `{"type": "object", "required": ["version"], "properties": {"version": {"type": "string", "default": "v1"}}}`
+		)
+		refused(k8sClient.Create(ctx, gateStep(encoded, "")),
 			`spec.steps[0].gate.input.properties[file].contentEncoding: Unsupported value: "contentEncoding"`)
 		refused(k8sClient.Create(ctx, gateStep(`{"type": "array", "items": {"type": "string"}}`, "")),
 			`spec.steps[0].gate.input.type: Invalid value: "array"`)
-		refused(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}}`, "approve")),
+		refused(k8sClient.Create(ctx, gateStep(version, "approve")),
 			"spec.steps[0].gate.input.version: Required value: required, with no default for a timeout to take; onTimeout approve")
-		Expect(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string"}}}`,
-			"reject"))).To(Succeed())
-		Expect(k8sClient.Create(ctx, gateStep(`{"type": "object", "required": ["version"], "properties": {"version": {"type": "string", "default": "v1"}}}`,
-			"approve"))).To(Succeed())
+		Expect(k8sClient.Create(ctx, gateStep(version, "reject"))).To(Succeed())
+		Expect(k8sClient.Create(ctx, gateStep(withV1, "approve"))).To(Succeed())
 	})
 
 	It("takes a vote with values on an input Gate with a quorum, each checked", func(ctx SpecContext) {

@@ -1,0 +1,41 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import "testing"
+
+// TestAskHumanIsCheckedAtAdmission reads ask_human as a user writes it, in both forms, and
+// checks that admission names the field it refuses.
+func TestAskHumanIsCheckedAtAdmission(t *testing.T) {
+	const tool = "spec.steps[0].agent.tools[0]"
+	cases := []toolCase{
+		{"the short form", `[ask_human]`, nil},
+		{"who answers, and for how long", `[{name: ask_human, ask: {approvers: {users: [alice], groups: [ops]}, minApprovals: 2, ` +
+			`forbidSelfApproval: true, timeout: 2h}}]`, nil},
+		{"ask on another tool", `[{name: http_fetch, ask: {timeout: 1h}}]`,
+			[]string{tool + `.ask: Forbidden: only the tool ask_human takes ask`}},
+		{"approval of a question", `[{name: ask_human, requireApproval: true}]`,
+			[]string{tool + `.requireApproval: Forbidden: a question to a person needs no approval`}},
+		{"a timeout past 30 days", `[{name: ask_human, ask: {timeout: 1000h}}]`,
+			[]string{tool + `.ask.timeout: Invalid value: "1000h0m0s"`, "at most 720h0m0s"}},
+		{"a quorum above the Gate's limit", `[{name: ask_human, ask: {minApprovals: 11}}]`,
+			[]string{tool + `.ask.minApprovals: Invalid value: 11`}},
+		{"a user twice", `[{name: ask_human, ask: {approvers: {users: [bo, bo]}}}]`,
+			[]string{tool + `.ask.approvers.users[1]: Duplicate value: "bo"`}},
+	}
+	checkToolCases(t, cases)
+}
