@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +95,18 @@ var _ = Describe("An agent's question (ask_human)", func() {
 		}
 		Eventually(waiting).Should(Succeed())
 		Consistently(waiting).WithTimeout(time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Reason == "GateOpened" && e.Regarding.Kind == "Run" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(`Gate ` + gate.Name + ` of step work waits for an answer: "Which region do we deploy to?"`))
+		}).Should(Succeed(), "an Event on the Run says a question opened")
 
 		answer(ctx, gate, "vera", "approve", `{"region":"eu"}`)
 		run := finished(ctx, ns, "a-1")

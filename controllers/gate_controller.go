@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -79,6 +80,9 @@ func (r *GateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
+		if base.Status.Phase == "" && status.Phase == ergonv1alpha1.GatePending {
+			r.announceOpened(gate)
+		}
 		if outcome != nil {
 			r.announce(gate, outcome)
 		}
@@ -109,6 +113,28 @@ func (r *GateReconciler) announce(gate *ergonv1alpha1.Gate, o *gatepolicy.Outcom
 	run.Name, run.Namespace = gate.Spec.RunRef.Name, gate.Namespace
 	r.Recorder.Eventf(run, gate, eventType, "Gate"+string(o.Phase), "Decide", note, args...)
 }
+
+// announceOpened records, on the Gate and on its Run, that a Gate waits: for an answer (an
+// input Gate) or a decision, with the first line of what it asks.
+func (r *GateReconciler) announceOpened(gate *ergonv1alpha1.Gate) {
+	waits := "a decision"
+	if gate.Spec.Input != nil {
+		waits = "an answer"
+	}
+	question, _, _ := strings.Cut(gate.Spec.Message, "\n")
+	if len(question) > maxEventQuestion {
+		question = strings.ToValidUTF8(question[:maxEventQuestion], "") + " […]"
+	}
+	note := "Gate %s of step %s waits for %s: %q"
+	args := []any{gate.Name, gate.Spec.Step, waits, question}
+	r.Recorder.Eventf(gate, nil, corev1.EventTypeNormal, "GateOpened", "Open", note, args...)
+	run := &ergonv1alpha1.Run{}
+	run.Name, run.Namespace = gate.Spec.RunRef.Name, gate.Namespace
+	r.Recorder.Eventf(run, gate, corev1.EventTypeNormal, "GateOpened", "Open", note, args...)
+}
+
+// maxEventQuestion bounds the question an Event quotes.
+const maxEventQuestion = 200
 
 // SetupWithManager registers the controller.
 func (r *GateReconciler) SetupWithManager(mgr ctrl.Manager) error {
