@@ -88,6 +88,9 @@ type Reply struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Delay before answering.
 	Delay string `json:"delay,omitempty"`
+	// EchoLast appends the last message's content to Content: a model that repeats what it
+	// was just told (a tool's result), so a test can see what reached it.
+	EchoLast bool `json:"echoLast,omitempty"`
 }
 
 // ToolCall is one call the assistant asks for.
@@ -300,6 +303,9 @@ func (m Match) matches(req *Request) bool {
 }
 
 func completion(id int, req *Request, reply Reply) map[string]any {
+	if reply.EchoLast && len(req.Messages) > 0 {
+		reply.Content += req.Messages[len(req.Messages)-1].Content
+	}
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
 	finish := "stop"
 	if len(reply.ToolCalls) > 0 {

@@ -113,3 +113,13 @@ func TestAnUnknownScriptFieldIsRefused(t *testing.T) {
 		t.Fatalf("err = %v; want the unknown field named", err)
 	}
 }
+
+func TestEchoLastRepeatsWhatTheModelWasJustTold(t *testing.T) {
+	srv := httptest.NewServer(New(Script{Rules: []Rule{{Match: Match{LastRole: "tool"}, Reply: Reply{Content: "told: ", EchoLast: true}}}}))
+	defer srv.Close()
+	code, _, body := post(t, srv.URL, `{"model":"m","messages":[{"role":"user","content":"x"},`+
+		`{"role":"tool","content":"{\"region\":\"eu-7\"}","tool_call_id":"c"}]}`)
+	if code != 200 || !strings.Contains(body, `"content":"told: {\"region\":\"eu-7\"}"`) {
+		t.Fatalf("%d %s", code, body)
+	}
+}
