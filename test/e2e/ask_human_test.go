@@ -92,7 +92,7 @@ var _ = Describe("An agent that asks on a real cluster", func() {
 		run = finished(ctx, run)
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
 		deploy := stepOf(run, "deploy")
-		Expect(deploy.Output.Preview).To(Equal(`deploying as told: {"region":"` + nonce + `"}`),
+		Expect(deploy.Output.Preview).To(Equal(`deploying as told: {"region":"`+nonce+`"}`),
 			"the model can only know the nonce from the tool's result")
 		Expect(deploy.Attempts).To(BeEquivalentTo(2))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
