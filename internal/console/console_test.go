@@ -28,7 +28,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -216,6 +219,52 @@ var _ = Describe("The console server", func() {
 		again := a.post(path, `{"option":"reject"}`)
 		Expect(again.code).To(Equal(http.StatusConflict))
 		Expect(again.body).To(ContainSubstring("already decided"))
+	})
+
+	It("lists the viewer's inbox across namespaces with their own token, and takes an input Gate's answer checked by field", func() {
+		mine, seen, foreign := newNamespace(), newNamespace(), newNamespace()
+		ana, token := userToken(mine, "ana", "ergon-viewer", "ergon-gate-approver")
+		// In seen ana may look but not decide; foreign she may not even list.
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: seen, Name: "ana"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "ergon-viewer"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ana", Namespace: mine}}})).To(Succeed())
+		input := &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","required":["version"],"properties":{` +
+			`"version":{"type":"string","pattern":"^v[0-9]+$"},"notify":{"type":"boolean","default":true}}}`)}
+		gates := map[string]*ergonv1alpha1.Gate{}
+		for _, ns := range []string{mine, seen, foreign} {
+			_, gate := waitingRun(ns)
+			Expect(admin.Patch(ctx, gate, client.RawPatch(types.MergePatchType,
+				[]byte(`{"spec":{"input":`+string(input.Raw)+`}}`)))).To(Not(Succeed()), "spec.input is immutable")
+			Expect(admin.Delete(ctx, gate)).To(Succeed())
+			gate = &ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gate.Name, Labels: gate.Labels},
+				Spec: ergonv1alpha1.GateSpec{RunRef: gate.Spec.RunRef, Step: gate.Spec.Step, Message: "Which version?", Input: input}}
+			Expect(admin.Create(ctx, gate)).To(Succeed())
+			gates[ns] = gate
+		}
+
+		b := newBrowser()
+		Expect(b.login(token).code).To(Equal(http.StatusOK))
+		inbox := b.get("/api/inbox?namespaces=" + strings.Join([]string{mine, seen, foreign, "Not_A-Name"}, ","))
+		Expect(inbox.code).To(Equal(http.StatusOK), inbox.body)
+		var list struct {
+			Items []ergonv1alpha1.Gate `json:"items"`
+		}
+		Expect(json.Unmarshal([]byte(inbox.body), &list)).To(Succeed())
+		Expect(list.Items).To(ConsistOf(And(HaveField("Namespace", mine), HaveField("Name", gates[mine].Name))),
+			"only what ana may decide, found namespace by namespace with her token")
+
+		path := "/api/namespaces/" + mine + "/gates/" + gates[mine].Name + "/decide"
+		wrong := b.post(path, `{"values":{"version":"1.0"}}`)
+		Expect(wrong.code).To(Equal(http.StatusUnprocessableEntity), wrong.body)
+		Expect(jsonField(wrong.body, "error")).To(ContainSubstring(`spec.decision.values.version: Invalid value: "1.0"`))
+		Expect(gateNow(gates[mine]).Spec.Decision).To(BeNil())
+		right := b.post(path, `{"values":{"version":"v2"},"comment":"per QA"}`)
+		Expect(right.code).To(Equal(http.StatusOK), right.body)
+		d := gateNow(gates[mine]).Spec.Decision
+		Expect(d.User).To(Equal(ana))
+		Expect(d.Option).To(Equal("approve"), "the first approving option")
+		Expect(string(d.Values.Raw)).To(MatchJSON(`{"version":"v2","notify":true}`), "the defaults completed")
+		Expect(b.get("/api/inbox?namespaces=" + mine).body).To(MatchJSON(`{"items":[]}`))
 	})
 
 	It("shows a Run with its graph coloured by phase, and outputs only as text", func() {

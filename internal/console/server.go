@@ -28,6 +28,8 @@ import (
 	"net/http"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,6 +116,9 @@ func staticMapper() meta.RESTMapper {
 		m.Add(corev1.SchemeGroupVersion.WithKind(kind), meta.RESTScopeNamespace)
 	}
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	// Who the viewer is and what they may do, for the inbox (kubectlergon.PendingFor).
+	m.Add(authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"), meta.RESTScopeRoot)
+	m.Add(authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"), meta.RESTScopeRoot)
 	return m
 }
 
@@ -133,6 +138,7 @@ func (s *Server) Handler() http.Handler {
 	reads := map[string]func(http.ResponseWriter, *http.Request, *viewer){
 		"GET /api/me":                                                  s.me,
 		"GET /api/namespaces":                                          s.namespaces,
+		"GET /api/inbox":                                               s.inbox,
 		"GET /api/namespaces/{ns}/scenes":                              s.scenes,
 		"GET /api/namespaces/{ns}/scenes/{name}":                       s.scene,
 		"GET /api/namespaces/{ns}/runs":                                s.runs,

@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -40,6 +41,8 @@ import (
 )
 
 const (
+	// maxInboxNamespaces bounds the namespaces the page may name for the inbox.
+	maxInboxNamespaces = 20
 	// maxNamespaces bounds the namespaces the switcher asks access reviews for.
 	maxNamespaces = 200
 	// logTailLines and logLimitBytes bound the pod log a step's panel shows.
@@ -334,6 +337,57 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	writeItems(w, list.Items, func(a, b *ergonv1alpha1.Gate) int {
 		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+	})
+}
+
+// inbox lists the open Gates the viewer may answer or decide, oldest first, in every namespace
+// they may list Gates in: cluster-wide when they may, else namespace by namespace (every
+// namespace when they may list namespaces, else the console's default one and those the page
+// names in ?namespaces=a,b, the ones it knows of). Everything is asked with the viewer's own
+// token, so the page can show no more than the viewer may see; a read-only viewer decides
+// nothing.
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request, v *viewer) {
+	items := []ergonv1alpha1.Gate{}
+	if v.readOnly {
+		writeJSON(w, map[string]any{itemsKey: items})
+		return
+	}
+	pending, err := kubectlergon.PendingFor(r.Context(), v.c, "")
+	if apierrors.IsForbidden(err) {
+		pending, err = nil, nil
+		var list corev1.NamespaceList
+		names := []string{s.cfg.DefaultNamespace}
+		if v.c.List(r.Context(), &list, client.Limit(maxNamespaces)) == nil {
+			names = names[:0]
+			for _, ns := range list.Items {
+				names = append(names, ns.Name)
+			}
+		} else {
+			for ns := range strings.SplitSeq(r.URL.Query().Get("namespaces"), ",") {
+				if ns != "" && len(names) < maxInboxNamespaces && !slices.Contains(names, ns) &&
+					len(validation.IsDNS1123Label(ns)) == 0 {
+					names = append(names, ns)
+				}
+			}
+		}
+		for _, ns := range names {
+			found, nsErr := kubectlergon.PendingFor(r.Context(), v.c, ns)
+			if nsErr != nil && !apierrors.IsForbidden(nsErr) {
+				err = nsErr
+				break
+			}
+			pending = append(pending, found...)
+		}
+	}
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	for _, g := range pending {
+		items = append(items, *g)
+	}
+	writeItems(w, items, func(a, b *ergonv1alpha1.Gate) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
 }
 

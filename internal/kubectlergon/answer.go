@@ -207,14 +207,14 @@ func (o *Options) inbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pending, err := pendingFor(ctx, c, "")
+	pending, err := PendingFor(ctx, c, "")
 	if apierrors.IsForbidden(err) {
 		ns, nsErr := o.Namespace()
 		if nsErr != nil {
 			return nsErr
 		}
 		_, _ = fmt.Fprintf(o.Streams.ErrOut, "You may not list Gates in every namespace; namespace %s only.\n", ns)
-		pending, err = pendingFor(ctx, c, ns)
+		pending, err = PendingFor(ctx, c, ns)
 	}
 	if err != nil {
 		return err

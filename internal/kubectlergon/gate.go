@@ -143,7 +143,7 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 			return err
 		}
 	}
-	pending, err := pendingFor(ctx, c, ns)
+	pending, err := PendingFor(ctx, c, ns)
 	if err != nil {
 		return err
 	}
@@ -160,9 +160,9 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 	return w.Flush()
 }
 
-// pendingFor lists the open Gates of a namespace ("" for all) that the user may decide:
+// PendingFor lists the open Gates of a namespace ("" for all) that the user may decide:
 // those listing them or one of their groups as approvers, and those RBAC lets them approve.
-func pendingFor(ctx context.Context, c client.Client, ns string) ([]*ergonv1alpha1.Gate, error) {
+func PendingFor(ctx context.Context, c client.Client, ns string) ([]*ergonv1alpha1.Gate, error) {
 	gates := &ergonv1alpha1.GateList{}
 	if err := c.List(ctx, gates, client.InNamespace(ns)); err != nil {
 		return nil, err

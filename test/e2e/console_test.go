@@ -37,6 +37,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -194,6 +195,68 @@ var _ = Describe("The web console in a real browser", func() {
 		Expect(gate.Spec.Decision.Comment).To(Equal("ship it"))
 		Expect(finished(ctx, run).Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 	})
+
+	It("shows a question in the inbox with a badge, renders its schema as a form, refuses a wrong value inline and resumes the Run with a right one",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			url := startConsole()
+			answerer, token := person(ctx, ns, "ana", "view", "ergon-gate-approver")
+			input := `{"type": "object", "required": ["version"], "properties": {
+			"version": {"type": "string", "title": "Version", "pattern": "^v[0-9]+$"},
+			"channel": {"type": "string", "enum": ["stable", "beta"], "default": "beta"},
+			"notify": {"type": "boolean", "default": false},
+			"notes": {"type": "string", "format": "multiline", "description": "<b>shown as text</b>"}}}`
+			Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release"},
+				Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{
+					{Name: "plan", Gate: &ergonv1alpha1.GateStep{Message: "Which version ships?",
+						Input: &apiextensionsv1.JSON{Raw: []byte(input)}}},
+					busyboxStep("ship", `echo -n shipping {{ .steps.plan.outputs.version | shquote }} > "$ERGON_OUTPUT"`, "plan"),
+				}}})).To(Succeed())
+			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-1"},
+				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "release"}}}
+			Expect(k8sClient.Create(ctx, run)).To(Succeed())
+			gate := gateOfRun(ctx, ns, "release-1")
+
+			bctx := openBrowser(url, token)
+			card := fmt.Sprintf(`#inbox .card.gate[data-gate=%q]`, gate.Name)
+			By("finding the question in the inbox, counted on its link")
+			Expect(within(bctx, time.Minute, chromedp.Navigate(url+"/#/ns/"+ns+"/inbox"),
+				chromedp.WaitVisible(chromedp.CSS(card+` input[data-path="version"]`)))).To(Succeed())
+			Expect(within(bctx, 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`#inbox-count`)))).To(Succeed())
+			Expect(evalJS[string](bctx, `document.querySelector('#inbox-count').textContent`)).To(Equal("1"))
+			Expect(evalJS[string](bctx, `document.querySelector('`+card+` select[data-path="channel"]').value`)).To(Equal(`"beta"`),
+				"the default is chosen")
+			Expect(evalJS[string](bctx, `document.querySelector('`+card+` textarea[data-path="notes"]').tagName`)).To(Equal("TEXTAREA"))
+			Expect(evalJS[int](bctx, `document.querySelectorAll('`+card+` .input-form b').length`)).To(Equal(0), "a description is text, never HTML")
+			screenshot(bctx, "question.png")
+
+			By("answering with a version the schema refuses: the webhook's error shows under the field")
+			Expect(within(bctx, 30*time.Second,
+				chromedp.SetValue(chromedp.CSS(card+` input[data-path="version"]`), "1.0"),
+				chromedp.Click(chromedp.CSS(card+` button.decide[data-option="approve"]`)),
+				chromedp.WaitVisible(chromedp.CSS(card+` [data-field="version"] .field-error`)))).To(Succeed())
+			Expect(evalJS[string](bctx, `document.querySelector('`+card+` [data-field="version"] .field-error').textContent`)).
+				To(ContainSubstring(`must match`))
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+			Expect(gate.Spec.Decision).To(BeNil(), "nothing was written")
+			screenshot(bctx, "refused.png")
+
+			By("answering right: the Run resumes with the values, stamped with who gave them")
+			Expect(within(bctx, 30*time.Second,
+				chromedp.SetValue(chromedp.CSS(card+` input[data-path="version"]`), "v7"),
+				chromedp.SetValue(chromedp.CSS(card+` select[data-path="channel"]`), `"stable"`),
+				chromedp.Click(chromedp.CSS(card+` input[data-path="notify"]`)),
+				chromedp.Click(chromedp.CSS(card+` button.decide[data-option="approve"]`)),
+				chromedp.WaitNotPresent(chromedp.CSS(card+` input[data-path="version"]`)))).To(Succeed())
+			run = finished(ctx, run)
+			Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
+			Expect(stepOf(run, "plan").Output.Preview).To(MatchJSON(`{"version": "v7", "channel": "stable", "notify": true}`))
+			Expect(stepOf(run, "ship").Output.Preview).To(Equal("shipping v7"))
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), gate)).To(Succeed())
+			Expect(gate.Spec.Decision.User).To(Equal(answerer))
+			Expect(within(bctx, 30*time.Second, chromedp.WaitNotVisible(chromedp.CSS(`#inbox-count`)))).To(Succeed(),
+				"the badge goes once nothing waits")
+		})
 
 	It("shows a view-only user the API server's refusal, verbatim, when they approve, and changes nothing", func(ctx SpecContext) {
 		ns := newNamespace(ctx)

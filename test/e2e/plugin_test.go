@@ -37,12 +37,16 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-// pluginBinary is kubectl-ergon, built once for the specs that drive Ergon with it only.
+// pluginBinary is kubectl-ergon, built once for the specs that drive Ergon with it only, in a
+// folder of the suite's (a spec's TempDir goes with the spec that made it).
 var pluginBinary = func() func() string {
 	var path string
 	return func() string {
 		if path == "" {
-			path = filepath.Join(GinkgoT().TempDir(), "kubectl-ergon")
+			dir, err := os.MkdirTemp("", "ergon-e2e-plugin-")
+			Expect(err).NotTo(HaveOccurred())
+			pluginDir = dir
+			path = filepath.Join(dir, "kubectl-ergon")
 			cmd := exec.Command("go", "build", "-o", path, "./cmd/kubectl-ergon")
 			cmd.Dir = repoRoot
 			out, err := cmd.CombinedOutput()
@@ -51,6 +55,15 @@ var pluginBinary = func() func() string {
 		return path
 	}
 }()
+
+// pluginDir holds the plugin built for the suite; it goes when the suite ends.
+var pluginDir string
+
+var _ = AfterSuite(func() {
+	if pluginDir != "" {
+		Expect(os.RemoveAll(pluginDir)).To(Succeed())
+	}
+})
 
 // ergon runs the plugin against the cluster of KUBECONFIG.
 func ergon(ns string, args ...string) *exec.Cmd {

@@ -1,6 +1,7 @@
 // Ergon console. Plain DOM, no framework: every text from the cluster goes in with
 // textContent or a text node, never as HTML. Live changes come from one EventSource per
-// namespace (the server's watches); nothing here polls.
+// namespace (the server's watches); only the inbox, which spans namespaces, is read again on
+// a Gate change, on navigation and once a minute.
 "use strict";
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -95,7 +96,7 @@
   const phaseBadge = (p, extra) => h("span", { class: "phase " + (p || "Pending") + (extra ? " " + extra : "") }, p || "Pending");
 
   // --- routing ------------------------------------------------------------------------
-  const views = { runs: "Runs", scenes: "Scenes", gates: "Gates", triggers: "Triggers", workspaces: "Workspaces" };
+  const views = { inbox: "Inbox", runs: "Runs", scenes: "Scenes", gates: "Gates", triggers: "Triggers", workspaces: "Workspaces" };
   function route() {
     const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     if (parts[0] !== "ns" || !parts[1]) return { ns: state.ns || (state.me && state.me.defaultNamespace) || "default", view: "runs" };
@@ -107,8 +108,29 @@
     const nav = $("nav");
     nav.replaceChildren(...Object.entries(views).map(([v, label]) =>
       h("a", { href: link(v), "aria-current": v === active ? "page" : null }, label,
-        v === "gates" ? h("span", { id: "gate-count", class: "muted" }) : null)));
+        v === "gates" ? h("span", { id: "gate-count", class: "muted" }) : null,
+        v === "inbox" ? h("span", { id: "inbox-count", class: "count", "aria-label": "questions and Gates waiting on you", hidden: true }) : null)));
     updateCounts();
+    refreshInbox();
+  }
+
+  // inboxPath asks for the inbox, naming the namespaces the page knows of, which the server
+  // searches when the viewer may not list namespaces.
+  const inboxPath = () => "/api/inbox?namespaces=" + enc([state.ns, ...[...$("ns").options].map((o) => o.value)].join(","));
+
+  // refreshInbox reads what waits on the viewer in every namespace they may see (asked with
+  // their own token by the server) and shows how many on the Inbox link.
+  let inboxTimer = null;
+  async function refreshInbox() {
+    clearTimeout(inboxTimer);
+    inboxTimer = setTimeout(refreshInbox, 60000);
+    try {
+      const list = await api(inboxPath());
+      state.inbox = list.items;
+      const c = $("inbox-count");
+      if (c) { c.textContent = String(list.items.length); c.hidden = list.items.length === 0; }
+      if (state.view && state.view.onInbox) state.view.onInbox();
+    } catch (e) { /* the badge stays as it was */ }
   }
   function updateCounts() {
     let running = 0, waiting = 0;
@@ -136,6 +158,7 @@
       else if (r.view === "scenes" && r.name) state.view = await sceneView(r.name);
       else if (r.view === "scenes") state.view = await scenesView();
       else if (r.view === "gates") state.view = await gatesView();
+      else if (r.view === "inbox") state.view = await inboxView();
       else if (r.view === "triggers") state.view = await triggersView();
       else if (r.view === "workspaces") state.view = await workspacesView();
       main.replaceChildren(state.view.el);
@@ -194,6 +217,7 @@
     } else if (c.kind === "Gate") {
       if (c.type === "DELETED") state.gates.delete(o.metadata.name);
       else state.gates.set(o.metadata.name, o);
+      refreshInbox();
     }
     updateCounts();
     if (state.view && state.view.onChange) state.view.onChange(c);
@@ -514,14 +538,17 @@
   // --- gates --------------------------------------------------------------------------
   // gateCard shows a Gate's question and, while it is pending, its options as buttons; the
   // decision goes to the API server as the viewer, and a refusal is shown as it came.
-  function gateCard(g) {
+  function gateCard(g, withNamespace) {
     const st = g.status || {};
     const pending = !g.spec.decision && (!st.phase || st.phase === "Pending");
-    const name = g.metadata.name;
-    const card = h("div", { class: "card gate", "data-gate": name },
-      h("div", {}, h("b", {}, g.spec.step), " of Run ", h("a", { href: link("runs", g.spec.runRef.name) }, g.spec.runRef.name), " ",
+    const name = g.metadata.name, ns = g.metadata.namespace || state.ns;
+    const runLink = "#/ns/" + enc(ns) + "/runs/" + enc(g.spec.runRef.name);
+    const card = h("div", { class: "card gate", "data-gate": name, "data-namespace": ns },
+      h("div", {}, withNamespace ? h("span", { class: "muted" }, ns + " · ") : null,
+        h("b", {}, g.spec.step), " of Run ", h("a", { href: runLink }, g.spec.runRef.name), " ",
         phaseBadge(st.phase || "Pending", "gate"), h("span", { class: "muted" }, " asked " + ago(g.metadata.creationTimestamp))),
       h("div", { class: "question" }, g.spec.message || "(no question)"));
+    if (st.values && !pending) card.appendChild(h("pre", { class: "answer" }, JSON.stringify(st.values, null, 2)));
     const min = g.spec.minApprovals || 1;
     if (min > 1) card.appendChild(h("div", { class: "muted" }, "Needs " + min + " approvals; votes: " +
       ((g.spec.approvals || []).map((a) => a.user + " " + a.option).join(", ") || "none")));
@@ -537,6 +564,7 @@
     }
     if (pending && !state.me.readOnly) {
       const id = "comment-" + name;
+      const form = g.spec.input ? inputForm(g.spec.input, name) : null;
       const comment = h("textarea", { id, class: "comment", placeholder: "Comment (optional)", maxlength: 4096 });
       const refusal = h("div", { class: "refusal", role: "alert", hidden: true });
       const buttons = (g.spec.options || ["approve", "reject"]).map((opt) => h("button", {
@@ -545,23 +573,150 @@
           const all = card.querySelectorAll("button.decide");
           all.forEach((b) => { b.disabled = true; });
           refusal.hidden = true;
+          if (form) form.clearErrors();
+          const body = { option: opt, comment: comment.value };
+          if (form && opt !== "reject") body.values = form.read();
           try {
-            const updated = await api(nsPath("/gates/" + enc(name) + "/decide"), "POST", { option: opt, comment: comment.value });
-            state.gates.set(name, updated);
-            card.replaceWith(gateCard(updated));
-            toast("Gate " + name + ": " + opt);
+            const updated = await api("/api/namespaces/" + enc(ns) + "/gates/" + enc(name) + "/decide", "POST", body);
+            if (ns === state.ns) state.gates.set(name, updated);
+            card.replaceWith(gateCard(updated, withNamespace));
+            toast("Gate " + name + ": " + (body.values ? "answered" : opt));
+            refreshInbox();
           } catch (e) {
             refusal.textContent = e.message;
             refusal.hidden = false;
+            if (form) form.showErrors(e.message);
             all.forEach((b) => { b.disabled = false; });
             ev.target.focus();
           }
         },
-      }, opt));
+      }, g.spec.input && opt === "approve" ? "answer" : opt));
+      if (form) card.appendChild(form.el);
       card.append(h("label", { for: id, class: "muted" }, "Comment"), comment, h("div", { class: "actions" }, ...buttons), refusal);
     }
     if (st.expiresAt && pending) card.appendChild(h("div", { class: "muted" }, "Decided by " + (g.spec.onTimeout || "timeout") + " " + ago(st.expiresAt)));
     return card;
+  }
+
+  // inputForm renders an input Gate's schema (internal/humaninput's subset of JSON Schema) as
+  // a form: a field per property, by type and format, prefilled with defaults. read() gives
+  // the values to send (empty optional fields left out, so their defaults apply); the
+  // webhook checks them, and showErrors puts each of its field errors under its field.
+  function inputForm(schema, key) {
+    const fields = [];
+    const el = h("fieldset", { class: "input-form" }, h("legend", {}, schema.title || "Your answer"));
+    if (schema.description) el.appendChild(h("p", { class: "muted" }, schema.description));
+    addProps(el, schema, "");
+    function addProps(box, obj, prefix) {
+      const required = obj.required || [];
+      for (const [name, f] of Object.entries(obj.properties || {})) {
+        const path = prefix ? prefix + "." + name : name;
+        if (f.type === "object") {
+          const sub = h("fieldset", { class: "input-object", "data-path": path }, h("legend", {}, f.title || name));
+          if (f.description) sub.appendChild(h("p", { class: "muted" }, f.description));
+          addProps(sub, f, path);
+          sub.appendChild(h("div", { class: "field-error", role: "alert", hidden: true }));
+          box.appendChild(sub);
+          continue;
+        }
+        box.appendChild(field(name, path, f, required.includes(name)));
+      }
+    }
+    function field(name, path, f, required) {
+      const id = "in-" + key + "-" + path;
+      const def = f.default;
+      let input, read;
+      if (Array.isArray(f.enum)) {
+        input = h("select", { id }, required && def !== undefined ? null : h("option", { value: "" }, "—"),
+          ...f.enum.map((v) => h("option", { value: JSON.stringify(v), selected: def !== undefined && JSON.stringify(def) === JSON.stringify(v) }, String(v))));
+        read = () => input.value === "" ? undefined : JSON.parse(input.value);
+      } else if (f.type === "boolean") {
+        input = h("input", { id, type: "checkbox", checked: def === true });
+        read = () => input.checked;
+      } else if (f.type === "number" || f.type === "integer") {
+        input = h("input", { id, type: "number", step: f.type === "integer" ? "1" : "any", min: f.minimum, max: f.maximum,
+          value: def !== undefined ? String(def) : null });
+        read = () => input.value === "" ? undefined : (isNaN(Number(input.value)) ? input.value : Number(input.value));
+      } else if (f.type === "array") {
+        const scalar = f.items && ["string", "number", "integer", "boolean"].includes(f.items.type);
+        input = h("textarea", { id, rows: 3, placeholder: scalar ? "one per line" : "JSON, as [ ... ]" });
+        if (def !== undefined) input.value = scalar ? def.join("\n") : JSON.stringify(def);
+        read = () => {
+          const t = input.value.trim();
+          if (t === "") return undefined;
+          if (!scalar) { try { return JSON.parse(t); } catch (e) { return t; } }
+          return t.split("\n").map((x) => x.trim()).filter((x) => x !== "").map((x) =>
+            f.items.type === "string" ? x : f.items.type === "boolean" ? x === "true" : (isNaN(Number(x)) ? x : Number(x)));
+        };
+      } else if (f.format === "multiline") {
+        input = h("textarea", { id, rows: 4, maxlength: f.maxLength });
+        if (def !== undefined) input.value = def;
+        read = () => input.value === "" && !required ? undefined : input.value;
+      } else {
+        const type = { date: "date", "date-time": "datetime-local", email: "email", uri: "url" }[f.format] || "text";
+        input = h("input", { id, type, maxlength: f.maxLength, value: def !== undefined ? String(def) : null });
+        read = () => {
+          if (input.value === "" && !required) return undefined;
+          // datetime-local has no zone: the answer is RFC 3339, in UTC as entered.
+          return type === "datetime-local" && input.value ? input.value + (input.value.length === 16 ? ":00Z" : "Z") : input.value;
+        };
+      }
+      input.setAttribute("data-path", path);
+      if (required) input.setAttribute("aria-required", "true");
+      const error = h("div", { class: "field-error", role: "alert", hidden: true });
+      fields.push({ path, read, error });
+      return h("div", { class: "input-field", "data-field": path },
+        h("label", { for: id }, (f.title || name) + (required ? " *" : "")),
+        f.description ? h("div", { class: "muted" }, f.description) : null, input, error);
+    }
+    function read() {
+      const values = {};
+      for (const f of fields) {
+        const v = f.read();
+        if (v === undefined) continue;
+        const parts = f.path.split(".");
+        let o = values;
+        for (const p of parts.slice(0, -1)) o = (o[p] = o[p] || {});
+        o[parts[parts.length - 1]] = v;
+      }
+      return values;
+    }
+    // The webhook names fields as spec.decision.values.a.b[2] (or spec.approvals[i].values...).
+    function showErrors(message) {
+      const re = /spec\.(?:decision|approvals\[\d+\])\.values\.([A-Za-z0-9_.]+)(?:\[\d+\])*: ((?:(?!spec\.(?:decision|approvals)).)*)/g;
+      let m;
+      while ((m = re.exec(message)) !== null) {
+        const detail = m[2].replace(/[\],\s]+$/, "");
+        let path = m[1];
+        let f = fields.find((x) => x.path === path);
+        while (!f && path.includes(".")) { path = path.slice(0, path.lastIndexOf(".")); f = fields.find((x) => x.path === path); }
+        const target = f ? f.error : null;
+        if (target) { target.textContent = (target.hidden ? "" : target.textContent + "; ") + detail; target.hidden = false; }
+      }
+    }
+    function clearErrors() { for (const f of fields) { f.error.hidden = true; f.error.textContent = ""; } }
+    return { el, read, showErrors, clearErrors };
+  }
+
+  // inboxView lists what waits on the viewer in every namespace: questions to answer and
+  // Gates to decide, oldest first.
+  async function inboxView() {
+    const el = h("section", {}, h("h1", {}, "Inbox"), h("p", { class: "muted" },
+      "Questions and Gates waiting on you, in every namespace you may see."));
+    const box = h("div", { id: "inbox" });
+    el.appendChild(box);
+    let key = null;
+    function draw() {
+      const items = state.inbox || [];
+      // A card being filled in survives a refresh that changes nothing.
+      const k = items.map((g) => g.metadata.namespace + "/" + g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
+      if (k === key) return;
+      key = k;
+      box.replaceChildren(...(items.length ? items.map((g) => gateCard(g, true)) : [h("p", { class: "muted" }, "Nothing waits on you.")]));
+    }
+    state.inbox = (await api(inboxPath())).items;
+    draw();
+    return { el, onInbox: draw, reload: refreshInbox };
   }
 
   async function gatesView() {
