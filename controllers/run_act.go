@@ -107,7 +107,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.createGate(ctx, run, req, kept[req.Step.Name], taken); err != nil {
+		if err := r.createGate(ctx, run, scene, req, kept[req.Step.Name], taken); err != nil {
 			return err
 		}
 	}
@@ -236,9 +236,15 @@ func (r *RunReconciler) createChild(ctx context.Context, run, child *ergonv1alph
 // records as its gate. A tool call's Gate keeps its name: it is shared with the call's pod or
 // child Run (naming.ToolCallName). When every name is held, it creates nothing: the step fails
 // on the next pass with NameConflict, naming the Gate that holds its name.
-func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, req planner.GateRequest,
+func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, req planner.GateRequest,
 	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
 	gate := gateOf(run, req)
+	// A Gate made now has the UID the API server gave it; one found made already has none.
+	defer func() {
+		if gate.UID != "" && scene.Spec.Notify != nil {
+			r.notifyGate(run, gate, scene.Spec.Notify.Channel)
+		}
+	}()
 	if req.ToolCall != "" {
 		return r.create(ctx, gate)
 	}

@@ -114,6 +114,9 @@ type RunReconciler struct {
 	// when nil.
 	Ledger     *cause.Ledger
 	ledgerOnce sync.Once
+	// Notifier sends the notifications of Scenes that ask for them (run_notify.go); none are
+	// sent when nil, and a Scene that asks gets a Warning Event saying so.
+	Notifier Notifier
 
 	// scenes caches each running Run's compiled snapshot, so templates and conditions are
 	// compiled once per Run, not once per reconcile.

@@ -72,6 +72,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient = testenv.StampingClient(raw, suiteUser)
 	testKubelet.Client = k8sClient
+	suiteNotifier = startNotifier()
 	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 })
 
@@ -114,6 +115,7 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 	Expect((&RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig, Ledger: ledger,
+		Notifier: suiteNotifier,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())

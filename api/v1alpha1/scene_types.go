@@ -67,6 +67,12 @@ type SceneSpec struct {
 	// +optional
 	Memory *SceneMemory `json:"memory,omitempty"`
 
+	// notify sends a signed notification, with a link to the Run, to a channel the cluster's
+	// admin defined whenever a Run of the Scene starts waiting for a person: a gate step's Gate
+	// or an agent's question opens.
+	// +optional
+	Notify *SceneNotify `json:"notify,omitempty"`
+
 	// allowHosts are hosts that the http_fetch tool of every agent step of the Scene may reach
 	// although they resolve to private addresses, such as in-cluster Services: a host name
 	// (tracker.tools.svc) or host:port. An agent step's own allowHosts add to these.
@@ -508,4 +514,14 @@ func init() {
 		s.AddKnownTypes(SchemeGroupVersion, &Scene{}, &SceneList{})
 		return nil
 	})
+}
+
+// SceneNotify names where a Scene's Runs say that they wait for a person.
+type SceneNotify struct {
+	// channel is one of the notification channels the cluster's admin defined (the manager's
+	// --notification-channels); a Scene never names a URL.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Channel string `json:"channel"`
 }

@@ -76,7 +76,7 @@ type options struct {
 	hooksRate                                            float64
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	workspaceWorkers, triggerWorkers, gateWorkers        int
-	stepBinaries                                         string
+	stepBinaries, notificationChannels                   string
 	run                                                  controllers.RunConfig
 	// ledger is the record of Runs started a moment ago that the Run and Trigger
 	// controllers and the hooks server share, so each counts the others' too.
@@ -90,6 +90,9 @@ func (o *options) bindFlags() {
 	o.webhooks.bindFlags()
 	o.scale.bindFlags()
 	o.stepResources.bindFlags()
+	flag.StringVar(&o.notificationChannels, "notification-channels", "", "A YAML file of the channels Scenes may "+
+		"notify when a Run waits for a person (spec.notify.channel): channels [{name, url, keyFile, allowHosts}] and "+
+		"consoleURL (docs/human-input.md). None when unset.")
 	flag.StringVar(&o.hooksAddr, "hooks-bind-address", ":8090", "The address webhook Triggers are served on "+
 		"(POST /hooks/NAMESPACE/TRIGGER, plain HTTP: put TLS in front with an Ingress). Set 0 to disable.")
 	flag.Float64Var(&o.hooksRate, "hooks-rate", 10, "Deliveries per second each webhook Trigger accepts on average.")
@@ -304,13 +307,17 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
+	notifier, err := notifications(mgr, o.notificationChannels)
+	if err != nil {
+		return fmt.Errorf("--notification-channels: %w", err)
+	}
 	for _, c := range []struct {
 		name string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
 		{"Run", &controllers.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger}},
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier}},
 		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
 		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),

@@ -41,7 +41,8 @@ const askScript = `rules:
   reply:
     toolCalls:
     - name: ask_human
-      arguments: '{"question": "Which region do we deploy to?", "input": {"type": "object", "required": ["region"], "properties": {"region": {"type": "string"}}}}'
+      arguments: '{"question": "Which region do we deploy to?",
+        "input": {"type": "object", "required": ["region"], "properties": {"region": {"type": "string"}}}}'
 - match: {lastRole: tool}
   reply: {content: 'deploying as told: ', echoLast: true}
 `

@@ -196,7 +196,8 @@ var _ = Describe("The web console in a real browser", func() {
 		Expect(finished(ctx, run).Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 	})
 
-	It("shows a question in the inbox with a badge, renders its schema as a form, refuses a wrong value inline and resumes the Run with a right one",
+	It("shows a question in the inbox with a badge, renders its schema as a form, refuses a wrong value inline, "+
+		"and resumes the Run with a right one",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx)
 			url := startConsole()

@@ -609,7 +609,10 @@
     addProps(el, schema, "");
     function addProps(box, obj, prefix) {
       const required = obj.required || [];
-      for (const [name, f] of Object.entries(obj.properties || {})) {
+      // The API server keeps a schema's properties in name order: required ones go first.
+      const entries = Object.entries(obj.properties || {});
+      entries.sort((a, b) => Number(required.includes(b[0])) - Number(required.includes(a[0])));
+      for (const [name, f] of entries) {
         const path = prefix ? prefix + "." + name : name;
         if (f.type === "object") {
           const sub = h("fieldset", { class: "input-object", "data-path": path }, h("legend", {}, f.title || name));
