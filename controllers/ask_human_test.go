@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -165,4 +166,55 @@ var _ = Describe("An agent's question across a manager restart", Serial, func() 
 		Expect(toolResultsOf(ctx, ns, "a-1", "work").Results).To(ConsistOf(HaveField("Content", MatchJSON(`{"region":"us"}`))))
 		Expect(run.Status.Steps[0].Attempts).To(Equal(int32(2)), "the agent resumed in its next attempt, once")
 	}, SpecTimeout(90*time.Second))
+})
+
+var _ = Describe("A conversation", func() {
+	BeforeEach(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		go testKubelet.run(ctx)
+		DeferCleanup(cancel)
+	})
+
+	It("shows each reply on a Gate that takes the next message, stamped with who wrote it, until someone ends it",
+		func(ctx SpecContext) {
+			reply := func(turn int, text string) agentspec.ToolRequest {
+				return agentspec.ToolRequest{ID: fmt.Sprintf("message-%d", turn), Tool: agentspec.ToolConversation,
+					Kind: agentspec.RequestMessage, Arguments: `{"reply": "` + text + `"}`}
+			}
+			ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+				switch pod.Labels[ergonv1alpha1.LabelAttempt] {
+				case "1":
+					return handOverOutcome(1, reply(1, "How can I help?"))
+				case "2":
+					return handOverOutcome(2, reply(2, "Deploying v2. Anything else?"))
+				}
+				return outcome{Output: "Deploying v2. Anything else?", Transcript: `{"usage":{"turns":2},"entries":[]}`}
+			})
+			Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns},
+				Spec: ergonv1alpha1.SceneSpec{Models: models, Steps: []ergonv1alpha1.Step{{Name: "work", Agent: &ergonv1alpha1.AgentStep{
+					Prompt: "Help.", Conversation: &ergonv1alpha1.AgentConversation{
+						Participants: &ergonv1alpha1.Approvers{Users: []string{"dana"}}, MaxMessages: new(int32(5))}}}}},
+			})).To(Succeed())
+			runOfPerson(ctx, ns, "c-1", "chat", "vera")
+
+			first := toolCallGateOf(ctx, ns, "c-1", "message-1")
+			Expect(first.Spec.Message).To(Equal("How can I help?"))
+			Expect(first.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationConversation, "true"))
+			Expect(first.Spec.Approvers).To(Equal(&ergonv1alpha1.Approvers{Users: []string{"dana"}}))
+			Expect(first.Spec.ForbidSelfApproval).To(BeFalse())
+			Expect(first.Spec.Timeout.Duration).To(Equal(ergonv1alpha1.DefaultConversationIdle))
+			answer(ctx, first, "vera", "approve", `{"message": "please deploy v2", "end": false}`)
+
+			second := toolCallGateOf(ctx, ns, "c-1", "message-2")
+			Expect(second.Spec.Message).To(Equal("Deploying v2. Anything else?"))
+			Expect(toolResultsOf(ctx, ns, "c-1", "work").Results).To(ConsistOf(HaveField("Content",
+				MatchJSON(`{"text": "please deploy v2", "from": "vera"}`))))
+			answer(ctx, second, "dana", "approve", `{"end": true}`)
+
+			run := finished(ctx, ns, "c-1")
+			Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
+			Expect(toolResultsOf(ctx, ns, "c-1", "work").Results).To(ConsistOf(HaveField("Content",
+				MatchJSON(`{"end": true, "from": "dana", "why": "dana ended the conversation"}`))))
+			Expect(run.Status.Steps[0].Attempts).To(Equal(int32(3)))
+		}, SpecTimeout(60*time.Second))
 })

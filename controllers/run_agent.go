@@ -80,6 +80,12 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	}
 	s.MCP = mcpServers(a.Tools)
 	s.Approve, s.CallTools = channelTools(a)
+	if c := a.Conversation; c != nil {
+		s.Conversation = &agentspec.Conversation{MaxMessages: ergonv1alpha1.DefaultConversationMessages}
+		if c.MaxMessages != nil {
+			s.Conversation.MaxMessages = int(*c.MaxMessages)
+		}
+	}
 	if a.MaxTurns != nil {
 		s.MaxTurns = int(*a.MaxTurns)
 	}

@@ -99,7 +99,7 @@ func usesChannel(step *compile.Step) bool {
 		return false
 	}
 	approve, calls := channelTools(step.Spec.Agent)
-	return len(approve)+len(calls) > 0
+	return len(approve)+len(calls) > 0 || step.Spec.Agent.Conversation != nil
 }
 
 // SceneToolSchema is the JSON Schema of a Scene tool's arguments: an object with a string
@@ -354,9 +354,23 @@ func askGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gat
 	return gate
 }
 
-// gateOf builds a gate step's Gate, a tool call's, or an agent's question's.
+// messageGate builds the input Gate that shows a chat step's reply and takes the next
+// message: the conversation's participants, the person behind the Run and RBAC's approvers
+// may write; it waits the conversation's idleTimeout.
+func messageGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
+	gate := toolCallGate(run, req)
+	gate.Spec.Input = req.Input
+	gate.Spec.Timeout = &metav1.Duration{Duration: planner.ConversationIdle(req.Chat)}
+	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = req.Chat.Participants.DeepCopy(), nil, false
+	gate.Annotations[ergonv1alpha1.AnnotationConversation] = internalTrue
+	return gate
+}
+
+// gateOf builds a gate step's Gate, a tool call's, an agent's question's or a chat's.
 func gateOf(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
 	switch {
+	case req.ToolCall != "" && req.Chat != nil:
+		return messageGate(run, req)
 	case req.ToolCall != "" && req.Tool != nil && req.Tool.AsksHuman():
 		return askGate(run, req)
 	case req.ToolCall != "":

@@ -41,7 +41,7 @@ const annotationTool = "agent.ergon.dev/tool"
 
 // isToolPod reports whether a pod of the Run is a container tool call's, not a step attempt's.
 func isToolPod(pod *corev1.Pod) bool {
-	return pod.Labels[ergonv1alpha1.LabelToolCall] == "true"
+	return pod.Labels[ergonv1alpha1.LabelToolCall] == internalTrue
 }
 
 // addRefusedToolPods records in the facts the pods of a step's container tool calls that the

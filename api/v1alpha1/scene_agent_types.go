@@ -197,6 +197,36 @@ type AskHuman struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
+// AgentConversation says who may talk with an agent step and for how long. Each reply of the
+// agent opens an input Gate whose answer is the next message, stamped with who wrote it.
+type AgentConversation struct {
+	// participants may write, besides the person behind the Run and anyone granted the verb
+	// approve on gates by RBAC.
+	// +optional
+	Participants *Approvers `json:"participants,omitempty"`
+
+	// maxMessages bounds the people's messages (default 20); then the step ends with the
+	// agent's last reply.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=200
+	// +optional
+	MaxMessages *int32 `json:"maxMessages,omitempty"`
+
+	// idleTimeout is how long a reply waits for the next message (24h by default); then the
+	// conversation ends with it.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+}
+
+// AnnotationConversation marks the Gate that takes the next message of a chat step.
+const AnnotationConversation = "agent.ergon.dev/conversation"
+
+// Defaults of a conversation.
+const (
+	DefaultConversationMessages = 20
+	DefaultConversationIdle     = 24 * time.Hour
+)
+
 // DefaultAskTimeout is how long an agent's question waits when its tool sets no timeout.
 const DefaultAskTimeout = 24 * time.Hour
 
@@ -359,6 +389,12 @@ type AgentStep struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxTokens *int64 `json:"maxTokens,omitempty"`
+
+	// conversation makes the step a chat: when the model ends its turn, the step waits for a
+	// person's next message instead of finishing, until the person ends it, maxMessages is
+	// reached or nobody writes within idleTimeout. The output is the agent's last reply.
+	// +optional
+	Conversation *AgentConversation `json:"conversation,omitempty"`
 
 	// allowHosts are hosts that http_fetch may reach although they resolve to private
 	// addresses, such as in-cluster Services: a host name (llm.team.svc) or host:port, in

@@ -17,7 +17,13 @@ limitations under the License.
 package agent
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
 	"github.com/openai/openai-go/v3"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
 // Message is one message of the conversation as the runtime keeps it: what each request
@@ -85,4 +91,76 @@ func toParams(conv []Message) []openai.ChatCompletionMessageParamUnion {
 		out[i] = conv[i].param()
 	}
 	return out
+}
+
+// A chat step (Spec.Conversation): each reply that would end the step is handed to the
+// controller instead, which asks people for the next message through an input Gate; the
+// message comes back as a user message, stamped with who wrote it, and the model answers it.
+// The conversation ends when a person ends it, nobody writes in time, or MaxMessages were
+// written; the last reply is then the output.
+
+// replyRequest hands a reply over, asking for the next message.
+func replyRequest(turn int, reply string) agentspec.ToolRequest {
+	args, _ := json.Marshal(map[string]string{"reply": reply}) // plain data
+	return agentspec.ToolRequest{ID: fmt.Sprintf("message-%d", turn), Tool: agentspec.ToolConversation,
+		Kind: agentspec.RequestMessage, Arguments: string(args)}
+}
+
+// countedRequests are the calls that count against the bounds on requests: not the
+// messages of a chat, which Conversation.MaxMessages bounds.
+func countedRequests(calls []agentspec.ToolRequest) int {
+	n := 0
+	for _, c := range calls {
+		if c.Kind != agentspec.RequestMessage {
+			n++
+		}
+	}
+	return n
+}
+
+// messages counts the messages people wrote so far.
+func (l *loop) messages() int {
+	n := 0
+	for _, e := range l.t.Entries {
+		if e.Role == RoleUser && e.From != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// takeMessage adds a person's message to the conversation, or ends it.
+func (l *loop) takeMessage(turn int, r agentspec.ToolResult) {
+	var m agentspec.Message
+	if err := json.Unmarshal([]byte(r.Content), &m); err != nil || r.Error || m.End {
+		why := m.Why
+		if why == "" {
+			why = r.Content
+		}
+		l.ended = true
+		l.note(turn, "the conversation ended: %s", l.red.String(why))
+		return
+	}
+	text := l.red.String(m.Text)
+	l.conv = append(l.conv, Message{Role: RoleUser, Turn: turn, Content: text})
+	l.t.Entries = append(l.t.Entries, Entry{Turn: turn, Role: RoleUser, Content: text, From: m.From})
+}
+
+// lastReply is the agent's last reply, the output of a conversation that ended.
+func (l *loop) lastReply() string {
+	for _, e := range slices.Backward(l.t.Entries) {
+		if e.Role == RoleAssistant && len(e.ToolCalls) == 0 {
+			return e.Content
+		}
+	}
+	return ""
+}
+
+// answered ends the step with a valid answer, or, in a chat that may go on, hands the reply
+// to the controller for a person to answer.
+func (l *loop) answered(turn, repairs int, reply, out string) (string, error) {
+	if c := l.Spec.Conversation; c != nil && l.messages() < c.MaxMessages {
+		return "", l.handOver(turn, repairs, []agentspec.ToolRequest{replyRequest(turn, reply)})
+	}
+	return out, nil
 }

@@ -179,6 +179,8 @@ type loop struct {
 	// started are the approved calls of waiting that an attempt began to run
 	// (approved_calls.go).
 	started []string
+	// ended says a chat step's conversation is over (conversation.go).
+	ended bool
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it
@@ -235,6 +237,9 @@ func (l *loop) run(ctx context.Context) (string, error) {
 	if l.waiting != nil {
 		if err := l.takeResults(ctx, first-1, repairs); err != nil {
 			return "", err
+		}
+		if l.ended {
+			return l.lastReply(), nil
 		}
 	}
 	for turn := first; ; turn++ {
@@ -308,7 +313,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		}
 		out, verr := c.check(msg.Content)
 		if verr == nil {
-			return out, nil
+			return l.answered(turn, repairs, entry.Content, out)
 		}
 		if repairs >= s.Output.MaxRepairs {
 			return "", fail(ReasonOutputInvalid, ExitOutput,

@@ -182,7 +182,7 @@ func (l *loop) handOver(turn, repairs int, calls []agentspec.ToolRequest) error 
 		return fail(ReasonSpecInvalid, ExitSpec, "the tools %s need the controller, which this runtime cannot reach: it writes no checkpoint",
 			requestNames(calls))
 	}
-	l.requests += len(calls)
+	l.requests += countedRequests(calls)
 	for _, c := range calls {
 		l.note(turn, "the call %s of %s waits for the controller: %s", c.ID, c.Tool, requestWhat(c))
 	}
@@ -202,6 +202,8 @@ func requestWhat(c agentspec.ToolRequest) string {
 		what = "a one-shot pod of its container"
 	case agentspec.RequestAsk:
 		what = "a person's answer"
+	case agentspec.RequestMessage:
+		what = "a person's next message"
 	}
 	if c.Kind == agentspec.RequestApproval {
 		what = "a person's approval, then it runs here"
@@ -239,7 +241,7 @@ func (l *loop) takeResults(ctx context.Context, turn, repairs int) error {
 		r, ok := got[c.ID]
 		if !ok {
 			l.note(turn, "no result for the call %s of %s: handing the calls over again", c.ID, c.Tool)
-			l.requests -= len(p.Calls) // counted when first handed over
+			l.requests -= countedRequests(p.Calls) // counted when first handed over
 			return l.handOver(turn, repairs, p.Calls)
 		}
 		if c.Kind == agentspec.RequestApproval && r.Approval != nil && r.Approval.Approved {
@@ -251,6 +253,10 @@ func (l *loop) takeResults(ctx context.Context, turn, repairs int) error {
 	l.started = nil
 	for _, c := range p.Calls {
 		r := got[c.ID]
+		if c.Kind == agentspec.RequestMessage {
+			l.takeMessage(turn, r)
+			continue
+		}
 		res, ok := ran[c.ID]
 		if !ok {
 			res = toolResult{content: capString(l.red.String(r.Content), DefaultToolResult), err: r.Error}

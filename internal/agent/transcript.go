@@ -86,6 +86,9 @@ type Entry struct {
 	ChildRun string              `json:"childRun,omitempty"`
 	// ToolPod, on the result of a container tool's call, is the pod that ran it.
 	ToolPod string `json:"toolPod,omitempty"`
+	// From, on a user message of a conversation, is who wrote it, as the API server
+	// authenticated them.
+	From string `json:"from,omitempty"`
 }
 
 // ToolCallRecord is one tool call the model asked for.

@@ -71,6 +71,15 @@ type Spec struct {
 	// the built-in tools whose calls wait for a person's approval.
 	CallTools []CallTool `json:"callTools,omitempty"`
 	Approve   []string   `json:"approve,omitempty"`
+	// Conversation, when set, makes the step a chat: each final reply is handed to the
+	// controller as a RequestMessage, whose result is a person's next message.
+	Conversation *Conversation `json:"conversation,omitempty"`
+}
+
+// Conversation bounds a chat step.
+type Conversation struct {
+	// MaxMessages is how many messages people may write; then the last reply is the output.
+	MaxMessages int `json:"maxMessages"`
 }
 
 // MCPServer is a Model Context Protocol server, reached over the streamable HTTP transport

@@ -37,7 +37,24 @@ const (
 	// RequestAsk asks people a question (the tool ask_human) through an input Gate; their
 	// answer, as JSON, is the result.
 	RequestAsk = "ask"
+	// RequestMessage hands a chat step's reply to the controller, which asks people for the
+	// next message through an input Gate; the result is a Message as JSON.
+	RequestMessage = "message"
 )
+
+// ToolConversation is the tool name of a chat step's RequestMessage; the model never calls it.
+const ToolConversation = "conversation"
+
+// Message is the result of a RequestMessage: what a person wrote next, or that the
+// conversation ends (they ended it, or nobody wrote in time).
+type Message struct {
+	Text string `json:"text,omitempty"`
+	// From is who wrote it, as the API server authenticated them.
+	From string `json:"from,omitempty"`
+	// End says the conversation is over; Why says how it ended.
+	End bool   `json:"end,omitempty"`
+	Why string `json:"why,omitempty"`
+}
 
 // Request bounds: calls a turn or a step may hand to the controller.
 const (

@@ -115,3 +115,66 @@ func AskTimeout(tool *ergonv1alpha1.AgentTool) time.Duration {
 	}
 	return ergonv1alpha1.DefaultAskTimeout
 }
+
+// messageInput is what a chat step's Gate asks: the next message, or the end.
+const messageInput = `{"type":"object","properties":{` +
+	`"message":{"type":"string","format":"multiline","title":"Your message","maxLength":16000},` +
+	`"end":{"type":"boolean","title":"End the conversation","default":false}}}`
+
+// messageCall fulfils a chat step's reply (a RequestMessage): an input Gate shows the reply
+// and takes the next message; the result is an agentspec.Message. A rejection, an empty
+// message, end, or the conversation's idle timeout ends the conversation.
+func (p *planner) messageCall(step *compile.Step, call agentspec.ToolRequest, name string,
+	res agentspec.ToolResult) (agentspec.ToolResult, string) {
+	chat := step.Spec.Agent.Conversation
+	if chat == nil {
+		res.Content, res.Error = "error: the step is no conversation", true
+		return res, ""
+	}
+	gate, ok := p.f.Gates[name]
+	if !ok {
+		var args struct {
+			Reply string `json:"reply"`
+		}
+		_ = json.Unmarshal([]byte(call.Arguments), &args) // a reply that is no JSON shows as none
+		reply := strings.TrimSpace(args.Reply)
+		if reply == "" {
+			reply = "(the agent said nothing)"
+		}
+		if len(reply) > maxGateMessage {
+			reply = strings.ToValidUTF8(reply[:maxGateMessage-len(" […]")], "") + " […]"
+		}
+		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: reply, ToolCall: call.ID,
+			Input: &apiextensionsv1.JSON{Raw: []byte(messageInput)}, Chat: chat})
+	}
+	if !ok || !gate.Decided {
+		return res, fmt.Sprintf("a message in the conversation (Gate %s)", name)
+	}
+	m := agentspec.Message{From: gate.DecidedBy}
+	var values struct {
+		Message string `json:"message"`
+		End     bool   `json:"end"`
+	}
+	_ = json.Unmarshal([]byte(gate.Values), &values) // the Gate webhook checked them
+	switch {
+	case gate.TimedOut:
+		m.End, m.From, m.Why = true, "", fmt.Sprintf("nobody wrote within %s", ConversationIdle(chat))
+	case gate.Option == optionReject || values.End:
+		m.End, m.Why = true, gate.DecidedBy+" ended the conversation"
+	case strings.TrimSpace(values.Message) == "":
+		m.End, m.Why = true, gate.DecidedBy+" sent no message: the conversation ends"
+	default:
+		m.Text = values.Message
+	}
+	b, _ := json.Marshal(m) // plain data
+	res.Content = string(b)
+	return res, ""
+}
+
+// ConversationIdle is how long a chat step's reply waits for the next message.
+func ConversationIdle(chat *ergonv1alpha1.AgentConversation) time.Duration {
+	if chat != nil && chat.IdleTimeout != nil {
+		return chat.IdleTimeout.Duration
+	}
+	return ergonv1alpha1.DefaultConversationIdle
+}

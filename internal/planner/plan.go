@@ -121,6 +121,8 @@ type GateRequest struct {
 	Tool     *ergonv1alpha1.AgentTool
 	// Input is the schema of the answer an agent's question (ask_human) asks for.
 	Input *apiextensionsv1.JSON
+	// Chat is the conversation of a chat step whose reply the Gate asks the next message for.
+	Chat *ergonv1alpha1.AgentConversation
 }
 
 // Event is a transition worth an Event on the Run.

@@ -156,12 +156,15 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 		return res, ""
 	}
 	name := naming.ToolCallName(p.f.Run.Name, step.Name, call.ID)
+	if msg, conflict := p.f.Conflicts[name]; conflict {
+		return failed("%s", msg)
+	}
+	if call.Kind == agentspec.RequestMessage {
+		return p.messageCall(step, call, name, res)
+	}
 	tool := agentTool(step, call.Tool)
 	if tool == nil {
 		return failed("the step has no tool %q", call.Tool)
-	}
-	if msg, conflict := p.f.Conflicts[name]; conflict {
-		return failed("%s", msg)
 	}
 	// The Scene says what a tool is and which tools need approval, whatever the pod's request says.
 	if tool.AsksHuman() {

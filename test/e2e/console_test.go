@@ -259,6 +259,54 @@ var _ = Describe("The web console in a real browser", func() {
 				"the badge goes once nothing waits")
 		})
 
+	It("shows a conversation as a chat that takes the viewer's messages, live, until they end it", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		url := startConsole()
+		writer, token := person(ctx, ns, "ana", "view", "ergon-gate-approver")
+		deployFakeLLMScript(ctx, ns, `rules:
+- match: {lastContains: 'please deploy'}
+  reply: {content: 'Deploying v2. Anything else?'}
+- match: {lastRole: user}
+  times: 1
+  reply: {content: 'How can I help?'}
+`)
+		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns}}
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
+			BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
+		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "support", Agent: &ergonv1alpha1.AgentStep{Prompt: "Greet the user.",
+			Conversation: &ergonv1alpha1.AgentConversation{}}}}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat-1"},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "chat"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+
+		bctx := openBrowser(url, token)
+		By("reading the agent's first reply in the chat, with a box to answer it")
+		Expect(within(bctx, 2*time.Minute, chromedp.Navigate(url+"/#/ns/"+ns+"/runs/chat-1"),
+			chromedp.WaitVisible(chromedp.CSS(`#chat textarea[data-path="message"]`)))).To(Succeed())
+		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.agent .text').textContent`)).To(Equal("How can I help?"))
+
+		By("sending a message: it shows as the viewer's, and the agent's answer arrives without a reload")
+		Expect(within(bctx, 2*time.Minute,
+			chromedp.SendKeys(chromedp.CSS(`#chat textarea[data-path="message"]`), "please deploy v2"),
+			chromedp.Click(chromedp.CSS(`#chat button.decide[data-option="approve"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.person`)),
+			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.agent:nth-of-type(3)`)))).To(Succeed())
+		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.person .text').textContent`)).To(Equal("please deploy v2"))
+		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.person .who').textContent`)).To(HavePrefix(writer))
+		Expect(evalJS[string](bctx, `[...document.querySelectorAll('#chat .bubble.agent .text')].pop().textContent`)).
+			To(Equal("Deploying v2. Anything else?"))
+		screenshot(bctx, "chat.png")
+
+		By("ending it: the Run succeeds with the agent's last reply")
+		Expect(within(bctx, 2*time.Minute, chromedp.WaitVisible(chromedp.CSS(`#chat button.decide[data-option="reject"]`)),
+			chromedp.Click(chromedp.CSS(`#chat button.decide[data-option="reject"]`)))).To(Succeed())
+		run = finished(ctx, run)
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
+		Expect(stepOf(run, "support").Output.Preview).To(Equal("Deploying v2. Anything else?"))
+		Expect(fakeLLMRequests(ctx, ns)).To(Equal(2), "no turn was asked again")
+	})
+
 	It("shows a view-only user the API server's refusal, verbatim, when they approve, and changes nothing", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		url := startConsole()

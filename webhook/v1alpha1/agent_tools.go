@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -160,6 +161,32 @@ func validateAsk(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
 	if d := a.Timeout; d != nil && (d.Duration <= 0 || d.Duration > maxAskTimeout) {
 		errs = append(errs, field.Invalid(p.Child("ask", "timeout"), d.Duration.String(),
 			fmt.Sprintf("how long a question waits: more than 0 and at most %s", maxAskTimeout)))
+	}
+	return errs
+}
+
+// maxConversationIdle bounds how long a conversation's reply may wait for a message.
+const maxConversationIdle = 30 * 24 * time.Hour
+
+// validateConversation checks a chat step: who may write, and an output that is the agent's
+// last reply as text (a contract would hold a chat to a format it never asked for).
+func validateConversation(p *field.Path, a *ergonv1alpha1.AgentStep) field.ErrorList {
+	c := a.Conversation
+	if c == nil {
+		return nil
+	}
+	path := p.Child("conversation")
+	errs := validateToolApproval(path, &ergonv1alpha1.ToolApproval{Approvers: c.Participants})
+	for i := range errs {
+		errs[i].Field = strings.Replace(errs[i].Field, path.Child("approvers").String(), path.Child("participants").String(), 1)
+	}
+	if d := c.IdleTimeout; d != nil && (d.Duration <= 0 || d.Duration > maxConversationIdle) {
+		errs = append(errs, field.Invalid(path.Child("idleTimeout"), d.Duration.String(),
+			fmt.Sprintf("how long a reply waits for a message: more than 0 and at most %s", maxConversationIdle)))
+	}
+	if o := a.Output; o != nil && (o.Schema != nil || len(o.Outputs) > 0 || (o.Format != "" && o.Format != "text" && o.Format != "markdown")) {
+		errs = append(errs, field.Forbidden(p.Child("output"),
+			"a conversation's output is the agent's last reply, as text or markdown: remove the contract"))
 	}
 	return errs
 }

@@ -16,7 +16,14 @@ limitations under the License.
 
 package v1alpha1
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
 
 // TestAskHumanIsCheckedAtAdmission reads ask_human as a user writes it, in both forms, and
 // checks that admission names the field it refuses.
@@ -38,4 +45,44 @@ func TestAskHumanIsCheckedAtAdmission(t *testing.T) {
 			[]string{tool + `.ask.approvers.users[1]: Duplicate value: "bo"`}},
 	}
 	checkToolCases(t, cases)
+}
+
+// TestAConversationIsCheckedAtAdmission reads chat steps as a user writes them.
+func TestAConversationIsCheckedAtAdmission(t *testing.T) {
+	const agent = "spec.steps[0].agent"
+	cases := []struct {
+		name, agent string
+		want        []string
+	}{
+		{"participants and bounds", `{prompt: hi, conversation: {participants: {groups: [ops]}, maxMessages: 50, idleTimeout: 2h}}`, nil},
+		{"a text output", `{prompt: hi, conversation: {}, output: {format: markdown}}`, nil},
+		{"a json contract", `{prompt: hi, conversation: {}, output: {format: json}}`,
+			[]string{agent + `.output: Forbidden: a conversation's output is the agent's last reply`}},
+		{"an idle timeout past 30 days", `{prompt: hi, conversation: {idleTimeout: 800h}}`,
+			[]string{agent + `.conversation.idleTimeout: Invalid value: "800h0m0s"`}},
+		{"a participant twice", `{prompt: hi, conversation: {participants: {users: [bo, bo]}}}`,
+			[]string{agent + `.conversation.participants.users[1]: Duplicate value: "bo"`}},
+	}
+	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := &ergonv1alpha1.AgentStep{}
+			if err := yaml.Unmarshal([]byte(c.agent), a); err != nil {
+				t.Fatal(err)
+			}
+			spec := ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{{Name: "a", Agent: a}}}
+			got := ValidateSceneSpec(&spec).ToAggregate()
+			if len(c.want) == 0 {
+				if got != nil {
+					t.Fatalf("refused: %v", got)
+				}
+				return
+			}
+			for _, w := range c.want {
+				if got == nil || !strings.Contains(got.Error(), w) {
+					t.Errorf("the errors %v do not say %q", got, w)
+				}
+			}
+		})
+	}
 }

@@ -200,6 +200,7 @@ func ValidateSceneSpec(spec *ergonv1alpha1.SceneSpec) field.ErrorList {
 		}
 		errs = append(errs, validateOutputContract(agent.Child("output"), s.Agent.Output)...)
 		errs = append(errs, validateTools(agent.Child("tools"), spec, s.Agent.Tools)...)
+		errs = append(errs, validateConversation(agent, s.Agent)...)
 	}
 	return errs
 }

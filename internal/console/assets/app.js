@@ -382,9 +382,10 @@
     const ganttBox = h("div");
     const stepsBox = h("div", { id: "steps" });
     const gatesBox = h("div", { id: "gate-log" });
+    const chatHead = h("h2", { hidden: true }, "Conversation"), chatBox = h("div", { id: "chat", class: "chat", hidden: true });
     const open = new Set(), loaded = new Map();
     let graph = null;
-    el.append(head, h("h2", {}, "Graph"), graphBox, h("h2", {}, "Timeline"), ganttBox, h("h2", {}, "Gates"), gatesBox, h("h2", {}, "Steps"), stepsBox);
+    el.append(head, h("h2", {}, "Graph"), graphBox, h("h2", {}, "Timeline"), ganttBox, chatHead, chatBox, h("h2", {}, "Gates"), gatesBox, h("h2", {}, "Steps"), stepsBox);
     const focusStep = (step) => {
       open.add(step);
       drawSteps();
@@ -473,7 +474,11 @@
       const key = gates.map((g) => g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
       if (key === gatesKey) return;
       gatesKey = key;
-      gatesBox.replaceChildren(...(gates.length ? gates.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
+      // A chat step's Gates are its conversation, drawn as one; the others are the Gate log.
+      const chat = gates.filter(isChatGate), others = gates.filter((g) => !isChatGate(g));
+      gatesBox.replaceChildren(...(others.length ? others.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
+      chatHead.hidden = chatBox.hidden = chat.length === 0;
+      chatBox.replaceChildren(...chat.flatMap(chatTurn));
     }
     function drawAll() {
       drawHead();
@@ -590,7 +595,7 @@
             ev.target.focus();
           }
         },
-      }, g.spec.input && opt === "approve" ? "answer" : opt));
+      }, isChatGate(g) ? (opt === "reject" ? "end" : "send") : g.spec.input && opt === "approve" ? "answer" : opt));
       if (form) card.appendChild(form.el);
       card.append(h("label", { for: id, class: "muted" }, "Comment"), comment, h("div", { class: "actions" }, ...buttons), refusal);
     }
@@ -699,6 +704,30 @@
     }
     function clearErrors() { for (const f of fields) { f.error.hidden = true; f.error.textContent = ""; } }
     return { el, read, showErrors, clearErrors };
+  }
+
+  // A chat step's Gate shows the agent's reply and takes the next message (docs/human-input.md).
+  const isChatGate = (g) => ((g.metadata.annotations || {})["agent.ergon.dev/conversation"] === "true");
+
+  // chatTurn draws one exchange of a conversation: the agent's reply, then what a person
+  // wrote (who, as the webhook stamped them), or the form to write it while it waits.
+  function chatTurn(g) {
+    const st = g.status || {};
+    const pending = !g.spec.decision && (!st.phase || st.phase === "Pending");
+    const out = [h("div", { class: "bubble agent" }, h("div", { class: "who" }, "agent · " + ago(g.metadata.creationTimestamp)),
+      h("div", { class: "text" }, g.spec.message || ""))];
+    if (pending) {
+      out.push(gateCard(g));
+      return out;
+    }
+    const v = st.values || {};
+    let text = v.message || "";
+    if (st.phase === "TimedOut") text = "(nobody wrote in time: the conversation ended)";
+    else if (st.phase === "Closed") text = "(the Run ended)";
+    else if (st.phase === "Rejected" || v.end || !text) text = "(ended the conversation)";
+    out.push(h("div", { class: "bubble person" }, h("div", { class: "who" }, (st.decidedBy || "") + (st.decidedAt ? " · " + ago(st.decidedAt) : "")),
+      h("div", { class: "text" }, text)));
+    return out;
   }
 
   // inboxView lists what waits on the viewer in every namespace: questions to answer and
