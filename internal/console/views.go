@@ -41,8 +41,10 @@ import (
 )
 
 const (
-	// maxInboxNamespaces bounds the namespaces the page may name for the inbox.
+	// maxInboxNamespaces bounds the namespaces the page may name for the inbox, and
+	// maxInboxReviews the access reviews one search of it asks (the oldest Gates first).
 	maxInboxNamespaces = 20
+	maxInboxReviews    = 200
 	// maxNamespaces bounds the namespaces the switcher asks access reviews for.
 	maxNamespaces = 200
 	// logTailLines and logLimitBytes bound the pod log a step's panel shows.
@@ -352,7 +354,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeJSON(w, map[string]any{itemsKey: items})
 		return
 	}
-	pending, err := kubectlergon.PendingFor(r.Context(), v.c, "")
+	pending, err := kubectlergon.PendingForAtMost(r.Context(), v.c, "", maxInboxReviews)
 	if apierrors.IsForbidden(err) {
 		pending, err = nil, nil
 		var list corev1.NamespaceList
@@ -371,7 +373,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, v *viewer) {
 			}
 		}
 		for _, ns := range names {
-			found, nsErr := kubectlergon.PendingFor(r.Context(), v.c, ns)
+			found, nsErr := kubectlergon.PendingForAtMost(r.Context(), v.c, ns, maxInboxReviews)
 			if nsErr != nil && !apierrors.IsForbidden(nsErr) {
 				err = nsErr
 				break

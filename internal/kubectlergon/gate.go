@@ -163,18 +163,29 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 // PendingFor lists the open Gates of a namespace ("" for all) that the user may decide:
 // those listing them or one of their groups as approvers, and those RBAC lets them approve.
 func PendingFor(ctx context.Context, c client.Client, ns string) ([]*ergonv1alpha1.Gate, error) {
+	return PendingForAtMost(ctx, c, ns, 0)
+}
+
+// PendingForAtMost is PendingFor that asks RBAC about at most limit Gates (0: no limit), the
+// oldest first: a caller that answers many viewers at once bounds what each costs.
+func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int) ([]*ergonv1alpha1.Gate, error) {
 	gates := &ergonv1alpha1.GateList{}
 	if err := c.List(ctx, gates, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
 	user, groups := identity(ctx, c)
+	slices.SortFunc(gates.Items, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	var pending []*ergonv1alpha1.Gate
+	asked := 0
 	for i := range gates.Items {
 		g := &gates.Items[i]
 		if g.Spec.Decision != nil || !g.Status.Phase.Open() || voted(g, user) {
 			continue
 		}
 		if !listed(g.Spec.Approvers, user, groups) {
+			if asked++; limit > 0 && asked > limit {
+				break
+			}
 			ok, err := mayApprove(ctx, c, g)
 			if err != nil {
 				return nil, err
