@@ -81,7 +81,7 @@ var _ = Describe("An agent's question (ask_human)", func() {
 		Expect(spec.Tools).To(BeEmpty(), "ask_human is no tool the pod runs")
 		Expect(spec.CallTools).To(ConsistOf(And(HaveField("Name", "ask_human"), HaveField("Kind", agentspec.RequestAsk))))
 
-		gate := toolCallGateOf(ctx, ns, "a-1", "call_9")
+		gate := toolCallGateOf(ctx, ns, "a-1", "ask/1/call_9")
 		Expect(gate.Spec.Message).To(Equal("Which region do we deploy to?"))
 		Expect(string(gate.Spec.Input.Raw)).To(MatchJSON(regionInput))
 		Expect(gate.Spec.Timeout.Duration).To(Equal(time.Hour))
@@ -124,7 +124,7 @@ var _ = Describe("An agent's question (ask_human)", func() {
 		ns := newNamespace(ctx, agentScript(bad, open))
 		askingScene(ctx, ns, &ergonv1alpha1.AskHuman{Timeout: &metav1.Duration{Duration: time.Second}})
 		runOfPerson(ctx, ns, "a-1", "asking", "vera")
-		gate := toolCallGateOf(ctx, ns, "a-1", "call_2")
+		gate := toolCallGateOf(ctx, ns, "a-1", "ask/1/call_2")
 		Expect(string(gate.Spec.Input.Raw)).To(MatchJSON(`{"type":"object","required":["answer"],`+
 			`"properties":{"answer":{"type":"string","format":"multiline","title":"Answer"}}}`), "a question without input asks for text")
 		Expect(finished(ctx, ns, "a-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
@@ -134,12 +134,12 @@ var _ = Describe("An agent's question (ask_human)", func() {
 					`input.properties[size].type: Unsupported value: "float"`))),
 			And(HaveField("ID", "call_2"), HaveField("Error", BeTrue()),
 				HaveField("Content", ContainSubstring("nobody answered the question within 1s")))))
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ToolCallName("a-1", "work", "call_1")},
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: naming.ToolCallName("a-1", "work", "ask/1/call_1")},
 			&ergonv1alpha1.Gate{})).NotTo(Succeed(), "a question Ergon cannot ask opens no Gate")
 
 		By("a person who declines")
 		runOfPerson(ctx, ns, "a-2", "asking", "walt")
-		gate = toolCallGateOf(ctx, ns, "a-2", "call_2")
+		gate = toolCallGateOf(ctx, ns, "a-2", "ask/1/call_2")
 		answer(ctx, gate, "dana", "reject", "")
 		Expect(finished(ctx, ns, "a-2").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 		Expect(toolResultsOf(ctx, ns, "a-2", "work").Results).To(ContainElement(And(HaveField("ID", "call_2"),
@@ -155,7 +155,7 @@ var _ = Describe("An agent's question across a manager restart", Serial, func() 
 		ns := newNamespace(ctx, agentScript(askCall))
 		askingScene(ctx, ns, nil)
 		runOfPerson(ctx, ns, "a-1", "asking", "vera")
-		gate := toolCallGateOf(ctx, ns, "a-1", "call_9")
+		gate := toolCallGateOf(ctx, ns, "a-1", "ask/1/call_9")
 		Expect(gate.Spec.Timeout.Duration).To(Equal(ergonv1alpha1.DefaultAskTimeout))
 
 		stopMgr()
@@ -197,7 +197,7 @@ var _ = Describe("A conversation", func() {
 			})).To(Succeed())
 			runOfPerson(ctx, ns, "c-1", "chat", "vera")
 
-			first := toolCallGateOf(ctx, ns, "c-1", "message-1")
+			first := toolCallGateOf(ctx, ns, "c-1", "message/1/message-1")
 			Expect(first.Spec.Message).To(Equal("How can I help?"))
 			Expect(first.Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationConversation, "true"))
 			Expect(first.Spec.Approvers).To(Equal(&ergonv1alpha1.Approvers{Users: []string{"dana"}}))
@@ -205,7 +205,7 @@ var _ = Describe("A conversation", func() {
 			Expect(first.Spec.Timeout.Duration).To(Equal(ergonv1alpha1.DefaultConversationIdle))
 			answer(ctx, first, "vera", "approve", `{"message": "please deploy v2", "end": false}`)
 
-			second := toolCallGateOf(ctx, ns, "c-1", "message-2")
+			second := toolCallGateOf(ctx, ns, "c-1", "message/2/message-2")
 			Expect(second.Spec.Message).To(Equal("Deploying v2. Anything else?"))
 			Expect(toolResultsOf(ctx, ns, "c-1", "work").Results).To(ConsistOf(HaveField("Content",
 				MatchJSON(`{"text": "please deploy v2", "from": "vera"}`))))

@@ -160,7 +160,13 @@ func (l *loop) lastReply() string {
 // to the controller for a person to answer.
 func (l *loop) answered(turn, repairs int, reply, out string) (string, error) {
 	if c := l.Spec.Conversation; c != nil && l.messages() < c.MaxMessages {
-		return "", l.handOver(turn, repairs, []agentspec.ToolRequest{replyRequest(turn, reply)})
+		err := l.handOver(turn, repairs, []agentspec.ToolRequest{replyRequest(turn, reply)})
+		if f, ok := err.(*Failure); ok && f.Reason == ReasonCheckpointTooLarge {
+			// A conversation too long to keep ends with its last reply rather than failing.
+			l.note(turn, "the conversation ended: its checkpoint grew past what a step may keep; a contextBudget keeps it smaller")
+			return out, nil
+		}
+		return "", err
 	}
 	return out, nil
 }

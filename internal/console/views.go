@@ -354,7 +354,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeJSON(w, map[string]any{itemsKey: items})
 		return
 	}
-	pending, err := kubectlergon.PendingForAtMost(r.Context(), v.c, "", maxInboxReviews)
+	pending, _, err := kubectlergon.PendingForAtMost(r.Context(), v.c, "", maxInboxReviews)
 	if apierrors.IsForbidden(err) {
 		pending, err = nil, nil
 		var list corev1.NamespaceList
@@ -372,12 +372,17 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, v *viewer) {
 				}
 			}
 		}
+		budget := maxInboxReviews // one budget for the whole search
 		for _, ns := range names {
-			found, nsErr := kubectlergon.PendingForAtMost(r.Context(), v.c, ns, maxInboxReviews)
+			if budget <= 0 {
+				break
+			}
+			found, asked, nsErr := kubectlergon.PendingForAtMost(r.Context(), v.c, ns, budget)
 			if nsErr != nil && !apierrors.IsForbidden(nsErr) {
 				err = nsErr
 				break
 			}
+			budget -= max(asked, 1) // a namespace costs a list and a review of who asks, at least
 			pending = append(pending, found...)
 		}
 	}

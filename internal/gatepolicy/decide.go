@@ -262,6 +262,11 @@ func judge(q Question, person string, a Answer, need int32, counted map[string]b
 	if invalid := checkValues(q, a); len(invalid) > 0 {
 		return Verdict{Refused: invalid.ToAggregate().Error(), Invalid: invalid}
 	}
+	// An input Gate asks the person behind its Run first of all (their own gate step, their
+	// agent's question, their conversation): they answer it as a listed approver would.
+	if q.Asks() && q.Self == SelfAllowed && person != "" && a.User == person {
+		return Verdict{}
+	}
 	return Verdict{NeedsRBAC: !listed(q.Approvers, a.User, a.Groups)}
 }
 

@@ -264,3 +264,36 @@ func TestDecideOnAnInputGate(t *testing.T) {
 		})
 	}
 }
+
+func TestThePersonBehindTheRunAnswersTheirInputGate(t *testing.T) {
+	input := &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "properties": {"v": {"type": "string"}}}`)}
+	gate := func(forbid bool, in *apiextensionsv1.JSON) Question {
+		return QuestionOf(&ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: ergonv1alpha1.GateSpec{
+			RunRef: corev1.LocalObjectReference{Name: "r"}, Step: "s", Input: in, ForbidSelfApproval: forbid,
+			Approvers: &ergonv1alpha1.Approvers{Users: []string{"dana"}}}}, nil)
+	}
+	values, _ := humaninput.DecodeValues([]byte(`{"v": "x"}`))
+	cases := []struct {
+		name      string
+		q         Question
+		user      string
+		values    any
+		refused   string
+		needsRBAC bool
+	}{
+		{"the Run's person, on an input Gate", gate(false, input), "vera", values, "", false},
+		{"a listed approver", gate(false, input), "dana", values, "", false},
+		{"anyone else needs RBAC's approve", gate(false, input), "mallory", values, "", true},
+		{"the Run's person, where the Gate forbids it", gate(true, input), "vera", values, "forbids self-approval", false},
+		{"the Run's person, on a plain Gate: RBAC decides, as ever", gate(false, nil), "vera", nil, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(c.q, "vera", []Answer{{User: c.user, Option: "approve", Values: c.values}}, time.Time{})
+			v := d.Verdicts[0]
+			if !strings.Contains(v.Refused, c.refused) || (c.refused == "" && v.Refused != "") || v.NeedsRBAC != c.needsRBAC {
+				t.Fatalf("verdict %+v, want refused %q and NeedsRBAC %v", v, c.refused, c.needsRBAC)
+			}
+		})
+	}
+}

@@ -37,6 +37,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/humaninput"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 type answerOptions struct {
@@ -162,12 +163,13 @@ func (o *Options) waitingGate(ctx context.Context, run, step, name string) (*erg
 	}
 	gates := &ergonv1alpha1.GateList{}
 	if err := c.List(ctx, gates, client.InNamespace(ns),
-		client.MatchingLabels{ergonv1alpha1.LabelRun: run, ergonv1alpha1.LabelStep: step}); err != nil {
+		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run), ergonv1alpha1.LabelStep: naming.LabelValue(step)}); err != nil {
 		return nil, err
 	}
 	var open []*ergonv1alpha1.Gate
 	for i := range gates.Items {
-		if g := &gates.Items[i]; g.Spec.Decision == nil && g.Status.Phase.Open() {
+		g := &gates.Items[i]
+		if g.Spec.RunRef.Name == run && g.Spec.Step == step && g.Spec.Decision == nil && g.Status.Phase.Open() {
 			open = append(open, g)
 		}
 	}

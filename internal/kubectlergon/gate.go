@@ -26,11 +26,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 )
 
 func newDecideCommand(o *Options, verb string) *cobra.Command {
@@ -163,15 +165,17 @@ func (o *Options) gates(ctx context.Context, all bool) error {
 // PendingFor lists the open Gates of a namespace ("" for all) that the user may decide:
 // those listing them or one of their groups as approvers, and those RBAC lets them approve.
 func PendingFor(ctx context.Context, c client.Client, ns string) ([]*ergonv1alpha1.Gate, error) {
-	return PendingForAtMost(ctx, c, ns, 0)
+	pending, _, err := PendingForAtMost(ctx, c, ns, 0)
+	return pending, err
 }
 
 // PendingForAtMost is PendingFor that asks RBAC about at most limit Gates (0: no limit), the
-// oldest first: a caller that answers many viewers at once bounds what each costs.
-func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int) ([]*ergonv1alpha1.Gate, error) {
+// oldest first, and says how many it asked about: a caller that answers many viewers at once
+// bounds what each costs.
+func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int) ([]*ergonv1alpha1.Gate, int, error) {
 	gates := &ergonv1alpha1.GateList{}
 	if err := c.List(ctx, gates, client.InNamespace(ns)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	user, groups := identity(ctx, c)
 	slices.SortFunc(gates.Items, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
@@ -184,19 +188,42 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 		}
 		if !listed(g.Spec.Approvers, user, groups) {
 			if asked++; limit > 0 && asked > limit {
+				asked = limit
 				break
 			}
-			ok, err := mayApprove(ctx, c, g)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
+			if !ownQuestion(ctx, c, g, user) {
+				ok, err := mayApprove(ctx, c, g)
+				if err != nil {
+					return nil, asked, err
+				}
+				if !ok {
+					continue
+				}
 			}
 		}
 		pending = append(pending, g)
 	}
-	return pending, nil
+	return pending, asked, nil
+}
+
+// ownQuestion says whether an input Gate asks the user as the person behind its Run, which
+// the Gate webhook lets them answer (unless the Gate forbids it). A Run the user may not read
+// says no.
+func ownQuestion(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate, user string) bool {
+	if g.Spec.Input == nil || g.Spec.ForbidSelfApproval || user == "" {
+		return false
+	}
+	run := &ergonv1alpha1.Run{}
+	if c.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Spec.RunRef.Name}, run) != nil {
+		return false
+	}
+	return controlled(g, run) && gatepolicy.PersonOf(run) == user
+}
+
+// controlled says whether the Run controls the Gate, as the Run controller made it.
+func controlled(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) bool {
+	ref := metav1.GetControllerOf(g)
+	return ref != nil && ref.UID == run.UID
 }
 
 // voted says whether the user already gave one of the approvals a Gate needs several of.

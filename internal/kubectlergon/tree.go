@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -357,6 +358,7 @@ func (r *treeRenderer) phase(p string) string {
 // firstLine is the first line of s, cut to n runes.
 func firstLine(s string, n int) string {
 	s, _, cut := strings.Cut(s, "\n")
+	s = printable(s)
 	rs := []rune(s)
 	if len(rs) > n {
 		return string(rs[:n-1]) + "…"
@@ -365,4 +367,15 @@ func firstLine(s string, n int) string {
 		return s + " …"
 	}
 	return s
+}
+
+// printable drops control characters (escape sequences among them) from text that people or
+// models wrote, before it reaches a terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\t' {
+			return -1
+		}
+		return r
+	}, s)
 }

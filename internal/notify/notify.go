@@ -59,6 +59,8 @@ type Channel struct {
 	// AllowHosts lets the address guard reach these hosts although they are not public (a
 	// receiver inside the cluster), as a Scene's allowHosts does for http_fetch.
 	AllowHosts []string `json:"allowHosts,omitempty"`
+	// Namespaces, when set, are the only namespaces whose Scenes may use the channel.
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Config is the file --notification-channels names.
@@ -185,6 +187,8 @@ type Notifier struct {
 type job struct {
 	channel string
 	msg     Message
+	// attempt is how many times it was tried.
+	attempt int
 }
 
 // New makes a notifier of cfg's channels; resolver is the address guard's (nil for the
@@ -218,16 +222,20 @@ func (n *Notifier) Link(namespace, run string) string {
 	return strings.TrimSuffix(n.cfg.ConsoleURL, "/") + "/#/ns/" + url.PathEscape(namespace) + "/runs/" + url.PathEscape(run)
 }
 
-// ErrNoChannel and ErrQueueFull are why Send refuses a notification.
+// ErrNoChannel, ErrNotAllowed and ErrQueueFull are why Send refuses a notification.
 var (
-	ErrNoChannel = errors.New("no such notification channel")
-	ErrQueueFull = fmt.Errorf("the notification queue is full (%d waiting)", QueueSize)
+	ErrNoChannel  = errors.New("no such notification channel")
+	ErrNotAllowed = errors.New("the Scene's namespace may not use this channel")
+	ErrQueueFull  = fmt.Errorf("the notification queue is full (%d waiting)", QueueSize)
 )
 
 // Send queues a notification to a channel; it never blocks.
 func (n *Notifier) Send(channel string, m Message) error {
 	if _, ok := n.clients[channel]; !ok {
 		return fmt.Errorf("%w %q; the cluster's: %v", ErrNoChannel, channel, n.Names())
+	}
+	if ns := n.channel(channel).Namespaces; len(ns) > 0 && !slices.Contains(ns, m.Namespace) {
+		return fmt.Errorf("%w: channel %q takes notifications from namespaces %v only", ErrNotAllowed, channel, ns)
 	}
 	if len(m.Question) > maxQuestion {
 		m.Question = strings.ToValidUTF8(m.Question[:maxQuestion], "") + " […]"
@@ -240,7 +248,8 @@ func (n *Notifier) Send(channel string, m Message) error {
 	}
 }
 
-// workers send side by side, so one slow receiver holds up no other channel for long.
+// workers send side by side, and a retry waits on a timer, not in a worker: a receiver that
+// does not answer holds up the others for one request's timeout at most.
 const workers = 4
 
 // Start sends until ctx ends.
@@ -262,29 +271,31 @@ func (n *Notifier) Start(ctx context.Context) error {
 	return nil
 }
 
-// deliver tries a notification until the receiver takes it (2xx), refuses it for good (a 4xx
-// other than 408 and 429), or Attempts ran out.
+// deliver tries a notification once. Taken (2xx) or refused for good (a 4xx other than 408
+// and 429), it is done; else it is tried again after its backoff, until Attempts ran out.
 func (n *Notifier) deliver(ctx context.Context, j job) {
 	body, _ := json.Marshal(j.msg) // plain data
-	var err error
-	attempt := 0
-	for attempt < Attempts {
-		if attempt > 0 {
-			wait := n.backoff[min(attempt-1, len(n.backoff)-1)]
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		attempt++
-		var retry bool
-		if retry, err = n.post(ctx, j, body); err == nil || !retry {
-			break
-		}
+	j.attempt++
+	retry, err := n.post(ctx, j, body)
+	if err == nil || !retry || j.attempt >= Attempts {
+		n.done(j, err)
+		return
 	}
+	time.AfterFunc(n.backoff[min(j.attempt-1, len(n.backoff)-1)], func() {
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case n.queue <- j:
+		default:
+			n.done(j, fmt.Errorf("%w, after attempt %d: %v", ErrQueueFull, j.attempt, err))
+		}
+	})
+}
+
+func (n *Notifier) done(j job, err error) {
 	if n.onDone != nil {
-		n.onDone(Outcome{Channel: j.channel, Message: j.msg, Attempts: attempt, Err: err})
+		n.onDone(Outcome{Channel: j.channel, Message: j.msg, Attempts: j.attempt, Err: err})
 	}
 }
 

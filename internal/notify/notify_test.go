@@ -158,6 +158,11 @@ func TestSendRefusesAnUnknownChannelAndAFullQueue(t *testing.T) {
 	if err := n.Send("chat", message()); !errors.Is(err, ErrNoChannel) || !strings.Contains(err.Error(), "[ops]") {
 		t.Fatalf("unknown channel: %v", err)
 	}
+	only := New(&Config{Channels: []Channel{{Name: "ops", URL: "https://hooks.example/x", KeyFile: "/k",
+		Namespaces: []string{"payments"}}}}, nil, nil)
+	if err := only.Send("ops", message()); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "[payments]") {
+		t.Fatalf("a namespace the channel does not take: %v", err)
+	}
 	for range QueueSize {
 		if err := n.Send("ops", message()); err != nil {
 			t.Fatal(err)

@@ -76,7 +76,7 @@ func askOf(arguments string) (string, *apiextensionsv1.JSON, error) {
 }
 
 // askCall fulfils a call of ask_human: it returns the answer, or what it waits for.
-func (p *planner) askCall(step *compile.Step, call agentspec.ToolRequest, tool *ergonv1alpha1.AgentTool, name string,
+func (p *planner) askCall(step *compile.Step, call agentspec.ToolRequest, tool *ergonv1alpha1.AgentTool, key, name string,
 	res agentspec.ToolResult) (agentspec.ToolResult, string) {
 	gate, ok := p.f.Gates[name]
 	if !ok {
@@ -85,7 +85,7 @@ func (p *planner) askCall(step *compile.Step, call agentspec.ToolRequest, tool *
 			res.Content, res.Error = "error: "+err.Error(), true
 			return res, ""
 		}
-		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: question, ToolCall: call.ID,
+		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: question, ToolCall: key,
 			Tool: tool, Input: input})
 	}
 	if !ok || !gate.Decided {
@@ -118,13 +118,13 @@ func AskTimeout(tool *ergonv1alpha1.AgentTool) time.Duration {
 
 // messageInput is what a chat step's Gate asks: the next message, or the end.
 const messageInput = `{"type":"object","properties":{` +
-	`"message":{"type":"string","format":"multiline","title":"Your message","maxLength":16000},` +
+	`"message":{"type":"string","format":"multiline","title":"Your message","maxLength":4000},` +
 	`"end":{"type":"boolean","title":"End the conversation","default":false}}}`
 
 // messageCall fulfils a chat step's reply (a RequestMessage): an input Gate shows the reply
 // and takes the next message; the result is an agentspec.Message. A rejection, an empty
 // message, end, or the conversation's idle timeout ends the conversation.
-func (p *planner) messageCall(step *compile.Step, call agentspec.ToolRequest, name string,
+func (p *planner) messageCall(step *compile.Step, call agentspec.ToolRequest, key, name string,
 	res agentspec.ToolResult) (agentspec.ToolResult, string) {
 	chat := step.Spec.Agent.Conversation
 	if chat == nil {
@@ -144,7 +144,7 @@ func (p *planner) messageCall(step *compile.Step, call agentspec.ToolRequest, na
 		if len(reply) > maxGateMessage {
 			reply = strings.ToValidUTF8(reply[:maxGateMessage-len(" […]")], "") + " […]"
 		}
-		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: reply, ToolCall: call.ID,
+		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: reply, ToolCall: key,
 			Input: &apiextensionsv1.JSON{Raw: []byte(messageInput)}, Chat: chat})
 	}
 	if !ok || !gate.Decided {

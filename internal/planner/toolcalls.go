@@ -155,20 +155,29 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 		res.Content, res.Error = "error: "+fmt.Sprintf(format, args...), true
 		return res, ""
 	}
-	name := naming.ToolCallName(p.f.Run.Name, step.Name, call.ID)
+	tool := agentTool(step, call.Tool)
+	key := call.ID
+	switch {
+	// A question or a message is asked once per attempt that handed it over, under a key of
+	// its own: a model server that reuses call ids across turns must not get an earlier answer.
+	case call.Kind == agentspec.RequestMessage:
+		key = fmt.Sprintf("%s/%d/%s", agentspec.RequestMessage, tc.Pending.Attempt, call.ID)
+	case tool != nil && tool.AsksHuman():
+		key = fmt.Sprintf("%s/%d/%s", agentspec.RequestAsk, tc.Pending.Attempt, call.ID)
+	}
+	name := naming.ToolCallName(p.f.Run.Name, step.Name, key)
 	if msg, conflict := p.f.Conflicts[name]; conflict {
 		return failed("%s", msg)
 	}
 	if call.Kind == agentspec.RequestMessage {
-		return p.messageCall(step, call, name, res)
+		return p.messageCall(step, call, key, name, res)
 	}
-	tool := agentTool(step, call.Tool)
 	if tool == nil {
 		return failed("the step has no tool %q", call.Tool)
 	}
 	// The Scene says what a tool is and which tools need approval, whatever the pod's request says.
 	if tool.AsksHuman() {
-		return p.askCall(step, call, tool, name, res)
+		return p.askCall(step, call, tool, key, name, res)
 	}
 	if call.NeedsApproval() || tool.NeedsApproval() {
 		gate, ok := p.f.Gates[name]

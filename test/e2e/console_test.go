@@ -292,7 +292,9 @@ var _ = Describe("The web console in a real browser", func() {
 			chromedp.Click(chromedp.CSS(`#chat button.decide[data-option="approve"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.person`)),
 			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.agent:nth-of-type(3)`)))).To(Succeed())
-		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.person .text').textContent`)).To(Equal("please deploy v2"))
+		Eventually(func() string {
+			return evalJS[string](bctx, `document.querySelector('#chat .bubble.person .text').textContent`)
+		}).Should(Equal("please deploy v2"))
 		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.person .who').textContent`)).To(HavePrefix(writer))
 		Expect(evalJS[string](bctx, `[...document.querySelectorAll('#chat .bubble.agent .text')].pop().textContent`)).
 			To(Equal("Deploying v2. Anything else?"))

@@ -286,9 +286,11 @@ func fixedMetadata(old, gate *ergonv1alpha1.Gate) field.ErrorList {
 	if !maps.Equal(old.Labels, gate.Labels) {
 		errs = append(errs, field.Forbidden(meta.Child("labels"), "the labels of a Gate are set by Ergon and never change"))
 	}
-	if old.Annotations[ergonv1alpha1.AnnotationToolCall] != gate.Annotations[ergonv1alpha1.AnnotationToolCall] {
-		errs = append(errs, field.Forbidden(meta.Child("annotations").Key(ergonv1alpha1.AnnotationToolCall),
-			"the tool call a Gate asks approval of is set by Ergon and never changes"))
+	for _, key := range []string{ergonv1alpha1.AnnotationToolCall, ergonv1alpha1.AnnotationConversation} {
+		if old.Annotations[key] != gate.Annotations[key] {
+			errs = append(errs, field.Forbidden(meta.Child("annotations").Key(key),
+				"what a Gate asks about (a tool call, a conversation) is set by Ergon and never changes"))
+		}
 	}
 	if !equality.Semantic.DeepEqual(old.OwnerReferences, gate.OwnerReferences) {
 		errs = append(errs, field.Forbidden(meta.Child("ownerReferences"), "the owner of a Gate is its Run and never changes"))

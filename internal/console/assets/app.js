@@ -120,10 +120,15 @@
 
   // refreshInbox reads what waits on the viewer in every namespace they may see (asked with
   // their own token by the server) and shows how many on the Inbox link.
-  let inboxTimer = null;
-  async function refreshInbox() {
+  let inboxTimer = null, inboxSoon = null;
+  // Changes come in bursts (a chat message decides one Gate and opens the next): read once.
+  function refreshInbox() {
+    clearTimeout(inboxSoon);
+    inboxSoon = setTimeout(readInbox, 500);
+  }
+  async function readInbox() {
     clearTimeout(inboxTimer);
-    inboxTimer = setTimeout(refreshInbox, 60000);
+    inboxTimer = setTimeout(readInbox, 60000);
     try {
       const list = await api(inboxPath());
       state.inbox = list.items;
@@ -665,8 +670,8 @@
         input = h("input", { id, type, maxlength: f.maxLength, value: def !== undefined ? String(def) : null });
         read = () => {
           if (input.value === "" && !required) return undefined;
-          // datetime-local has no zone: the answer is RFC 3339, in UTC as entered.
-          return type === "datetime-local" && input.value ? input.value + (input.value.length === 16 ? ":00Z" : "Z") : input.value;
+          // datetime-local is the viewer's local time: the answer is RFC 3339, in UTC.
+          return type === "datetime-local" && input.value ? new Date(input.value).toISOString().replace(/\.\d{3}Z$/, "Z") : input.value;
         };
       }
       input.setAttribute("data-path", path);
@@ -720,8 +725,9 @@
       out.push(gateCard(g));
       return out;
     }
-    const v = st.values || {};
-    let text = v.message || "";
+    // The status has the values once the Gate controller saw the answer; the decision at once.
+    const v = st.values || (g.spec.decision || {}).values || {};
+    let text = typeof v.message === "string" ? v.message : "";
     if (st.phase === "TimedOut") text = "(nobody wrote in time: the conversation ended)";
     else if (st.phase === "Closed") text = "(the Run ended)";
     else if (st.phase === "Rejected" || v.end || !text) text = "(ended the conversation)";
