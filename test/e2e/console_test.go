@@ -153,7 +153,7 @@ var _ = Describe("The web console in a real browser", func() {
 		Expect(k8sClient.Create(ctx, run)).To(Succeed())
 
 		By("opening the Run before it waits, and marking the page to prove it is never reloaded")
-		Expect(within(bctx, 30*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs/ship-1"),
+		Expect(within(bctx, 90*time.Second, chromedp.Navigate(url+"/#/ns/"+ns+"/runs/ship-1"),
 			chromedp.WaitVisible(chromedp.CSS(`#graph g.node[data-step="review"]`)), chromedp.WaitVisible(chromedp.CSS("#live.on")))).To(Succeed())
 		Expect(evalJS[bool](bctx, `window.__notReloaded = true`)).To(BeTrue())
 		Expect(evalJS[string](bctx, `document.querySelector('#graph g.node[data-step="review"]').getAttribute("class")`)).
