@@ -295,7 +295,9 @@ var _ = Describe("The web console in a real browser", func() {
 		Eventually(func() string {
 			return evalJS[string](bctx, `document.querySelector('#chat .bubble.person .text').textContent`)
 		}).Should(Equal("please deploy v2"))
-		Expect(evalJS[string](bctx, `document.querySelector('#chat .bubble.person .who').textContent`)).To(HavePrefix(writer))
+		Eventually(func() string {
+			return evalJS[string](bctx, `document.querySelector('#chat .bubble.person .who').textContent`)
+		}).Should(HavePrefix(writer))
 		Expect(evalJS[string](bctx, `[...document.querySelectorAll('#chat .bubble.agent .text')].pop().textContent`)).
 			To(Equal("Deploying v2. Anything else?"))
 		screenshot(bctx, "chat.png")

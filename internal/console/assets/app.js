@@ -731,7 +731,8 @@
     if (st.phase === "TimedOut") text = "(nobody wrote in time: the conversation ended)";
     else if (st.phase === "Closed") text = "(the Run ended)";
     else if (st.phase === "Rejected" || v.end || !text) text = "(ended the conversation)";
-    out.push(h("div", { class: "bubble person" }, h("div", { class: "who" }, (st.decidedBy || "") + (st.decidedAt ? " · " + ago(st.decidedAt) : "")),
+    const who = st.decidedBy || (g.spec.decision || {}).user || "";
+    out.push(h("div", { class: "bubble person" }, h("div", { class: "who" }, who + (st.decidedAt ? " · " + ago(st.decidedAt) : "")),
       h("div", { class: "text" }, text)));
     return out;
   }
