@@ -475,8 +475,9 @@
     function drawGates() {
       const gates = [...state.gates.values()].filter((g) => g.spec.runRef.name === name)
         .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp));
-      // Only a change of the Gates redraws them: a comment being typed survives Run updates.
-      const key = gates.map((g) => g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
+      // Only a change of the Gates redraws them: a comment being typed survives Run updates,
+      // and an open Gate's status settling.
+      const key = gates.map(gateKey).join(",");
       if (key === gatesKey) return;
       gatesKey = key;
       // A chat step's Gates are its conversation, drawn as one; the others are the Gate log.
@@ -586,6 +587,13 @@
           if (form) form.clearErrors();
           const body = { option: opt, comment: comment.value };
           if (form && opt !== "reject") body.values = form.read();
+          if (isChatGate(g) && opt !== "reject" && !body.values.end && !(body.values.message || "").trim()) {
+            // An empty message would end the conversation: say so instead of sending it.
+            refusal.textContent = "Write a message, or end the conversation.";
+            refusal.hidden = false;
+            all.forEach((b) => { b.disabled = false; });
+            return;
+          }
           try {
             const updated = await api("/api/namespaces/" + enc(ns) + "/gates/" + enc(name) + "/decide", "POST", body);
             if (ns === state.ns) state.gates.set(name, updated);
@@ -711,6 +719,12 @@
     return { el, read, showErrors, clearErrors };
   }
 
+  // gateKey says when a Gate's card must be drawn again: an open Gate's card is kept while it
+  // stays open (its status settling must not wipe what a person is typing), a closed one's on
+  // each change.
+  const isOpenGate = (g) => !g.spec.decision && (!(g.status || {}).phase || g.status.phase === "Pending");
+  const gateKey = (g) => (g.metadata.namespace || "") + "/" + g.metadata.name + "@" + (isOpenGate(g) ? "open" : g.metadata.resourceVersion);
+
   // A chat step's Gate shows the agent's reply and takes the next message (docs/human-input.md).
   const isChatGate = (g) => ((g.metadata.annotations || {})["agent.ergon.dev/conversation"] === "true");
 
@@ -748,7 +762,7 @@
     function draw() {
       const items = state.inbox || [];
       // A card being filled in survives a refresh that changes nothing.
-      const k = items.map((g) => g.metadata.namespace + "/" + g.metadata.name + "@" + g.metadata.resourceVersion).join(",");
+      const k = items.map(gateKey).join(",");
       if (k === key) return;
       key = k;
       box.replaceChildren(...(items.length ? items.map((g) => gateCard(g, true)) : [h("p", { class: "muted" }, "Nothing waits on you.")]));
@@ -762,10 +776,13 @@
     const el = h("section", {}, h("h1", {}, "Gates"));
     const pendingBox = h("div", { id: "pending-gates" }), doneBox = h("div");
     el.append(h("h2", {}, "Waiting for a decision"), pendingBox, h("h2", {}, "Decided"), doneBox);
+    let drawn = null;
     function draw() {
       const all = [...state.gates.values()].sort((a, b) => b.metadata.creationTimestamp.localeCompare(a.metadata.creationTimestamp));
-      const isPending = (g) => !g.spec.decision && (!(g.status || {}).phase || g.status.phase === "Pending");
-      const p = all.filter(isPending), d = all.filter((g) => !isPending(g));
+      const k = all.map(gateKey).join(",");
+      if (k === drawn) return; // a comment or an answer being typed survives
+      drawn = k;
+      const p = all.filter(isOpenGate), d = all.filter((g) => !isOpenGate(g));
       pendingBox.replaceChildren(...(p.length ? p.map(gateCard) : [h("p", { class: "muted" }, "No Gate is waiting.")]));
       doneBox.replaceChildren(...(d.length ? d.slice(0, 50).map(gateCard) : [h("p", { class: "muted" }, "None yet.")]));
     }
