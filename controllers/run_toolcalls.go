@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -340,32 +339,29 @@ func toolApproval(t *ergonv1alpha1.AgentTool) *ergonv1alpha1.ToolApproval {
 	return t.Approval
 }
 
-// inputGate builds the input Gate of a question the Run asks people for an agent (ask_human,
-// a chat's next message): named and annotated as a tool call's, with the request's input, and
-// who answers and for how long as the caller says. Unlike a call's approval, the person
-// behind the Run may answer unless forbid says otherwise.
-func inputGate(run *ergonv1alpha1.Run, req planner.GateRequest, timeout time.Duration,
-	approvers *ergonv1alpha1.Approvers, minApprovals *int32, forbid bool) *ergonv1alpha1.Gate {
+// askGate builds the input Gate of an agent's question (ask_human): the question is its
+// message and the schema the model gave its input; who answers, and for how long the question
+// waits, are the tool's ask. Unlike a call's approval, the person behind the Run may answer
+// unless ask forbids it.
+func askGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
 	gate := toolCallGate(run, req)
+	timeout := planner.AskTimeout(req.Tool)
 	gate.Spec.Input, gate.Spec.Timeout = req.Input, &metav1.Duration{Duration: timeout}
-	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = approvers.DeepCopy(), minApprovals, forbid
+	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = nil, nil, false
+	if a := req.Tool.Ask; a != nil {
+		gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = a.Approvers.DeepCopy(), a.MinApprovals, a.ForbidSelfApproval
+	}
 	return gate
 }
 
-// askGate is the input Gate of an agent's question (ask_human): the question is its message
-// and the schema the model gave its input; who answers, and for how long, are the tool's ask.
-func askGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
-	a := req.Tool.Ask
-	if a == nil {
-		a = &ergonv1alpha1.AskHuman{}
-	}
-	return inputGate(run, req, planner.AskTimeout(req.Tool), a.Approvers, a.MinApprovals, a.ForbidSelfApproval)
-}
-
-// messageGate is the input Gate that shows a chat step's reply and takes the next message:
-// the conversation's participants may write too; it waits the conversation's idleTimeout.
+// messageGate builds the input Gate that shows a chat step's reply and takes the next
+// message: the conversation's participants, the person behind the Run and RBAC's approvers
+// may write; it waits the conversation's idleTimeout.
 func messageGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
-	gate := inputGate(run, req, planner.ConversationIdle(req.Chat), req.Chat.Participants, nil, false)
+	gate := toolCallGate(run, req)
+	gate.Spec.Input = req.Input
+	gate.Spec.Timeout = &metav1.Duration{Duration: planner.ConversationIdle(req.Chat)}
+	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = req.Chat.Participants.DeepCopy(), nil, false
 	gate.Annotations[ergonv1alpha1.AnnotationConversation] = internalTrue
 	return gate
 }
