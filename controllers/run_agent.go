@@ -36,6 +36,9 @@ const (
 	AgentInImage = "/ergon-agent"
 	agentDir     = "/ergon/agent"
 	agentSpecKey = "spec.json"
+	// agentAnswersKey is the file that holds the answers to an attempt's live questions,
+	// projected from the pod's annotationAnswers (run_elicit.go).
+	agentAnswersKey = "answers.json"
 	// annotationAgentSpec holds the rendered agent step, for the downward API to project.
 	annotationAgentSpec = "agent.ergon.dev/spec"
 	defaultModel        = "default"
@@ -79,6 +82,9 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		}
 	}
 	s.MCP = mcpServers(a.Tools)
+	if slices.ContainsFunc(s.MCP, func(m agentspec.MCPServer) bool { return m.Ask != nil }) {
+		s.Answers = agentDir + "/" + agentAnswersKey
+	}
 	s.Approve, s.CallTools = channelTools(a)
 	if c := a.Conversation; c != nil {
 		s.Conversation = &agentspec.Conversation{MaxMessages: ergonv1alpha1.DefaultConversationMessages}
@@ -159,10 +165,17 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		main.Resources = *sr.DeepCopy()
 	}
 	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true})
+	items := []corev1.DownwardAPIVolumeFile{{
+		Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAgentSpec + "']"},
+	}}
+	if spec.Answers != "" {
+		// Empty until the controller writes the first answer; the kubelet updates the file
+		// when the pod's annotation changes.
+		items = append(items, corev1.DownwardAPIVolumeFile{Path: agentAnswersKey,
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAnswers + "']"}})
+	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{
-		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
-			Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAgentSpec + "']"},
-		}}},
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items},
 	}})
 	mountCheckpoint(pod, run, req.Step.Name)
 	if usesChannel(req.Step) {

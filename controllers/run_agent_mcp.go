@@ -21,18 +21,24 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
-// mcpServers renders an agent step's MCP tools: each server with the tools it may offer.
-// The runtime reaches them through http_fetch's address guard, so a server inside the
-// cluster must be among the step's allowHosts.
+// mcpServers renders an agent step's MCP tools: each server with the tools it may offer and,
+// when its ask lets it ask people questions, how long each waits (run_elicit.go). The runtime
+// reaches them through http_fetch's address guard, so a server inside the cluster must be
+// among the step's allowHosts.
 func mcpServers(tools []ergonv1alpha1.AgentTool) []agentspec.MCPServer {
 	var servers []agentspec.MCPServer
 	for _, t := range tools {
-		if t.MCP != nil {
-			servers = append(servers, agentspec.MCPServer{URL: string(t.MCP.URL), Allow: slices.Clone(t.MCP.Allow),
-				Description: t.Description})
+		if t.MCP == nil {
+			continue
 		}
+		srv := agentspec.MCPServer{URL: string(t.MCP.URL), Allow: slices.Clone(t.MCP.Allow), Description: t.Description}
+		if t.Ask != nil {
+			srv.Ask = &agentspec.Duration{Duration: planner.AskTimeout(&t)}
+		}
+		servers = append(servers, srv)
 	}
 	return servers
 }

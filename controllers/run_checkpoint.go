@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
@@ -67,6 +68,10 @@ type progressSeen struct {
 	// conflict is set once a ConfigMap that is not the Run's was found under the checkpoint's
 	// name, and told in an Event.
 	conflict bool
+	// asks are the questions the pod's last progress line says it waits on, and answered the
+	// answers last handed to it (run_elicit.go).
+	asks     []agentspec.Ask
+	answered string
 }
 
 // observeAgents reads what the running agent steps say in their logs: their progress, which
@@ -93,7 +98,7 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 		}
 		for _, p := range pods {
 			present[p.UID] = true
-			requeue = sooner(requeue, r.observeAgentPod(ctx, run, stepName, p, f.Now, interval, plan))
+			requeue = sooner(requeue, r.observeAgentPod(ctx, run, step, p, f, interval, plan))
 		}
 	}
 	r.recordCheckpoints(run, &plan.Status)
@@ -109,8 +114,9 @@ func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Ru
 
 // observeAgentPod reads the progress of one agent pod when it is due, as observeAgents says,
 // and returns when to look at it again; zero when it needs no second look.
-func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.Run, stepName string, p planner.PodState,
-	now time.Time, interval time.Duration, plan *planner.Plan) time.Duration {
+func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.Run, step *compile.Step, p planner.PodState,
+	f *planner.Facts, interval time.Duration, plan *planner.Plan) time.Duration {
+	stepName, now := step.Name, f.Now
 	running := p.Phase == planner.PodRunning
 	final := p.Phase == planner.PodFailed || (p.Phase == planner.PodGone && !p.TerminatingUntil.IsZero())
 	if !running && !final {
@@ -123,6 +129,11 @@ func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.
 	seen, _ := r.progress.Load(p.UID)
 	last, _ := seen.(progressSeen)
 	if last.final || (running && now.Sub(last.at) < interval) {
+		if running && len(last.asks) > 0 {
+			// A question's Gate may have been decided since the log was read.
+			r.answerAsks(ctx, run, step, p, &last, f, plan)
+			r.progress.Store(p.UID, last)
+		}
 		return requeue
 	}
 	prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
@@ -136,7 +147,10 @@ func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.
 		kept = prog.Checkpoint.SHA256
 		r.noteCheckpoint(run, stepName, kept)
 	}
-	next := progressSeen{run: run.UID, at: now, final: final, checkpoint: kept}
+	next := progressSeen{run: run.UID, at: now, final: final, checkpoint: kept, asks: last.asks, answered: last.answered}
+	if prog != nil {
+		next.asks = prog.Asks
+	}
 	if conflict, ok := errors.AsType[*conflictError](err); ok && !last.conflict {
 		next.conflict = true
 		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "KeepCheckpoint",
@@ -159,6 +173,9 @@ func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.
 	default:
 		log.FromContext(ctx).Info("Gave up reading the log of an agent pod that ended: its last checkpoint is lost",
 			"pod", p.Name, "since", last.unreadSince, "error", err.Error())
+	}
+	if running && len(next.asks) > 0 {
+		r.answerAsks(ctx, run, step, p, &next, f, plan)
 	}
 	r.progress.Store(p.UID, next)
 	if prog != nil {

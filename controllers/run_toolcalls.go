@@ -366,12 +366,13 @@ func messageGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1
 	return gate
 }
 
-// gateOf builds a gate step's Gate, a tool call's, an agent's question's or a chat's.
+// gateOf builds a gate step's Gate, a tool call's, an agent's or an MCP server's question's, or
+// a chat's.
 func gateOf(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
 	switch {
 	case req.ToolCall != "" && req.Chat != nil:
 		return messageGate(run, req)
-	case req.ToolCall != "" && req.Tool != nil && req.Tool.AsksHuman():
+	case req.ToolCall != "" && req.Tool != nil && (req.Tool.AsksHuman() || req.Elicit):
 		return askGate(run, req)
 	case req.ToolCall != "":
 		return toolCallGate(run, req)

@@ -166,8 +166,9 @@ type AgentTool struct {
 	// mcp offers the tools of a Model Context Protocol server.
 	MCP *MCPTool `json:"mcp,omitempty"`
 
-	// ask says who answers the questions of the built-in tool ask_human, and how long a
-	// question waits; only ask_human takes it.
+	// ask says who answers the questions of the built-in tool ask_human, or of an MCP server
+	// (MCP elicitation, which only a server with ask may use), and how long a question
+	// waits; only those two take it.
 	Ask *AskHuman `json:"ask,omitempty"`
 }
 
@@ -191,8 +192,9 @@ type AskHuman struct {
 	// +optional
 	ForbidSelfApproval bool `json:"forbidSelfApproval,omitempty"`
 
-	// timeout is how long a question waits for its answer (24h by default); then the agent is
-	// told nobody answered and goes on.
+	// timeout is how long a question waits for its answer (24h by default, 10m for an MCP
+	// server's, whose call waits in the step's pod, at most 1h); then the agent is told
+	// nobody answered and goes on.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
@@ -229,6 +231,10 @@ const (
 
 // DefaultAskTimeout is how long an agent's question waits when its tool sets no timeout.
 const DefaultAskTimeout = 24 * time.Hour
+
+// DefaultMCPAskTimeout is how long an MCP server's question waits when its ask sets no
+// timeout: its call waits in the step's pod meanwhile.
+const DefaultMCPAskTimeout = 10 * time.Minute
 
 // ToolApproval says who approves the calls of an agent's tool, as a gate step says who decides
 // its Gate, except that the person behind the Run may not approve unless allowSelfApproval

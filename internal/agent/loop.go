@@ -181,6 +181,9 @@ type loop struct {
 	started []string
 	// ended says a chat step's conversation is over (conversation.go).
 	ended bool
+	// turn is the turn whose tools run; asks asks the MCP servers' questions (elicit.go).
+	turn int
+	asks asker
 }
 
 // fitContext applies the context policy before a turn and notes in the transcript what it
@@ -235,6 +238,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		params.ParallelToolCalls = openai.Bool(true)
 	}
 	if l.waiting != nil {
+		l.turn = first - 1
 		if err := l.takeResults(ctx, first-1, repairs); err != nil {
 			return "", err
 		}
@@ -243,6 +247,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		}
 	}
 	for turn := first; ; turn++ {
+		l.turn = turn
 		if turn > s.MaxTurns {
 			return "", fail(ReasonMaxTurns, ExitBudget,
 				"the agent used all %d turns of its maxTurns budget without a valid answer", s.MaxTurns)
@@ -382,6 +387,12 @@ func (l *loop) callTools(ctx context.Context, calls []openai.ChatCompletionMessa
 		allowed[n] = true
 	}
 	results := make([]toolResult, len(calls))
+	l.asks.at(l.turn, l.t.Usage)
+	defer func() {
+		for _, n := range l.asks.drain() {
+			l.note(l.turn, "%s", n)
+		}
+	}()
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Go(func() {

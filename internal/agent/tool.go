@@ -39,6 +39,9 @@ type Tool struct {
 	// NeedsWorkspace is true for tools that exist only for steps bound to a Workspace.
 	NeedsWorkspace bool
 	Call           func(ctx context.Context, env *ToolEnv, args json.RawMessage) (string, error)
+	// Waits is added to a call's timeout: the time a call may wait for people (the tools of
+	// an MCP server that may ask questions; elicit.go).
+	Waits time.Duration
 
 	schema *jsonschema.Schema
 }
@@ -120,11 +123,11 @@ func (t *Tool) call(ctx context.Context, env *ToolEnv, args string) (string, err
 			return "", fmt.Errorf("invalid arguments: %v", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, env.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, env.Timeout+t.Waits)
 	defer cancel()
 	out, err := t.Call(ctx, env, json.RawMessage(args))
 	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("the call ran past its timeout of %s", env.Timeout)
+		err = fmt.Errorf("the call ran past its timeout of %s", env.Timeout+t.Waits)
 	}
 	return capString(env.Redactor.String(out), env.MaxResult), err
 }

@@ -177,7 +177,8 @@ func notListening(err error) bool {
 func (l *loop) connectMCPServer(ctx context.Context, hc *http.Client, srv MCPServer) (*mcp.ClientSession, []*Tool, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.tools.Timeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "ergon-agent", Version: MCPPolicy}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "ergon-agent", Version: MCPPolicy},
+		&mcp.ClientOptions{ElicitationHandler: l.elicitationHandler(srv)})
 	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: srv.URL, HTTPClient: hc,
 		// Server-initiated messages have no use here: every call is the model's request.
@@ -239,6 +240,10 @@ func (l *loop) mcpTool(sess *mcp.ClientSession, srv MCPServer, t *mcp.Tool) (*To
 		Call: func(ctx context.Context, env *ToolEnv, args json.RawMessage) (string, error) {
 			return callMCP(ctx, env, sess, t.Name, args)
 		}}
+	if h := l.elicitationHandler(srv); h != nil {
+		// A call may wait for a person's answer to the server's question, and some more.
+		tool.Waits = srv.Ask.Duration + askGrace
+	}
 	// A schema this runtime cannot compile is left to the server to enforce. References
 	// are never loaded: a server's schema reaches no file and no URL.
 	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b)); err == nil {

@@ -74,6 +74,9 @@ type Spec struct {
 	// Conversation, when set, makes the step a chat: each final reply is handed to the
 	// controller as a RequestMessage, whose result is a person's next message.
 	Conversation *Conversation `json:"conversation,omitempty"`
+	// Answers is the file the answers to the step's live questions (Ask) appear in, a JSON
+	// object of Answers by question id; empty when no MCP server may ask.
+	Answers string `json:"answers,omitempty"`
 }
 
 // Conversation bounds a chat step.
@@ -91,6 +94,10 @@ type MCPServer struct {
 	Allow []string `json:"allow"`
 	// Description, when set, comes before each offered tool's own description.
 	Description string `json:"description,omitempty"`
+	// Ask, when set, lets the server ask people questions while a call runs (MCP
+	// elicitation): the runtime declares the capability and waits at most Ask for each
+	// answer (elicit.go).
+	Ask *Duration `json:"ask,omitempty"`
 }
 
 // MemoryConfig is the memory of an agent step's Scene.

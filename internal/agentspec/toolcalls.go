@@ -56,6 +56,41 @@ type Message struct {
 	Why string `json:"why,omitempty"`
 }
 
+// Ask is a question a running attempt waits on while its MCP session stays open (an MCP
+// server's elicitation). The runtime lists it in its progress line; the controller opens an
+// input Gate for it and hands the Answer back in the pod's answers annotation, which the
+// downward API projects into the file Spec.Answers names.
+type Ask struct {
+	// ID is unique within the attempt.
+	ID string `json:"id"`
+	// Server is the URL of the MCP server that asks.
+	Server  string          `json:"server"`
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema"`
+}
+
+// Answer is what people said to an Ask: Action is accept (with Content, the values given),
+// decline, or cancel (nobody answered in time; Why says so).
+type Answer struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+	By      string          `json:"by,omitempty"`
+	Why     string          `json:"why,omitempty"`
+}
+
+// Actions of an Answer, as MCP names them.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// Bounds of an Ask: its message and schema, as the progress line carries them.
+const (
+	MaxAskMessage = 4000
+	MaxAskSchema  = 8 << 10
+)
+
 // Request bounds: calls a turn or a step may hand to the controller.
 const (
 	MaxRequestsPerTurn = 8

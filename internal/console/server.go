@@ -146,6 +146,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/output":     s.stepOutput,
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/transcript": s.stepTranscript,
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/log":        s.stepLog,
+		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/calls":      s.stepCalls,
 		"GET /api/namespaces/{ns}/gates":                               s.gates,
 		"GET /api/namespaces/{ns}/triggers":                            s.triggers,
 		"GET /api/namespaces/{ns}/workspaces":                          s.workspaces,

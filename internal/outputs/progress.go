@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ergon-dev/ergon/internal/agentspec"
 )
 
 // progressPrefix starts the line an agent runtime prints after each completed turn.
@@ -48,6 +50,9 @@ type Progress struct {
 	// attempt failed in a way a retry must not repeat); nil without it keeps the last one.
 	Checkpoint *Part `json:"checkpoint,omitempty"`
 	Reset      bool  `json:"reset,omitempty"`
+	// Asks are the questions the attempt waits on while its MCP sessions stay open: the line
+	// is printed again while they wait, so that it stays within the tail the controller reads.
+	Asks []agentspec.Ask `json:"asks,omitempty"`
 }
 
 // WriteProgress prints a checkpoint frame, when there is one, and the progress line after it.

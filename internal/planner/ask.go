@@ -108,10 +108,14 @@ func (p *planner) askCall(step *compile.Step, call agentspec.ToolRequest, tool *
 	return res, ""
 }
 
-// AskTimeout is how long a question of the tool waits for its answer.
+// AskTimeout is how long a question of the tool waits for its answer: an MCP server's, whose
+// call waits in its pod, 10 minutes unless its ask says otherwise.
 func AskTimeout(tool *ergonv1alpha1.AgentTool) time.Duration {
-	if tool != nil && tool.Ask != nil && tool.Ask.Timeout != nil {
+	switch {
+	case tool != nil && tool.Ask != nil && tool.Ask.Timeout != nil:
 		return tool.Ask.Timeout.Duration
+	case tool != nil && tool.MCP != nil:
+		return ergonv1alpha1.DefaultMCPAskTimeout
 	}
 	return ergonv1alpha1.DefaultAskTimeout
 }

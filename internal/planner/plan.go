@@ -123,6 +123,9 @@ type GateRequest struct {
 	Input *apiextensionsv1.JSON
 	// Chat is the conversation of a chat step whose reply the Gate asks the next message for.
 	Chat *ergonv1alpha1.AgentConversation
+	// Elicit marks the Gate of an MCP server's question (elicit.go), whose Tool is the
+	// server's.
+	Elicit bool
 }
 
 // Event is a transition worth an Event on the Run.

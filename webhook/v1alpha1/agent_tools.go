@@ -135,20 +135,26 @@ func validateToolApproval(p *field.Path, a *ergonv1alpha1.ToolApproval) field.Er
 	return errs
 }
 
-// maxAskTimeout bounds how long an agent's question may wait.
-const maxAskTimeout = 30 * 24 * time.Hour
+// maxAskTimeout bounds how long an agent's question may wait; maxMCPAskTimeout an MCP
+// server's, whose call holds the step's pod while it waits.
+const (
+	maxAskTimeout    = 30 * 24 * time.Hour
+	maxMCPAskTimeout = time.Hour
+)
 
-// validateAsk checks the settings of ask_human: only it takes them, and a question needs no
-// approval, being itself a person's answer.
+// validateAsk checks the settings of ask_human and of an MCP server's questions: only they
+// take them, and a question needs no approval, being itself a person's answer.
 func validateAsk(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
-	if !t.AsksHuman() {
+	asksMCP := t.MCP != nil && t.Ask != nil
+	if !t.AsksHuman() && !asksMCP {
 		if t.Ask != nil {
-			return field.ErrorList{field.Forbidden(p.Child("ask"), "only the tool "+ergonv1alpha1.ToolAskHuman+" takes ask")}
+			return field.ErrorList{field.Forbidden(p.Child("ask"), "only the tool "+ergonv1alpha1.ToolAskHuman+
+				" and an mcp server take ask")}
 		}
 		return nil
 	}
 	var errs field.ErrorList
-	if t.NeedsApproval() {
+	if t.AsksHuman() && t.NeedsApproval() {
 		errs = append(errs, field.Forbidden(p.Child("requireApproval"),
 			"a question to a person needs no approval: ask says who answers it"))
 	}
@@ -158,9 +164,13 @@ func validateAsk(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
 	}
 	errs = append(errs, validateToolApproval(p.Child("ask"), &ergonv1alpha1.ToolApproval{
 		Approvers: a.Approvers, MinApprovals: a.MinApprovals})...)
-	if d := a.Timeout; d != nil && (d.Duration <= 0 || d.Duration > maxAskTimeout) {
+	limit, what := maxAskTimeout, "how long a question waits"
+	if asksMCP {
+		limit, what = maxMCPAskTimeout, "how long an MCP server's question waits, its call holding the step's pod"
+	}
+	if d := a.Timeout; d != nil && (d.Duration <= 0 || d.Duration > limit) {
 		errs = append(errs, field.Invalid(p.Child("ask", "timeout"), d.Duration.String(),
-			fmt.Sprintf("how long a question waits: more than 0 and at most %s", maxAskTimeout)))
+			fmt.Sprintf("%s: more than 0 and at most %s", what, limit)))
 	}
 	return errs
 }

@@ -484,7 +484,28 @@
       const chat = gates.filter(isChatGate), others = gates.filter((g) => !isChatGate(g));
       gatesBox.replaceChildren(...(others.length ? others.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
       chatHead.hidden = chatBox.hidden = chat.length === 0;
-      chatBox.replaceChildren(...chat.flatMap(chatTurn));
+      chatBox.replaceChildren(...chat.flatMap((g, i) => [h("div", { class: "toolcalls", "data-before": i }), ...chatTurn(g)]),
+        h("div", { class: "toolcalls", "data-before": chat.length }));
+      callsKey = null;
+      drawCalls();
+    }
+    // The agent's tool calls in a conversation: collapsed cards above the reply they led to,
+    // read again when the step's checkpoint or transcript changes. Only the cards are
+    // redrawn, so a message being typed survives.
+    let callsKey = null;
+    async function drawCalls() {
+      const chat = [...state.gates.values()].filter((g) => g.spec.runRef.name === name && isChatGate(g));
+      if (!chat.length) return;
+      const step = chat[0].spec.step, st = ((data.run.status || {}).steps || []).find((x) => x.name === step) || {};
+      const key = step + "@" + (st.checkpointSHA256 || "") + "@" + ((st.transcript || {}).sha256 || "") + "@" + chat.length;
+      if (key === callsKey) return;
+      callsKey = key;
+      let calls;
+      try { calls = (await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(step) + "/calls"))).calls; } catch (e) { return; }
+      for (const box of chatBox.querySelectorAll(".toolcalls")) {
+        const before = Number(box.dataset.before);
+        box.replaceChildren(...calls.filter((c) => c.before === before).map(toolCallCard));
+      }
     }
     function drawAll() {
       drawHead();
@@ -492,6 +513,7 @@
       graph.colour((data.run.status || {}).steps);
       ganttBox.replaceChildren(drawGantt(data.run));
       drawGates();
+      drawCalls();
       drawSteps();
     }
     for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
@@ -727,6 +749,14 @@
 
   // A chat step's Gate shows the agent's reply and takes the next message (docs/human-input.md).
   const isChatGate = (g) => ((g.metadata.annotations || {})["agent.ergon.dev/conversation"] === "true");
+
+  // toolCallCard is one tool call of a conversation, collapsed: its name, then, opened, its
+  // arguments and result as text.
+  function toolCallCard(c) {
+    return h("details", { class: "toolcall" + (c.error ? " failed" : "") },
+      h("summary", {}, "tool ", h("code", {}, c.name), c.done ? (c.error ? " · failed" : "") : " · waiting"),
+      h("pre", { class: "args" }, c.arguments || "{}"), c.done ? h("pre", { class: "result" }, c.result || "") : null);
+  }
 
   // chatTurn draws one exchange of a conversation: the agent's reply, then what a person
   // wrote (who, as the webhook stamped them), or the form to write it while it waits.

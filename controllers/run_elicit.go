@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=patch
+
+// The questions of MCP servers (elicitation; internal/planner/elicit.go decides): a running
+// agent attempt lists the questions it waits on in its progress line, which observeAgents
+// reads. Each opens an input Gate; once decided, its answer is written into the waiting pod's
+// annotationAnswers, which the downward API projects into the file the runtime reads. The pod
+// has no credentials, so this annotation is the only way back into it.
+
+// annotationAnswers on an agent pod holds the answers to its questions, by question id.
+const annotationAnswers = "agent.ergon.dev/answers"
+
+// answerAsks opens the Gates of a running pod's questions and hands back the answers of those
+// decided. A question the controller cannot put to people is answered at once with cancel,
+// saying why, so that the pod does not wait for nothing.
+func (r *RunReconciler) answerAsks(ctx context.Context, run *ergonv1alpha1.Run, step *compile.Step, p planner.PodState,
+	seen *progressSeen, f *planner.Facts, plan *planner.Plan) {
+	answers := map[string]agentspec.Answer{}
+	for _, ask := range seen.asks {
+		req, err := planner.ElicitGate(run.Name, step, p.Attempt, ask)
+		if err != nil {
+			answers[ask.ID] = agentspec.Answer{Action: agentspec.AnswerCancel,
+				Why: "Ergon cannot put the question to people: " + err.Error()}
+			continue
+		}
+		if _, conflict := f.Conflicts[req.Name]; conflict {
+			answers[ask.ID] = agentspec.Answer{Action: agentspec.AnswerCancel,
+				Why: "Ergon cannot open the question's Gate: " + f.Conflicts[req.Name]}
+			continue
+		}
+		gate, ok := f.Gates[req.Name]
+		if !ok {
+			plan.Gates = append(plan.Gates, req)
+			continue
+		}
+		if a, ok := planner.ElicitAnswer(req.Tool, gate); ok {
+			answers[ask.ID] = a
+		}
+	}
+	if len(answers) == 0 {
+		return
+	}
+	b, _ := json.Marshal(answers) // plain data
+	if string(b) == seen.answered {
+		return
+	}
+	// metadata.uid is immutable: a pod that replaced the attempt's under its name refuses
+	// the patch instead of taking the answers.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID,
+		"annotations": map[string]string{annotationAnswers: string(b)}}})
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace = p.Name, run.Namespace
+	err := r.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+	switch {
+	case err == nil:
+		seen.answered = string(b)
+	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+		// The attempt ended: nobody waits for the answers.
+	default:
+		log.FromContext(ctx).Info("Handing answers to a waiting agent pod; trying again", "pod", p.Name, "error", err.Error())
+		plan.RequeueAfter = sooner(plan.RequeueAfter, lastReadRetry)
+	}
+}
