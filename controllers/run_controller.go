@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"sync"
 	"time"
@@ -129,6 +130,10 @@ type RunReconciler struct {
 	lastWrite sync.Map // namespace/name -> time.Time
 	// progress is what was last read of each running agent pod's log (run_checkpoint.go).
 	progress sync.Map // pod UID -> progressSeen
+	// answerKey signs the answers handed to pods that wait on questions (run_elicit.go);
+	// made once per manager process.
+	answerKey     ed25519.PrivateKey
+	answerKeyOnce sync.Once
 	// heldProgress is each running Run's progress Events not told yet (tellEvents).
 	heldProgress sync.Map // namespace/name -> *heldProgress
 	// refused is what the API server refused to create for each running Run (run_refusals.go).

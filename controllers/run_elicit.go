@@ -18,7 +18,10 @@ package controllers
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +33,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
@@ -42,6 +46,38 @@ import (
 
 // annotationAnswers on an agent pod holds the answers to its questions, by question id.
 const annotationAnswers = "agent.ergon.dev/answers"
+
+// Anyone who may patch pods in the namespace may write that annotation too, so each answer is
+// signed (Ed25519) for its pod and question, and the pod trusts only the public key in its
+// environment, which nobody can change once the pod exists. The key lives in the manager's
+// memory: a question that waits across a manager restart cannot be answered, and fails.
+
+// signingKey is the manager's key for answers.
+func (r *RunReconciler) signingKey() ed25519.PrivateKey {
+	r.answerKeyOnce.Do(func() {
+		_, r.answerKey, _ = ed25519.GenerateKey(nil) // crypto/rand: does not fail
+	})
+	return r.answerKey
+}
+
+// pinAnswerKey gives an agent pod whose MCP servers may ask the public key its answers are
+// signed with, and its own UID, which each signature covers.
+func (r *RunReconciler) pinAnswerKey(pod *corev1.Pod) {
+	asks := false
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "ergon-agent" && v.DownwardAPI != nil {
+			asks = slices.ContainsFunc(v.DownwardAPI.Items, func(i corev1.DownwardAPIVolumeFile) bool { return i.Path == agentAnswersKey })
+		}
+	}
+	if !asks {
+		return
+	}
+	pub := r.signingKey().Public().(ed25519.PublicKey)
+	c := &pod.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvAnswerKey, Value: base64.StdEncoding.EncodeToString(pub)},
+		corev1.EnvVar{Name: stepcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+}
 
 // answerAsks opens the Gates of a running pod's questions and hands back the answers of those
 // decided. A question the controller cannot put to people is answered at once with cancel,
@@ -69,6 +105,10 @@ func (r *RunReconciler) answerAsks(ctx context.Context, run *ergonv1alpha1.Run, 
 		if a, ok := planner.ElicitAnswer(req.Tool, gate); ok {
 			answers[ask.ID] = a
 		}
+	}
+	for id, a := range answers {
+		a.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(r.signingKey(), agentspec.AnswerPayload(p.UID, id, a)))
+		answers[id] = a
 	}
 	if len(answers) == 0 {
 		return

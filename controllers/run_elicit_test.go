@@ -19,6 +19,8 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // askLog is an agent pod's log while its attempt waits on questions of its MCP servers.
@@ -110,6 +113,21 @@ var _ = Describe("An MCP server's question (elicitation)", func() {
 			g.Expect(answers(g)).To(HaveKeyWithValue("e1", And(HaveField("Action", agentspec.AnswerAccept),
 				HaveField("By", "dana"), HaveField("Content", MatchJSON(`{"region":"eu"}`)))))
 		}).Should(Succeed())
+		By("each answer is signed for its pod and question with the key pinned in the pod's environment")
+		env := map[string]corev1.EnvVar{}
+		for _, e := range pod.Spec.Containers[0].Env {
+			env[e.Name] = e
+		}
+		Expect(env).To(HaveKey(stepcontract.EnvAnswerKey))
+		Expect(env[stepcontract.EnvPodUID].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.uid"))
+		pub, err := base64.StdEncoding.DecodeString(env[stepcontract.EnvAnswerKey].Value)
+		Expect(err).NotTo(HaveOccurred())
+		for id, a := range answers(Default) {
+			sig, err := base64.StdEncoding.DecodeString(a.Sig)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ed25519.Verify(pub, agentspec.AnswerPayload(string(pod.UID), id, a), sig)).To(BeTrue(), "answer %s", id)
+			Expect(ed25519.Verify(pub, agentspec.AnswerPayload("another-pod", id, a), sig)).To(BeFalse())
+		}
 		run := &ergonv1alpha1.Run{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "d-1"}, run)).To(Succeed())
 		Expect(run.Status.Steps[0].Phase).To(Equal(ergonv1alpha1.StepRunning), "the step keeps its pod while it waits")

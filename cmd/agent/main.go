@@ -23,7 +23,9 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -101,6 +103,7 @@ func run() int {
 		Memory: mem,
 		// The log is the channel the controller reads progress and checkpoints from.
 		Progress: os.Stdout, Resume: resume, Attempt: int32(attempt), Results: results,
+		AnswerKey: answerKey(), PodUID: os.Getenv(stepcontract.EnvPodUID),
 		Log: func(line string) { fmt.Fprintln(os.Stderr, "agent:", line) },
 		Tools: agent.ToolEnv{
 			Workspace: spec.Workspace,
@@ -117,6 +120,16 @@ func run() int {
 		f = &agent.Failure{Reason: agent.ReasonModelUnavailable, ExitCode: agent.ExitProvider, Message: runErr.Error()}
 	}
 	return finish(red, out, transcript, f)
+}
+
+// answerKey is the key the controller signs the answers to MCP servers' questions with; nil
+// when the pod has none, and then no server may ask.
+func answerKey() ed25519.PublicKey {
+	b, err := base64.StdEncoding.DecodeString(os.Getenv(stepcontract.EnvAnswerKey))
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil
+	}
+	return b
 }
 
 func readSpec(path string) (*agent.Spec, error) {

@@ -19,6 +19,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,7 +73,7 @@ type asker struct {
 // elicitationHandler answers a server's elicitation/create requests, when the spec lets the
 // server ask; nil otherwise, and the client does not declare the capability.
 func (l *loop) elicitationHandler(srv MCPServer) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	if srv.Ask == nil || l.Spec.Answers == "" || l.Progress == nil {
+	if srv.Ask == nil || l.Spec.Answers == "" || l.Progress == nil || len(l.AnswerKey) != ed25519.PublicKeySize {
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -146,6 +148,12 @@ func (l *loop) waitForAnswer(ctx context.Context, ask agentspec.Ask, timeout tim
 			printed = now
 		}
 		if a, ok := readAnswer(l.Spec.Answers, ask.ID); ok {
+			if !l.signed(ask.ID, a) {
+				// Anyone who may patch the pod can write its annotation; and a manager that
+				// restarted since the pod started signs with another key.
+				return agentspec.Answer{}, errors.New("an answer came that the controller did not sign for this pod " +
+					"(written by hand, or the manager restarted since the attempt started); ask again")
+			}
 			return a, nil
 		}
 		select {
@@ -168,6 +176,12 @@ func (l *loop) printAsks(asks []agentspec.Ask) {
 	if err := outputs.WriteProgress(l.Progress, p, nil); err != nil && l.Log != nil {
 		l.Log(fmt.Sprintf("writing the progress: %v", err))
 	}
+}
+
+// signed reports whether the controller signed the answer for this pod and question.
+func (l *loop) signed(id string, a agentspec.Answer) bool {
+	sig, err := base64.StdEncoding.DecodeString(a.Sig)
+	return err == nil && ed25519.Verify(l.AnswerKey, agentspec.AnswerPayload(l.PodUID, id, a), sig)
 }
 
 // readAnswer reads the answer to a question from the answers file, if it is there.

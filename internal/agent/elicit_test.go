@@ -18,6 +18,8 @@ package agent
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -62,9 +64,26 @@ func (p *askLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// The controller's key, as the tests sign answers with it.
+var controllerPub, controllerKey, _ = ed25519.GenerateKey(nil)
+
+// sign signs an answer as the controller does, for the pod podUID.
+func sign(key ed25519.PrivateKey, podUID, id string, a agentspec.Answer) agentspec.Answer {
+	a.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(key, agentspec.AnswerPayload(podUID, id, a)))
+	return a
+}
+
 // elicitHarness runs an agent whose model calls the MCP tool deploy, which asks a question
-// (MCP elicitation) before it answers; answer, when set, is what people say to it.
+// (MCP elicitation) before it answers; answer, when set, is what people say to it, signed
+// for the pod by the controller unless forge says how to write it otherwise.
 func elicitHarness(t *testing.T, ask *agentspec.Duration, answer *agentspec.Answer) (string, *Transcript, *Failure, *askLog) {
+	return elicitHarnessWith(t, ask, answer, func(id string, a agentspec.Answer) agentspec.Answer {
+		return sign(controllerKey, "pod-uid-1", id, a)
+	})
+}
+
+func elicitHarnessWith(t *testing.T, ask *agentspec.Duration, answer *agentspec.Answer,
+	write func(id string, a agentspec.Answer) agentspec.Answer) (string, *Transcript, *Failure, *askLog) {
 	t.Helper()
 	server := httptest.NewServer(fakellm.MCPHandler([]fakellm.MCPTool{{Name: "deploy", Result: "deployed:",
 		Elicit: &fakellm.Elicit{Message: "Which region?", Schema: map[string]any{
@@ -82,11 +101,12 @@ func elicitHarness(t *testing.T, ask *agentspec.Duration, answer *agentspec.Answ
 		HTTP: HTTPConfig{AllowHosts: []string{"127.0.0.1"}}, Answers: answers}
 	h := newHarness(t, script, spec)
 	h.runner.Tools.HTTP = NewHTTPClient(nil, spec.HTTP.AllowHosts)
+	h.runner.AnswerKey, h.runner.PodUID = controllerPub, "pod-uid-1"
 	progress := &askLog{on: func(a agentspec.Ask) {
 		if answer == nil {
 			return
 		}
-		b, _ := json.Marshal(map[string]agentspec.Answer{a.ID: *answer})
+		b, _ := json.Marshal(map[string]agentspec.Answer{a.ID: write(a.ID, *answer)})
 		// As the kubelet updates a downward API volume: the file is replaced whole.
 		tmp := answers + ".tmp"
 		if err := os.WriteFile(tmp, b, 0o600); err == nil {
@@ -192,6 +212,42 @@ func TestAQuestionNobodyAnswersFailsTheCallClearly(t *testing.T) {
 		&agentspec.Answer{Action: agentspec.AnswerCancel, Why: "nobody answered within 1m0s"})
 	if f != nil || !strings.Contains(out, "the question was not answered: nobody answered within 1m0s") {
 		t.Errorf("output = %q, failure %v", out, f)
+	}
+}
+
+func TestAnAnswerTheControllerDidNotSignForThePodIsRefused(t *testing.T) {
+	shorterWaits(t)
+	_, otherKey, _ := ed25519.GenerateKey(nil)
+	accept := &agentspec.Answer{Action: agentspec.AnswerAccept, Content: json.RawMessage(`{"region":"us"}`), By: "ops-lead"}
+	for name, write := range map[string]func(string, agentspec.Answer) agentspec.Answer{
+		"unsigned, as someone who may patch the pod writes it": func(_ string, a agentspec.Answer) agentspec.Answer { return a },
+		"signed with another key": func(id string, a agentspec.Answer) agentspec.Answer {
+			return sign(otherKey, "pod-uid-1", id, a)
+		},
+		"signed for another pod": func(id string, a agentspec.Answer) agentspec.Answer {
+			return sign(controllerKey, "pod-uid-2", id, a)
+		},
+		"signed for another question": func(_ string, a agentspec.Answer) agentspec.Answer {
+			return sign(controllerKey, "pod-uid-1", "e7", a)
+		},
+		"signed, then changed": func(id string, a agentspec.Answer) agentspec.Answer {
+			a = sign(controllerKey, "pod-uid-1", id, a)
+			a.Content = json.RawMessage(`{"region":"eu"}`)
+			return a
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, tr, f, _ := elicitHarnessWith(t, &agentspec.Duration{Duration: time.Minute}, accept, write)
+			if f != nil {
+				t.Fatalf("failed: %v", f)
+			}
+			if strings.Contains(out, "accept") || !strings.Contains(out, "the controller did not sign for this pod") {
+				t.Errorf("output = %q, want the answer refused", out)
+			}
+			if n := notes(tr); strings.Contains(n, "answered question") {
+				t.Errorf("notes:\n%s", n)
+			}
+		})
 	}
 }
 

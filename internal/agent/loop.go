@@ -18,6 +18,7 @@ package agent
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,10 @@ import (
 // Runner runs one attempt of an agent step.
 type Runner struct {
 	Spec *Spec
+	// AnswerKey verifies the answers to the questions of MCP servers (elicit.go), signed for
+	// the pod PodUID; without it no server may ask.
+	AnswerKey ed25519.PublicKey
+	PodUID    string
 	// APIKey for the model API; empty sends none.
 	APIKey string
 	// FallbackKeys are the API keys of Spec.Fallbacks, by index; empty sends none.

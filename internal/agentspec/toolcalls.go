@@ -76,6 +76,21 @@ type Answer struct {
 	Content json.RawMessage `json:"content,omitempty"`
 	By      string          `json:"by,omitempty"`
 	Why     string          `json:"why,omitempty"`
+	// Sig is the controller's Ed25519 signature of AnswerPayload, base64: anyone who may
+	// patch the pod may write its annotation, so the pod trusts only what the controller signed.
+	Sig string `json:"sig,omitempty"`
+}
+
+// AnswerPayload is what the signature of an answer covers: the pod it is for, the question,
+// and the answer without its signature.
+func AnswerPayload(podUID, id string, a Answer) []byte {
+	a.Sig = ""
+	b, _ := json.Marshal(struct {
+		Pod    string `json:"pod"`
+		ID     string `json:"id"`
+		Answer Answer `json:"answer"`
+	}{podUID, id, a}) // plain data
+	return b
 }
 
 // Actions of an Answer, as MCP names them.

@@ -43,6 +43,11 @@ const (
 const (
 	// EnvAgentSpec names the file of the rendered agent step (agentspec.Spec, JSON).
 	EnvAgentSpec = "ERGON_AGENT_SPEC"
+	// EnvAnswerKey holds the public key (Ed25519, base64) the answers to an attempt's live
+	// questions are signed with, and EnvPodUID the pod's UID, which each signature covers: a
+	// pod trusts only answers the controller signed for it (agentspec.AnswerPayload).
+	EnvAnswerKey = "ERGON_ANSWER_KEY"
+	EnvPodUID    = "ERGON_POD_UID"
 	// EnvAgentAPIKey holds the model API's key, from the Secret the model names.
 	EnvAgentAPIKey = "ERGON_AGENT_API_KEY"
 	// EnvTranscript and EnvFailure name the files the runtime leaves for the entrypoint: the
