@@ -36,6 +36,8 @@ const (
 	AgentInImage = "/ergon-agent"
 	agentDir     = "/ergon/agent"
 	agentSpecKey = "spec.json"
+	// agentVolume projects the spec (and the answers) into an agent pod.
+	agentVolume = "ergon-agent"
 	// agentAnswersKey is the file that holds the answers to an attempt's live questions,
 	// projected from the pod's annotationAnswers (run_elicit.go).
 	agentAnswersKey = "answers.json"
@@ -164,7 +166,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 	} else if sr := sceneStepResources(scene); sr != nil {
 		main.Resources = *sr.DeepCopy()
 	}
-	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: "ergon-agent", MountPath: agentDir, ReadOnly: true})
+	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: agentVolume, MountPath: agentDir, ReadOnly: true})
 	items := []corev1.DownwardAPIVolumeFile{{
 		Path: agentSpecKey, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAgentSpec + "']"},
 	}}
@@ -174,7 +176,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 		items = append(items, corev1.DownwardAPIVolumeFile{Path: agentAnswersKey,
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotationAnswers + "']"}})
 	}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ergon-agent", VolumeSource: corev1.VolumeSource{
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: agentVolume, VolumeSource: corev1.VolumeSource{
 		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items},
 	}})
 	mountCheckpoint(pod, run, req.Step.Name)

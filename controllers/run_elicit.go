@@ -65,7 +65,7 @@ func (r *RunReconciler) signingKey() ed25519.PrivateKey {
 func (r *RunReconciler) pinAnswerKey(pod *corev1.Pod) {
 	asks := false
 	for _, v := range pod.Spec.Volumes {
-		if v.Name == "ergon-agent" && v.DownwardAPI != nil {
+		if v.Name == agentVolume && v.DownwardAPI != nil {
 			asks = slices.ContainsFunc(v.DownwardAPI.Items, func(i corev1.DownwardAPIVolumeFile) bool { return i.Path == agentAnswersKey })
 		}
 	}

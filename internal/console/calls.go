@@ -104,6 +104,9 @@ func (s *Server) stepCalls(w http.ResponseWriter, r *http.Request, v *viewer) {
 	writeJSON(w, map[string]any{"calls": calls})
 }
 
+// roleUser is a message of people's: with From, one a person wrote in the chat.
+const roleUser = "user"
+
 // callsOf pairs each call with its result.
 func callsOf(e entries) []toolCall {
 	results := map[string]int{}
@@ -115,7 +118,7 @@ func callsOf(e entries) []toolCall {
 	var calls []toolCall
 	before := 0
 	for _, x := range e.Entries {
-		if x.Role == "user" && x.From != "" {
+		if x.Role == roleUser && x.From != "" {
 			before++
 		}
 		for _, c := range x.ToolCalls {
