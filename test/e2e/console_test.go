@@ -264,16 +264,24 @@ var _ = Describe("The web console in a real browser", func() {
 		url := startConsole()
 		writer, token := person(ctx, ns, "ana", "view", "ergon-gate-approver")
 		deployFakeLLMScript(ctx, ns, `rules:
-- match: {lastContains: 'please deploy'}
+- match: {lastRole: tool}
   reply: {content: 'Deploying v2. Anything else?'}
+- match: {lastContains: 'please deploy'}
+  reply:
+    toolCalls: [{name: deploy_status, arguments: '{"version": "v2"}'}]
 - match: {lastRole: user}
   times: 1
   reply: {content: 'How can I help?'}
+mcpTools:
+- {name: deploy_status, description: "Whether a version may be deployed.", result: "v2 may be deployed"}
 `)
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns}}
 		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
 			BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "support", Agent: &ergonv1alpha1.AgentStep{Prompt: "Greet the user.",
+			AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))},
+			Tools: []ergonv1alpha1.AgentTool{{MCP: &ergonv1alpha1.MCPTool{
+				URL: ergonv1alpha1.URL(fmt.Sprintf("http://tracker.%s.svc:8080/mcp", ns)), Allow: []string{"deploy_status"}}}},
 			Conversation: &ergonv1alpha1.AgentConversation{}}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat-1"},
@@ -291,7 +299,7 @@ var _ = Describe("The web console in a real browser", func() {
 			chromedp.SendKeys(chromedp.CSS(`#chat textarea[data-path="message"]`), "please deploy v2"),
 			chromedp.Click(chromedp.CSS(`#chat button.decide[data-option="approve"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.person`)),
-			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.agent:nth-of-type(3)`)))).To(Succeed())
+			chromedp.WaitVisible(chromedp.CSS(`#chat .bubble.person ~ .bubble.agent`)))).To(Succeed())
 		Eventually(func() string {
 			return evalJS[string](bctx, `document.querySelector('#chat .bubble.person .text').textContent`)
 		}).Should(Equal("please deploy v2"))
@@ -300,6 +308,14 @@ var _ = Describe("The web console in a real browser", func() {
 		}).Should(HavePrefix(writer))
 		Expect(evalJS[string](bctx, `[...document.querySelectorAll('#chat .bubble.agent .text')].pop().textContent`)).
 			To(Equal("Deploying v2. Anything else?"))
+		By("the agent's tool call shows as a collapsed card above the reply it led to")
+		Expect(within(bctx, time.Minute, chromedp.WaitVisible(chromedp.CSS(`#chat .toolcalls[data-before="1"] .toolcall summary`)))).
+			To(Succeed())
+		Expect(evalJS[string](bctx, `document.querySelector('#chat .toolcalls[data-before="1"] .toolcall summary').textContent`)).
+			To(Equal("tool deploy_status"))
+		Expect(evalJS[bool](bctx, `document.querySelector('#chat .toolcall').open`)).To(BeFalse(), "collapsed")
+		Expect(evalJS[string](bctx, `document.querySelector('#chat .toolcall pre.result').textContent`)).
+			To(HavePrefix("v2 may be deployed"))
 		screenshot(bctx, "chat.png")
 
 		By("ending it: the Run succeeds with the agent's last reply")
@@ -308,7 +324,7 @@ var _ = Describe("The web console in a real browser", func() {
 		run = finished(ctx, run)
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
 		Expect(stepOf(run, "support").Output.Preview).To(Equal("Deploying v2. Anything else?"))
-		Expect(fakeLLMRequests(ctx, ns)).To(Equal(2), "no turn was asked again")
+		Expect(fakeLLMRequests(ctx, ns)).To(Equal(3), "no turn was asked again")
 	})
 
 	It("shows a view-only user the API server's refusal, verbatim, when they approve, and changes nothing", func(ctx SpecContext) {
