@@ -158,7 +158,9 @@ func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Ru
 	pod := stepPod(run, scene, req, bins)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
-	r.pinAnswerKey(pod)
+	if planner.AsksPeople(req.Step) {
+		r.pinAnswerKey(pod)
+	}
 	if req.Step.Spec.Container != nil {
 		if err := r.defaultPodResources(ctx, pod, scene); err != nil {
 			return err

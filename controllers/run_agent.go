@@ -84,7 +84,7 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 		}
 	}
 	s.MCP = mcpServers(a.Tools)
-	if slices.ContainsFunc(s.MCP, func(m agentspec.MCPServer) bool { return m.Ask != nil }) {
+	if planner.AsksPeople(req.Step) {
 		s.Answers = agentDir + "/" + agentAnswersKey
 	}
 	s.Approve, s.CallTools = channelTools(a)

@@ -21,7 +21,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,18 +59,9 @@ func (r *RunReconciler) signingKey() ed25519.PrivateKey {
 	return r.answerKey
 }
 
-// pinAnswerKey gives an agent pod whose MCP servers may ask the public key its answers are
-// signed with, and its own UID, which each signature covers.
+// pinAnswerKey gives an agent pod whose MCP servers may ask (planner.AsksPeople) the public
+// key its answers are signed with, and its own UID, which each signature covers.
 func (r *RunReconciler) pinAnswerKey(pod *corev1.Pod) {
-	asks := false
-	for _, v := range pod.Spec.Volumes {
-		if v.Name == agentVolume && v.DownwardAPI != nil {
-			asks = slices.ContainsFunc(v.DownwardAPI.Items, func(i corev1.DownwardAPIVolumeFile) bool { return i.Path == agentAnswersKey })
-		}
-	}
-	if !asks {
-		return
-	}
 	pub := r.signingKey().Public().(ed25519.PublicKey)
 	c := &pod.Spec.Containers[0]
 	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvAnswerKey, Value: base64.StdEncoding.EncodeToString(pub)},
@@ -92,9 +82,9 @@ func (r *RunReconciler) answerAsks(ctx context.Context, run *ergonv1alpha1.Run, 
 				Why: "Ergon cannot put the question to people: " + err.Error()}
 			continue
 		}
-		if _, conflict := f.Conflicts[req.Name]; conflict {
+		if conflict, held := f.Conflicts[req.Name]; held {
 			answers[ask.ID] = agentspec.Answer{Action: agentspec.AnswerCancel,
-				Why: "Ergon cannot open the question's Gate: " + f.Conflicts[req.Name]}
+				Why: "Ergon cannot open the question's Gate: " + conflict}
 			continue
 		}
 		gate, ok := f.Gates[req.Name]

@@ -145,10 +145,7 @@ func (p *planner) messageCall(step *compile.Step, call agentspec.ToolRequest, ke
 		if reply == "" {
 			reply = "(the agent said nothing)"
 		}
-		if len(reply) > maxGateMessage {
-			reply = strings.ToValidUTF8(reply[:maxGateMessage-len(" […]")], "") + " […]"
-		}
-		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: reply, ToolCall: key,
+		p.plan.Gates = append(p.plan.Gates, GateRequest{Name: name, Step: step, Message: gateMessage(reply), ToolCall: key,
 			Input: &apiextensionsv1.JSON{Raw: []byte(messageInput)}, Chat: chat})
 	}
 	if !ok || !gate.Decided {

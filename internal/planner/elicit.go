@@ -60,10 +60,7 @@ func ElicitGate(run string, step *compile.Step, attempt int32, ask agentspec.Ask
 		return GateRequest{}, fmt.Errorf("the question's schema is not one a person can be asked with: %v", errs.ToAggregate())
 	}
 	key := fmt.Sprintf("%s/%d/%s", RequestElicit, attempt, ask.ID)
-	message := fmt.Sprintf("The MCP server %s asks: %s", ask.Server, ask.Message)
-	if len(message) > maxGateMessage {
-		message = strings.ToValidUTF8(message[:maxGateMessage-len(" […]")], "") + " […]"
-	}
+	message := gateMessage(fmt.Sprintf("The MCP server %s asks: %s", ask.Server, ask.Message))
 	return GateRequest{Name: naming.ToolCallName(run, step.Name, key), Step: step, Message: message, ToolCall: key,
 		Tool: tool, Input: &apiextensionsv1.JSON{Raw: slices.Clone(ask.Schema)}, Elicit: true}, nil
 }

@@ -246,13 +246,19 @@ func capResult(s string) string {
 // maxGateMessage bounds a Gate's message (the Gate kind's own limit).
 const maxGateMessage = 4096
 
+// gateMessage cuts a Gate's message to maxGateMessage, saying so, without splitting a
+// character.
+func gateMessage(msg string) string {
+	if len(msg) <= maxGateMessage {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:maxGateMessage-len(" […]")], "") + " […]"
+}
+
 // approvalMessage is what a tool call's Gate asks. The arguments are the runtime's, redacted.
 func approvalMessage(run, step string, call agentspec.ToolRequest) string {
-	msg := fmt.Sprintf("The agent of step %s of Run %s asks to call the tool %s with the arguments:\n%s", step, run, call.Tool, call.Arguments)
-	if len(msg) > maxGateMessage {
-		msg = msg[:maxGateMessage-len(" […]")] + " […]"
-	}
-	return msg
+	return gateMessage(fmt.Sprintf("The agent of step %s of Run %s asks to call the tool %s with the arguments:\n%s",
+		step, run, call.Tool, call.Arguments))
 }
 
 // agentTool is the tool of an agent step the model calls by name: an entry of its tools, or

@@ -26,7 +26,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,14 +68,7 @@ var _ = Describe("An MCP server that asks on a real cluster", func() {
 		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "deploying-1", Namespace: ns},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "deploying"}}}
 		Expect(k8sClient.Create(ctx, run)).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gate-patcher", Namespace: ns},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{ergonv1alpha1.GroupVersion.Group},
-				Resources: []string{"gates", "runs"}, Verbs: []string{"get", "list", "watch", "patch"}}}})).To(Succeed())
-		for _, user := range []string{"dana", "mallory"} {
-			Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gate-patcher"},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}})).To(Succeed())
-		}
+		gatePatchers(ctx, ns, "dana", "mallory")
 
 		gate := gateOfRun(ctx, ns, "deploying-1")
 		Expect(gate.Spec.Message).To(Equal("The MCP server " + mcpURL + " asks: Which region do we deploy to?"))

@@ -47,6 +47,19 @@ const askScript = `rules:
   reply: {content: 'deploying as told: ', echoLast: true}
 `
 
+// gatePatchers lets each user get and patch the Gates and Runs of the namespace, without the
+// verb approve: only what a Gate lists lets them decide it.
+func gatePatchers(ctx SpecContext, ns string, users ...string) {
+	Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gate-patcher", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{ergonv1alpha1.GroupVersion.Group},
+			Resources: []string{"gates", "runs"}, Verbs: []string{"get", "list", "watch", "patch"}}}})).To(Succeed())
+	for _, user := range users {
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gate-patcher"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}})).To(Succeed())
+	}
+}
+
 var _ = Describe("An agent that asks on a real cluster", func() {
 	It("waits for the answer of a person it lists, given with kubectl ergon answer, and goes on with it", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
@@ -63,14 +76,7 @@ var _ = Describe("An agent that asks on a real cluster", func() {
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "asking"}}}
 		Expect(k8sClient.Create(ctx, run)).To(Succeed())
 		// Both may patch Gates in the namespace, neither is granted approve; only dana is listed.
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gate-patcher", Namespace: ns},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{ergonv1alpha1.GroupVersion.Group},
-				Resources: []string{"gates", "runs"}, Verbs: []string{"get", "list", "watch", "patch"}}}})).To(Succeed())
-		for _, user := range []string{"dana", "mallory"} {
-			Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "gate-patcher"},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}})).To(Succeed())
-		}
+		gatePatchers(ctx, ns, "dana", "mallory")
 
 		gate := gateOfRun(ctx, ns, "asking-1")
 		Expect(gate.Spec.Message).To(Equal("Which region do we deploy to?"))

@@ -483,6 +483,7 @@
       // A chat step's Gates are its conversation, drawn as one; the others are the Gate log.
       const chat = gates.filter(isChatGate), others = gates.filter((g) => !isChatGate(g));
       gatesBox.replaceChildren(...(others.length ? others.map(gateCard) : [h("p", { class: "muted" }, data.gatesError || "No Gate yet.")]));
+      chatGates = chat;
       chatHead.hidden = chatBox.hidden = chat.length === 0;
       chatBox.replaceChildren(...chat.flatMap((g, i) => [h("div", { class: "toolcalls", "data-before": i }), ...chatTurn(g)]),
         h("div", { class: "toolcalls", "data-before": chat.length }));
@@ -492,9 +493,9 @@
     // The agent's tool calls in a conversation: collapsed cards above the reply they led to,
     // read again when the step's checkpoint or transcript changes. Only the cards are
     // redrawn, so a message being typed survives.
-    let callsKey = null;
+    let callsKey = null, chatGates = [];
     async function drawCalls() {
-      const chat = [...state.gates.values()].filter((g) => g.spec.runRef.name === name && isChatGate(g));
+      const chat = chatGates;
       if (!chat.length) return;
       const step = chat[0].spec.step, st = ((data.run.status || {}).steps || []).find((x) => x.name === step) || {};
       const key = step + "@" + (st.checkpointSHA256 || "") + "@" + ((st.transcript || {}).sha256 || "") + "@" + chat.length;
