@@ -136,7 +136,7 @@ func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.
 		}
 		return requeue
 	}
-	prog, err := r.readProgress(ctx, run, stepName, p.Name, last.checkpoint)
+	prog, err := r.readProgress(ctx, run, stepName, p, last.checkpoint)
 	kept := last.checkpoint
 	switch {
 	case err != nil || prog == nil:
@@ -201,9 +201,13 @@ func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progr
 }
 
 // readProgress reads the last progress line of an agent pod's log and, when it names a
-// checkpoint the step's ConfigMap does not hold yet, the checkpoint, and keeps it.
-func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step, pod, kept string) (*outputs.Progress, error) {
-	rc, err := r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.ProgressTail)
+// checkpoint the step's ConfigMap does not hold yet, the checkpoint, and keeps it. The log of
+// a pod that ended goes on past the line with the entrypoint's frames (the transcript, a
+// framed output), which the read reaches past. A checkpoint the line names that is not in the
+// log's end is an error (FindFrames), never an empty checkpoint: the one kept before stays.
+func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step string, pod planner.PodState,
+	kept string) (*outputs.Progress, error) {
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, outputs.ProgressTail.Plus(pod.Frames))
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +230,7 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 			return prog, nil // kept by an earlier read
 		}
 	}
-	rc, err = r.Logs.Read(ctx, run.Namespace, pod, stepContainer, outputs.CheckpointTail(*prog.Checkpoint))
+	rc, err = r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, outputs.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames))
 	if err != nil {
 		return prog, err
 	}

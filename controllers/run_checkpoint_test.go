@@ -97,6 +97,23 @@ var _ = Describe("A running agent step", func() {
 		}).Should(Succeed())
 		Expect(controlledBy(cm, run.UID)).To(BeTrue())
 
+		// Turn 4's line names a checkpoint whose frame the log's end does not hold (cut, or
+		// rotated away): the progress shows, and the third checkpoint stays kept.
+		cut, _ := progressLog(4)
+		begin := bytes.LastIndex(cut, []byte("\n----- ERGON OUTPUT BEGIN"))
+		end := bytes.Index(cut[begin:], []byte("----- ERGON OUTPUT END"))
+		Expect(begin).To(BeNumerically(">", 0))
+		Expect(end).To(BeNumerically(">", 0))
+		logs.Write(ns, first, append(cut[:begin:begin], cut[begin+end:]...))
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "long-1"}, run)).To(Succeed())
+			g.Expect(stepOf(g, run, "work").Usage.Turns).To(BeEquivalentTo(4))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
+			g.Expect(cm.Data).To(HaveKeyWithValue("checkpoint", third))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+
 		// Turn 4 completes and the pod is deleted at once: the pod being deleted is read once
 		// more, whatever the interval, so the next attempt loses no completed turn.
 		Expect(controllerutil.AddFinalizer(pod, "test.ergon.dev/hold")).To(BeTrue())

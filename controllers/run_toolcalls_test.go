@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -47,8 +48,24 @@ func handOverOutcome(attempt int32, calls ...agentspec.ToolRequest) outcome {
 	Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: 1, PromptTokens: 100, CompletionTokens: 10, TotalTokens: 110},
 		cp)).To(Succeed())
 	return outcome{ExitCode: 7, Log: log.String(), FailReason: agentspec.ReasonToolCallsPending,
-		FailMessage: "the agent waits for 1 tool calls"}
+		FailMessage: "the agent waits for 1 tool calls", Transcript: handOverTranscript}
 }
+
+// handOverTranscript is the transcript the entrypoint frames after the agent ends, as the real
+// runtime leaves one: after the progress line, and long enough that the log's end the
+// controller reads must reach past it.
+var handOverTranscript = func() string {
+	entries := make([]map[string]any, 40)
+	for i := range entries {
+		entries[i] = map[string]any{"turn": 1, "kind": "note",
+			"text": fmt.Sprintf("line %d of what the attempt did before it handed its calls over", i)}
+	}
+	b, err := json.Marshal(map[string]any{"usage": map[string]int{"turns": 1, "totalTokens": 110}, "entries": entries})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // toolResultsOf reads the results the controller stored for a step's next attempt.
 func toolResultsOf(ctx context.Context, ns, run, step string) agentspec.Results {

@@ -157,6 +157,22 @@ func (t Tail) Of(log []byte) []byte {
 	return end[:min(int64(len(end)), t.Bytes)]
 }
 
+// Plus is the end of a log that holds t and, before it, u.
+func (t Tail) Plus(u Tail) Tail { return Tail{Lines: t.Lines + u.Lines, Bytes: t.Bytes + u.Bytes} }
+
+// Frames is the end of the log that the entrypoint's frames of this report take: what a
+// reader of the lines the command printed last must read past.
+func (r *Report) Frames() Tail {
+	var parts []Part
+	if r.Transcript != nil {
+		parts = append(parts, *r.Transcript)
+	}
+	if r.Framed {
+		parts = append(parts, Part{Size: r.Size, SHA256: r.SHA256})
+	}
+	return TailOf(parts...)
+}
+
 // TailOf is the Tail that holds the frames of parts, as writeFrame writes them.
 func TailOf(parts ...Part) Tail {
 	var t Tail

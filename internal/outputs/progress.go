@@ -30,7 +30,8 @@ import (
 const progressPrefix = "----- ERGON PROGRESS "
 
 // ProgressTail is the end of a log the controller reads for the last progress line: the
-// runtime prints a few lines of its own between turns at most.
+// runtime prints a few lines of its own between turns at most. Once the container ended, the
+// entrypoint's frames follow the line, and a reader adds the Tail they take (Report.Frames).
 var ProgressTail = Tail{Lines: 64, Bytes: 32 << 10}
 
 // Progress is what a running agent step says about itself, in its log, after each completed
@@ -96,8 +97,5 @@ func LastProgress(log io.Reader) (*Progress, error) {
 // CheckpointTail is the end of a log that holds the frame of a checkpoint and the lines
 // printed after it.
 func CheckpointTail(p Part) Tail {
-	t := TailOf(p)
-	t.Lines += ProgressTail.Lines
-	t.Bytes += ProgressTail.Bytes
-	return t
+	return TailOf(p).Plus(ProgressTail)
 }

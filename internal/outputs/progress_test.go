@@ -56,3 +56,41 @@ func TestTheLastCheckpointIsFoundInTheTailOfALongLog(t *testing.T) {
 		t.Error("a checkpoint over MaxSize was written")
 	}
 }
+
+// TestTheLastProgressOfAnEndedPodIsFoundPastTheEntrypointsFrames ends a log as an agent
+// pod's ends: the last checkpoint and progress line, then the entrypoint's frames of the
+// transcript and a framed output. The tails that the report's frames extend reach the line
+// and the checkpoint; the tails without them do not, however the frames are sized.
+func TestTheLastProgressOfAnEndedPodIsFoundPastTheEntrypointsFrames(t *testing.T) {
+	for _, size := range []int{10, 4000, 40000, MaxSize} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			var log bytes.Buffer
+			checkpoint := []byte(`{"turn":3,"pending":{"attempt":1}}`)
+			if err := WriteProgress(&log, Progress{Turn: 3, TotalTokens: 330}, checkpoint); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := WriteResult(&log, Result{Output: bytes.Repeat([]byte("o"), size), ExitCode: 7,
+				Transcript: bytes.Repeat([]byte("t"), size)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := ParseReport(string(msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := LastProgress(bytes.NewReader(ProgressTail.Plus(rep.Frames()).Of(log.Bytes())))
+			if err != nil || p == nil || p.Turn != 3 || p.Checkpoint == nil {
+				t.Fatalf("last progress past the frames = %+v, %v", p, err)
+			}
+			found, err := FindFrames(bytes.NewReader(CheckpointTail(*p.Checkpoint).Plus(rep.Frames()).Of(log.Bytes())), *p.Checkpoint)
+			if err != nil || !bytes.Equal(found[p.Checkpoint.SHA256], checkpoint) {
+				t.Fatalf("the checkpoint past the frames was not found: %v", err)
+			}
+			if size > 4000 {
+				if p, _ := LastProgress(bytes.NewReader(ProgressTail.Of(log.Bytes()))); p != nil {
+					t.Fatalf("the progress tail alone reached past %d bytes of frames: the test proves nothing", size)
+				}
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // Facts is everything the planner knows about one Run at one moment.
@@ -117,6 +118,9 @@ type PodState struct {
 	// TerminatingUntil is, for a pod being deleted, when its grace period ends: until then
 	// its containers may still run, so no next attempt of the step starts.
 	TerminatingUntil time.Time
+	// Frames is the end of the step container's log that its entrypoint's frames take,
+	// after the lines the command printed: zero until the container ended with a report.
+	Frames outputs.Tail
 }
 
 // PodPhase is the observed phase of a step pod.

@@ -60,6 +60,9 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 		if t := step.State.Terminated; t != nil {
 			s.ExitCode = &t.ExitCode
 			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
+			if rep, err := outputs.ParseReport(t.Message); err == nil {
+				s.Frames = rep.Frames()
+			}
 		} else if r := step.State.Running; r != nil {
 			s.StartedAt = r.StartedAt.Time
 		}
