@@ -70,8 +70,9 @@ ifeq ($(E2E),1)
 endif
 
 .PHONY: test-unit
-test-unit: envtest-assets helm kustomize ## Unit and envtest tests (a real kube-apiserver and etcd), and hack/tools' own.
-	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" go test ./... -timeout 30m -coverprofile cover.out
+test-unit: envtest-assets helm kustomize ## Unit and envtest tests (a real kube-apiserver and etcd, a real PostgreSQL), and hack/tools' own.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" \
+		ERGON_POSTGRES_BIN="$$(hack/postgres.sh bin)" ERGON_REQUIRE_POSTGRES=1 go test ./... -timeout 30m -coverprofile cover.out
 	cd hack/tools && go test ./...
 
 # Supported Kubernetes versions: the three newest minors, K8S_OLDEST to the envtest default of

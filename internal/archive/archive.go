@@ -1,0 +1,194 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package archive keeps the Runs that ended, after Kubernetes deletes them: one repository
+// (Store) over one SQL schema, in SQLite (embedded, one manager) or PostgreSQL (shared, any
+// number of managers), chosen by the URL the manager is given (docs/archive.md).
+//
+// A record is keyed by the Run's UID, so writing one again (at-least-once delivery) replaces
+// it; and it is found by its namespace's UID, so a namespace deleted and created again under
+// the same name sees none of the old one's Runs. Every read is scoped to the namespaces its
+// caller may read Runs in, in the query itself.
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// Record is one ended Run as the archive keeps it: the Run object as it ended (metadata,
+// spec, status), the snapshot it ran, the whole value of every output and transcript the
+// status refers to, its Gates with their decisions and answers, and the end of each step
+// log still readable. Secrets are in none of them: a Run holds references only.
+type Record struct {
+	// NamespaceUID is the UID of the Run's namespace when it was archived.
+	NamespaceUID string `json:"namespaceUID"`
+	// Run is the Run as it ended, without its managed fields.
+	Run ergonv1alpha1.Run `json:"run"`
+	// Snapshot is the Scene the Run ran.
+	Snapshot *ergonv1alpha1.SceneSpec `json:"snapshot,omitempty"`
+	// Values are the whole outputs and transcripts the status refers to, by ValueKey.
+	Values map[string]string `json:"values,omitempty"`
+	// Gates are the Run's Gates, with their decisions, votes and answers.
+	Gates []ergonv1alpha1.Gate `json:"gates,omitempty"`
+	// Logs are the ends of the step pods' logs that were still readable, by pod name.
+	Logs map[string]string `json:"logs,omitempty"`
+	// Missing says what could not be kept, and why: a record is written even so.
+	Missing []string `json:"missing,omitempty"`
+	// ArchivedAt is when the record was written; set by Put.
+	ArchivedAt time.Time `json:"archivedAt"`
+}
+
+// ValueKey names a value of a step in Record.Values: "STEP" for its output, "STEP/transcript"
+// for its transcript, "STEP/NAME" for a named output.
+func ValueKey(step, what string) string {
+	if what == "" {
+		return step
+	}
+	return step + "/" + what
+}
+
+// Summary is what a list of archived Runs shows of each: the columns its filters use.
+type Summary struct {
+	UID          string            `json:"uid"`
+	Namespace    string            `json:"namespace"`
+	NamespaceUID string            `json:"namespaceUID"`
+	Name         string            `json:"name"`
+	Scene        string            `json:"scene"`
+	Phase        string            `json:"phase"`
+	StartedBy    string            `json:"startedBy,omitempty"`
+	Trigger      string            `json:"trigger,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	CreatedAt    time.Time         `json:"createdAt"`
+	FinishedAt   time.Time         `json:"finishedAt"`
+	ArchivedAt   time.Time         `json:"archivedAt"`
+}
+
+// Query selects archived Runs. Namespaces is required: the UIDs of the namespaces the
+// caller may read Runs in; a query without any finds nothing.
+type Query struct {
+	Namespaces []string
+	Scene      string
+	Phase      string
+	StartedBy  string
+	Trigger    string
+	// Labels must all match, exactly.
+	Labels map[string]string
+	// Since and Until bound when the Run finished: Since <= finishedAt < Until.
+	Since, Until time.Time
+	// Text is found, case-insensitively, in the Run's name, params, outputs' values or error
+	// messages.
+	Text string
+	// Limit is the page size: DefaultLimit when zero, at most MaxLimit.
+	Limit int
+	// After is the Continue of the page before.
+	After string
+}
+
+// Page is one page of a query, newest first.
+type Page struct {
+	Items []Summary `json:"items"`
+	// Continue is given as Query.After for the next page; empty on the last.
+	Continue string `json:"continue,omitempty"`
+}
+
+// Page sizes.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// ErrNotFound is returned for a Run the archive does not hold, or holds in a namespace the
+// caller may not read: the two are not told apart.
+var ErrNotFound = errors.New("no such archived Run")
+
+// Store is the archive's repository.
+type Store interface {
+	// Put writes a record, replacing one of the same Run UID.
+	Put(ctx context.Context, rec *Record) error
+	// Has reports whether a Run UID is archived.
+	Has(ctx context.Context, uid string) (bool, error)
+	// Get reads a record of one of namespaces (UIDs) by the Run's UID.
+	Get(ctx context.Context, namespaces []string, uid string) (*Record, error)
+	// Find reads the newest record of a Run by namespace UID and name.
+	Find(ctx context.Context, namespaceUID, name string) (*Record, error)
+	// List reads a page of summaries.
+	List(ctx context.Context, q Query) (Page, error)
+	// Prune deletes, in one namespace (UID), the records that finished before olderThan
+	// (when not zero) and those beyond the newest keep (when keep >= 0), and returns how
+	// many it deleted.
+	Prune(ctx context.Context, namespaceUID string, olderThan time.Time, keep int) (int, error)
+	// Stats counts the records and their stored bytes.
+	Stats(ctx context.Context) (Stats, error)
+	Close() error
+}
+
+// Stats is the archive's size.
+type Stats struct {
+	Runs  int64
+	Bytes int64
+}
+
+// Open opens the store a URL names, and brings its schema up to date:
+//
+//	sqlite:///var/lib/ergon/archive.db   SQLite in a file (one manager only)
+//	sqlite::memory:                      SQLite in memory (tests)
+//	postgres://user@host:5432/db?...     PostgreSQL (postgresql:// too)
+func Open(ctx context.Context, url string) (Store, error) {
+	switch Kind(url) {
+	case KindSQLite:
+		return openSQLite(ctx, strings.TrimPrefix(url, "sqlite:"))
+	case KindPostgres:
+		return openPostgres(ctx, url)
+	}
+	return nil, fmt.Errorf("archive URL %q: want sqlite:PATH or postgres://", redactURL(url))
+}
+
+// The kinds of store.
+const (
+	KindSQLite   = "sqlite"
+	KindPostgres = "postgres"
+)
+
+// Kind names the store a URL opens: KindSQLite, KindPostgres, or "" for none.
+func Kind(url string) string {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		return KindSQLite
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return KindPostgres
+	}
+	return ""
+}
+
+// redactURL drops a URL's password, so an error never shows it.
+func redactURL(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return url
+	}
+	user, _, _ := strings.Cut(userinfo, ":")
+	return scheme + "://" + user + ":***@" + host
+}
