@@ -160,7 +160,7 @@ var _ = Describe("An agent's question across a manager restart", Serial, func() 
 
 		stopMgr()
 		answer(ctx, gate, "vera", "approve", `{"region":"us"}`)
-		stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stopMgr = startManager(suiteConfig())
 		run := finished(ctx, ns, "a-1")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status)
 		Expect(toolResultsOf(ctx, ns, "a-1", "work").Results).To(ConsistOf(HaveField("Content", MatchJSON(`{"region":"us"}`))))

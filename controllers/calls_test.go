@@ -68,7 +68,7 @@ func limitReached(ctx context.Context, ns, trigger string) *metav1.Condition {
 // suite's manager again after it.
 func withLimits(limits cause.Limits) {
 	stopMgr()
-	DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+	DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 	stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Causes: limits})
 	DeferCleanup(stop)
 }

@@ -52,7 +52,7 @@ func heldByStatus(ctx context.Context) int {
 // withSlots runs the spec's Runs on a manager with these slot limits instead of the suite's.
 func withSlots(limits slots.Limits) {
 	stopMgr()
-	DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+	DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 	DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
 }
 
@@ -207,7 +207,7 @@ var _ = Describe("The step pod slots after a restart", Serial, func() {
 		holder := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
 		limits := slots.Limits{Total: 1000, PerNamespace: 2, PerRun: 2}
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		first := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
 		createScene(ctx, holder, "fan", fanOut(container("each", "echo {{ .item }}"), 0, 1, 2, 3))
 		createRun(ctx, holder, "holder", "fan", nil)

@@ -133,7 +133,7 @@ var _ = Describe("Fan-out and loops across restarts", Serial, func() {
 		ns := newNamespace(ctx, checkPassesOn("3"))
 		created := watchPodCreations(ctx, ns)
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 
 		shard := fanOut(container("shard", "item {{ .item }}"), 3, 0, 1, 2, 3, 4, 5, 6, 7)
 		shard.Retry = &ergonv1alpha1.RetryPolicy{Limit: 1}

@@ -33,6 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -76,6 +77,13 @@ type RunConfig struct {
 	Causes cause.Limits
 	// KeepFailedPods keeps the pods of failed attempts for debugging.
 	KeepFailedPods bool
+	// Archive says that the archive controller archives the Runs that end: a finished Run's
+	// pods (whose log ends the record keeps) and its time to live wait for its record
+	// (archive_controller.go), the pods at most ArchiveWait.
+	Archive bool
+	// ArchiveWait bounds how long a finished Run's pods wait for its record;
+	// DefaultArchiveGiveUpAfter when zero.
+	ArchiveWait time.Duration
 	// Workers is how many Runs are reconciled at once.
 	Workers int
 	// PendingTimeout bounds how long an attempt's pod may take to start, for steps and Scenes
@@ -179,6 +187,11 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if err := r.holdForArchive(ctx, run); apierrors.IsConflict(err) {
+		return ctrl.Result{}, nil // the newer Run is on its way to the cache
+	} else if err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	if run.Status.Phase.Finished() {
 		r.forgetSlots(req.Namespace, req.Name)
 		r.scenes.Delete(req.String())
@@ -192,6 +205,20 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return r.reconcileStart(ctx, run)
 	}
 	return r.reconcileRunning(ctx, run.DeepCopy(), run)
+}
+
+// holdForArchive gives a Run that has not ended the archive's finalizer, when the archive is
+// on, so that it is not deleted before it is archived (archive_controller.go). The patch
+// updates run, whose status the pass then writes against the new resourceVersion: this
+// controller adds the finalizer, not the archive's, so that its first status write never
+// conflicts with it.
+func (r *RunReconciler) holdForArchive(ctx context.Context, run *ergonv1alpha1.Run) error {
+	if !r.Config.Archive || run.Status.Phase.Finished() || controllerutil.ContainsFinalizer(run, ergonv1alpha1.FinalizerArchive) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(run.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(run, ergonv1alpha1.FinalizerArchive)
+	return r.Patch(ctx, run, patch)
 }
 
 // reconcileRunning plans and acts on a Run that has its snapshot. base is the Run as stored,
@@ -341,12 +368,24 @@ func (r *RunReconciler) holdWrite(key string, stored *ergonv1alpha1.RunStatus, p
 }
 
 // reconcileFinished deletes the pods a finished Run no longer needs, and the Run itself once
-// its time to live has passed.
+// its time to live has passed. With the archive on, both wait for the Run's record: the pods
+// at most ArchiveWait, the Run for as long as it takes (the archive controller's update of
+// its Archived condition brings the Run back here).
 func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
+	unarchived := r.Config.Archive && !Archived(run)
+	if unarchived && run.Status.FinishedAt != nil {
+		wait := r.Config.ArchiveWait
+		if wait <= 0 {
+			wait = DefaultArchiveGiveUpAfter
+		}
+		if left := run.Status.FinishedAt.Add(wait).Sub(r.Clock.Now()); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
+	}
 	if err := r.cleanupFinished(ctx, run); err != nil {
 		return ctrl.Result{}, err
 	}
-	if run.Spec.TTLSecondsAfterFinished == nil || run.Status.FinishedAt == nil {
+	if unarchived || run.Spec.TTLSecondsAfterFinished == nil || run.Status.FinishedAt == nil {
 		return ctrl.Result{}, nil
 	}
 	expires := run.Status.FinishedAt.Add(time.Duration(*run.Spec.TTLSecondsAfterFinished) * time.Second)

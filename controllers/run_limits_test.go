@@ -99,7 +99,7 @@ var _ = Describe("The manager's limits on units and stored outputs", Serial, fun
 		ns := newNamespace(ctx, bigOutputs(2000))
 		limits := planner.Limits{UnitsPerStep: 10, StepOutputBytes: 5000, RunOutputBytes: 1 << 20, ConfigMapsPerRun: 100}
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Limits: limits})
 		DeferCleanup(stop)
 

@@ -202,6 +202,11 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 		createRun(ctx, ns, "etl-1", "etl", nil)
 		original := finished(ctx, ns, "etl-1")
 		Expect(original.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		// The archive's Archived condition is the last change a Run that ended gets.
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
+			g.Expect(Archived(original)).To(BeTrue())
+		}).Should(Succeed())
 		before := original.DeepCopy()
 
 		mu.Lock()

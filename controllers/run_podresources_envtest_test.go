@@ -45,7 +45,7 @@ var _ = Describe("Step pod resources", Serial, func() {
 		defaults, err := StepDefaultResources("100m", "128Mi", "", "512Mi")
 		Expect(err).NotTo(HaveOccurred())
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, StepDefaultResources: defaults})
 		DeferCleanup(stop)
 	})

@@ -104,7 +104,7 @@ var _ = Describe("The Run controller across restarts", Serial, func() {
 
 		// This test runs its own managers; the suite's comes back afterwards.
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 
 		createScene(ctx, ns, "diamond",
 			container("a", "a"),
@@ -123,7 +123,7 @@ var _ = Describe("The Run controller across restarts", Serial, func() {
 		// do little else, so the Runs need not all end while the restarts go on.
 		restarts := restartRandomly(rng, time.Now().Add(60*time.Second), allFinished)
 		if !allFinished() {
-			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+			stop := startManager(suiteConfig())
 			deadline := time.Now().Add(90 * time.Second)
 			for !allFinished() && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
@@ -178,7 +178,7 @@ func allRunsFinished(ctx context.Context, ns string, n int) bool {
 func restartRandomly(rng *rand.Rand, until time.Time, done func() bool) int {
 	restarts := 0
 	for !done() && time.Now().Before(until) {
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stop := startManager(suiteConfig())
 		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
 		stop()
 		restarts++

@@ -256,8 +256,8 @@ var _ = Describe("Tool calls across a manager restart", Serial, func() {
 		toolCallScenes(ctx, ns)
 
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
+		stop := startManager(suiteConfig())
 		createRun(ctx, ns, "w-1", "writer", nil)
 		child := naming.ToolCallName("w-1", "work", "call_1")
 		Eventually(func(g Gomega) {
@@ -265,7 +265,7 @@ var _ = Describe("Tool calls across a manager restart", Serial, func() {
 		}).Should(Succeed())
 		stop()
 
-		stop = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stop = startManager(suiteConfig())
 		defer stop()
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}

@@ -272,8 +272,8 @@ var _ = Describe("Container tool calls across a manager restart", Serial, func()
 		linterScene(ctx, ns)
 
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
+		stop := startManager(suiteConfig())
 		createRun(ctx, ns, "l-1", "linter", nil)
 		name := naming.ToolCallName("l-1", "check", "call_9")
 		Eventually(func(g Gomega) {
@@ -281,7 +281,7 @@ var _ = Describe("Container tool calls across a manager restart", Serial, func()
 		}).Should(Succeed())
 		stop()
 
-		stop = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stop = startManager(suiteConfig())
 		defer stop()
 		Eventually(func(g Gomega) {
 			run := &ergonv1alpha1.Run{}

@@ -157,7 +157,7 @@ var _ = Describe("Sharding", Serial, func() {
 		}
 
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		start := func(i int) context.CancelFunc {
 			return startManager(RunConfig{EntrypointImage: shardImage(fmt.Sprintf("shard-%d", i)), MaxDepth: 3},
 				asShard(shard.Shard{Index: i, Count: 2}))
@@ -204,7 +204,7 @@ var _ = Describe("Sharding", Serial, func() {
 		createScene(ctx, ns, "chain", container("a", "a"), container("b", "b", "a"), container("c", "c", "b"))
 
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		id := "failover-" + ns + ".ergon.dev"
 		stopLeader := startManager(RunConfig{EntrypointImage: shardImage("leader"), MaxDepth: 3}, leading(id, false))
 		stopped := false

@@ -73,7 +73,8 @@ var _ = BeforeSuite(func() {
 	k8sClient = testenv.StampingClient(raw, suiteUser)
 	testKubelet.Client = k8sClient
 	suiteNotifier = startNotifier()
-	stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+	suiteArchive = startArchive()
+	stopMgr = startManager(suiteConfig())
 })
 
 var _ = AfterSuite(func() {
@@ -82,6 +83,12 @@ var _ = AfterSuite(func() {
 	}
 	Expect(testEnv.Stop()).To(Succeed())
 })
+
+// suiteConfig is the configuration of the suite's manager, which specs that stop it start
+// again: the archive on, as the chart installs it.
+func suiteConfig() RunConfig {
+	return RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Archive: true}
+}
 
 // startManager runs a manager with Ergon's controllers until the returned function is called;
 // that function returns once the manager has stopped. tune changes its options (sharding,
@@ -127,6 +134,11 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 		Limits: runConfig.CauseLimits(), Ledger: ledger, Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
+	if runConfig.Archive {
+		Expect((&ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-archive"), Clock: clock.RealClock{}, Logs: logs, Store: suiteArchive,
+			Config: ArchiveConfig{GiveUpAfter: archiveGiveUpAfter}}).SetupWithManager(mgr)).To(Succeed())
+	}
 	Expect((&WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
 		SetupWithManager(mgr)).To(Succeed())

@@ -97,7 +97,7 @@ var _ = Describe("runCompleted Triggers", Serial, func() {
 
 		// A restart reconciles every Trigger again; nothing new starts.
 		stopMgr()
-		stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stopMgr = startManager(suiteConfig())
 		Consistently(func() []string { return triggerRuns(ctx, ns, "chain") }, "2s").Should(Equal([]string{want}))
 
 		// The chained Run finishing does not make the source Run count again.

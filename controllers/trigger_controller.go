@@ -58,6 +58,10 @@ type TriggerReconciler struct {
 	// Location is the time zone of schedules without one; time.Local when nil.
 	Location *time.Location
 
+	// Archive says the archive controller archives the Runs that end: the history limits
+	// delete only Runs whose record is written.
+	Archive bool
+
 	// Limits are the manager's caps on the Runs a Trigger starts (trigger_limits.go); zero
 	// fields take their defaults.
 	Limits cause.Limits

@@ -126,7 +126,8 @@ func historyToDelete(trigger *ergonv1alpha1.Trigger, facts *triggerFacts) []*erg
 // deleteHistory deletes the finished Runs beyond the history limits.
 func (r *TriggerReconciler) deleteHistory(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts) error {
 	for _, run := range historyToDelete(trigger, facts) {
-		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) || keptForRate(run, r.Clock.Now()) {
+		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) || keptForRate(run, r.Clock.Now()) ||
+			(r.Archive && !Archived(run)) {
 			continue
 		}
 		log.FromContext(ctx).Info("Deleting Run beyond the history limit", "run", run.Name, "phase", run.Status.Phase)

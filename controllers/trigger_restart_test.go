@@ -95,14 +95,14 @@ var _ = Describe("Schedule Triggers across restarts", Serial, func() {
 		created := watchRunCreations(ctx, ns)
 		// This test runs its own managers; the suite's comes back afterwards.
 		stopMgr()
-		DeferCleanup(func() { stopMgr = startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3}) })
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 
 		minute := nextMinute()
 		scheduleTrigger(ctx, ns, "restarts")
 		var last time.Time
 		var scheduled []string // the names of the Runs of every time fired
 		for i := range fires {
-			stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+			stop := startManager(suiteConfig())
 			last = minute.Add(time.Duration(i) * time.Minute)
 			scheduled = append(scheduled, naming.ScheduledRunName("restarts", last))
 			// The manager may be stopped before, while or after it creates the Run and records it.
@@ -111,7 +111,7 @@ var _ = Describe("Schedule Triggers across restarts", Serial, func() {
 			stop()
 		}
 		// A last manager catches up with the most recent time, if it was not started yet.
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stop := startManager(suiteConfig())
 		defer stop()
 		lastName := naming.ScheduledRunName("restarts", last)
 		Eventually(func(g Gomega) {

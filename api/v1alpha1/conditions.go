@@ -25,6 +25,10 @@ package v1alpha1
 const (
 	ConditionSucceeded = "Succeeded"
 
+	// ConditionArchived is True once a Run that ended is in the archive (docs/archive.md):
+	// its time to live and its Trigger's history limits delete it only then.
+	ConditionArchived = "Archived"
+
 	// ReasonPending: the Run has not started executing yet.
 	ReasonPending = "Pending"
 	// ReasonRunning: steps are running.

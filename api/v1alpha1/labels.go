@@ -104,3 +104,7 @@ func IsReservedAnnotation(key string) bool {
 // FinalizerWorkspaceVolume keeps a Workspace until its reclaimPolicy has been applied to
 // its volume: kept (Retain) or deleted (Delete).
 const FinalizerWorkspaceVolume = "ergon.dev/workspace-volume"
+
+// FinalizerArchive holds a Run that has not been written to the archive yet, for at most
+// the archive's wait (docs/archive.md).
+const FinalizerArchive = "ergon.dev/archive"

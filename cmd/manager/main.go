@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	// The manager's image has no zoneinfo; Triggers' time zones come from the binary.
@@ -51,6 +52,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/hooks"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -68,7 +70,7 @@ func init() {
 
 // options are the manager's flags.
 type options struct {
-	metricsAddr, probeAddr, hooksAddr                    string
+	metricsAddr, probeAddr, hooksAddr, archiveURL        string
 	metricsCertPath, metricsCertName, metricsCertKey     string
 	webhookCertPath, webhookCertName, webhookCertKey     string
 	webhookPort                                          int
@@ -155,6 +157,11 @@ func (o *options) bindFlags() {
 		"The shortest time between two progress Events of one Run (steps started and succeeded): progress that "+
 			"comes sooner is told, folded into one Event, with the next, before the Run's next other Event, or with "+
 			"the Run's end. Failures, skips, waits and retries are told at once. 0 tells each change at once.")
+	flag.StringVar(&o.archiveURL, "archive-url", os.Getenv("ERGON_ARCHIVE_URL"), "Where Runs that ended are archived "+
+		"(docs/archive.md): sqlite:///PATH (one manager only) or postgres://...; $ERGON_ARCHIVE_URL by default, so that "+
+		"a password comes from a Secret. Empty archives nothing.")
+	flag.DurationVar(&o.run.ArchiveWait, "archive-wait", controllers.DefaultArchiveGiveUpAfter, "How long a deleted Run "+
+		"waits to be archived, and a finished Run's pods wait for its record, before they go without it.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -281,6 +288,11 @@ func run(o *options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
+// noController stands in for a controller that is off.
+type noController struct{}
+
+func (noController) SetupWithManager(ctrl.Manager) error { return nil }
+
 // stepBinaries resolves --step-binaries, asking the API server its version for auto.
 func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinaries, error) {
 	version := ""
@@ -311,6 +323,22 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	if err != nil {
 		return fmt.Errorf("--notification-channels: %w", err)
 	}
+	var archiver interface{ SetupWithManager(ctrl.Manager) error } = noController{}
+	if o.archiveURL != "" {
+		kind := archive.Kind(o.archiveURL)
+		if kind == "" {
+			return fmt.Errorf("--archive-url: want sqlite:///PATH or postgres://, not %q", strings.SplitN(o.archiveURL, ":", 2)[0])
+		}
+		if kind == archive.KindSQLite && o.scale.shard.Count > 1 {
+			return errors.New("--archive-url: SQLite keeps the archive for one manager; with --shards above 1 use PostgreSQL")
+		}
+		runConfig.Archive = true
+		setupLog.Info("Runs that end are archived", "store", kind)
+		archiver = &controllers.ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-archive"), Clock: clock.RealClock{},
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Store: archive.Lazy(o.archiveURL),
+			Config: controllers.ArchiveConfig{GiveUpAfter: o.run.ArchiveWait}}
+	}
 	for _, c := range []struct {
 		name string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
@@ -324,8 +352,9 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 			Clock: clock.RealClock{}}},
 		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{},
-			Limits: runConfig.CauseLimits(), Ledger: o.ledger,
+			Limits: runConfig.CauseLimits(), Ledger: o.ledger, Archive: runConfig.Archive,
 			Options: controller.Options{MaxConcurrentReconciles: o.triggerWorkers}}},
+		{"Archive", archiver},
 		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
 			EntrypointImage: runConfig.EntrypointImage, Workers: o.workspaceWorkers}},

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -138,6 +139,8 @@ type Store interface {
 	Prune(ctx context.Context, namespaceUID string, olderThan time.Time, keep int) (int, error)
 	// Stats counts the records and their stored bytes.
 	Stats(ctx context.Context) (Stats, error)
+	// Kind is KindSQLite or KindPostgres.
+	Kind() string
 	Close() error
 }
 
@@ -191,4 +194,97 @@ func redactURL(url string) string {
 	}
 	user, _, _ := strings.Cut(userinfo, ":")
 	return scheme + "://" + user + ":***@" + host
+}
+
+// Lazy is a Store that opens the store url names on first use, and again after an open
+// that failed: a manager starts while its archive is down, and archives once it is back.
+func Lazy(url string) Store {
+	return &lazy{url: url, kind: Kind(url)}
+}
+
+type lazy struct {
+	url, kind string
+	mu        sync.Mutex
+	store     Store
+}
+
+func (l *lazy) get(ctx context.Context) (Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store != nil {
+		return l.store, nil
+	}
+	s, err := Open(ctx, l.url)
+	if err != nil {
+		return nil, fmt.Errorf("the archive is not reachable: %w", err)
+	}
+	l.store = s
+	return s, nil
+}
+
+func (l *lazy) Put(ctx context.Context, rec *Record) error {
+	s, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Put(ctx, rec)
+}
+
+func (l *lazy) Has(ctx context.Context, uid string) (bool, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	return s.Has(ctx, uid)
+}
+
+func (l *lazy) Get(ctx context.Context, namespaces []string, uid string) (*Record, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, namespaces, uid)
+}
+
+func (l *lazy) Find(ctx context.Context, namespaceUID, name string) (*Record, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Find(ctx, namespaceUID, name)
+}
+
+func (l *lazy) List(ctx context.Context, q Query) (Page, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return Page{}, err
+	}
+	return s.List(ctx, q)
+}
+
+func (l *lazy) Prune(ctx context.Context, namespaceUID string, olderThan time.Time, keep int) (int, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.Prune(ctx, namespaceUID, olderThan, keep)
+}
+
+func (l *lazy) Stats(ctx context.Context) (Stats, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	return s.Stats(ctx)
+}
+
+func (l *lazy) Kind() string { return l.kind }
+
+func (l *lazy) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.store == nil {
+		return nil
+	}
+	return l.store.Close()
 }

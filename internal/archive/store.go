@@ -96,6 +96,8 @@ func open(ctx context.Context, db *sql.DB, d dialect) (Store, error) {
 
 func (s *sqlStore) Close() error { return s.db.Close() }
 
+func (s *sqlStore) Kind() string { return s.d.name }
+
 // row is a record's columns.
 type row struct {
 	Summary
