@@ -26,9 +26,18 @@ else
 fi
 
 make -s helm
+# The archive's default store is a file on a volume of the default StorageClass; a cluster
+# without one gets no archive rather than a manager that waits for its volume forever.
+archive=()
+if ! kubectl get storageclass -o jsonpath='{range .items[*]}{.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}{"\n"}{end}' |
+  grep -qx true; then
+  say "the cluster has no default StorageClass: installing without the Run archive (docs/archive.md)"
+  archive=(--set archive.store=none)
+fi
 say "installing the chart into namespace $NAMESPACE"
 bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
-  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set console.enabled=true --wait --timeout 5m
+  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set console.enabled=true "${archive[@]}" \
+  --wait --timeout 5m
 say "waiting for the admission webhooks to answer"
 hack/wait-webhooks.sh "$NAMESPACE"
 
