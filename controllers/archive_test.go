@@ -204,6 +204,24 @@ var _ = Describe("The archive", func() {
 		Expect(archivedList(ctx, ns)).To(BeEmpty())
 	})
 
+	It("is not waited for once a manager runs without it: a Run deleted with the finalizer goes", func(ctx SpecContext) {
+		stopMgr()
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
+		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		DeferCleanup(stop)
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "brief", container("say", "echo hi"))
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "brief-2", Namespace: ns,
+			Finalizers: []string{ergonv1alpha1.FinalizerArchive}},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "brief"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+		Expect(finished(ctx, ns, "brief-2").Finalizers).NotTo(ContainElement(ergonv1alpha1.FinalizerArchive))
+		Expect(k8sClient.Delete(ctx, run)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(run), &ergonv1alpha1.Run{})
+		}).Should(Satisfy(apierrors.IsNotFound))
+	})
+
 	It("archives a Run deleted while it runs, as it was", func(ctx SpecContext) {
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome { return outcome{Stay: true} })
 		createScene(ctx, ns, "long", container("work", "sleep 1000"))

@@ -184,13 +184,13 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !run.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
 	if err := r.holdForArchive(ctx, run); apierrors.IsConflict(err) {
 		return ctrl.Result{}, nil // the newer Run is on its way to the cache
 	} else if err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !run.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
 	}
 	if run.Status.Phase.Finished() {
 		r.forgetSlots(req.Namespace, req.Name)
@@ -212,12 +212,20 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // updates run, whose status the pass then writes against the new resourceVersion: this
 // controller adds the finalizer, not the archive's, so that its first status write never
 // conflicts with it.
+//
+// With the archive off (a manager that archived before), nobody would ever remove the
+// finalizer: a Run still holding it lets go of it here, so that it can be deleted.
 func (r *RunReconciler) holdForArchive(ctx context.Context, run *ergonv1alpha1.Run) error {
-	if !r.Config.Archive || run.Status.Phase.Finished() || controllerutil.ContainsFinalizer(run, ergonv1alpha1.FinalizerArchive) {
+	has := controllerutil.ContainsFinalizer(run, ergonv1alpha1.FinalizerArchive)
+	patch := client.MergeFromWithOptions(run.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	switch {
+	case !r.Config.Archive && has:
+		controllerutil.RemoveFinalizer(run, ergonv1alpha1.FinalizerArchive)
+	case r.Config.Archive && !has && !run.Status.Phase.Finished() && run.DeletionTimestamp.IsZero():
+		controllerutil.AddFinalizer(run, ergonv1alpha1.FinalizerArchive)
+	default:
 		return nil
 	}
-	patch := client.MergeFromWithOptions(run.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(run, ergonv1alpha1.FinalizerArchive)
 	return r.Patch(ctx, run, patch)
 }
 

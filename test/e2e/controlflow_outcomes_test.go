@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,6 +148,11 @@ var _ = Describe("Control flow by outcome on a real cluster", func() {
 		Expect(pods.of("abc-1")).To(Equal([]string{"a", "b"}))
 		sum := sha256.Sum256([]byte(big))
 		Expect(stepOf(original, "a").Output.SHA256).To(Equal(hex.EncodeToString(sum[:])))
+		// The archive's Archived condition is the last change a Run that ended gets.
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(original.Status.Conditions, ergonv1alpha1.ConditionArchived)).To(BeTrue())
+		}).WithTimeout(time.Minute).Should(Succeed())
 		before := original.Status.DeepCopy()
 
 		flag.Data["fail"] = "no"
