@@ -91,7 +91,7 @@ func runOf(ctx context.Context, ns, scene string) string {
 			}
 		}
 		g.Expect(name).NotTo(BeEmpty())
-	}).Should(Succeed())
+	}).WithTimeout(10 * time.Second).Should(Succeed()) // the plugin's create goes through admission
 	return name
 }
 
