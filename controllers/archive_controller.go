@@ -62,11 +62,10 @@ const (
 	// archiveLogsTotal bounds the log ends of one record.
 	archiveLogsTotal = 512 << 10
 
-	reasonArchived        = "Archived"
-	reasonArchiveFailed   = "ArchiveFailed"
-	reasonArchiveAbandon  = "ArchiveAbandoned"
-	actionArchive         = "Archive"
-	conditionArchivedType = ergonv1alpha1.ConditionArchived
+	reasonArchived       = "Archived"
+	reasonArchiveFailed  = "ArchiveFailed"
+	reasonArchiveAbandon = "ArchiveAbandoned"
+	actionArchive        = "Archive"
 )
 
 var (
@@ -147,7 +146,7 @@ func (r *ArchiveReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	log.FromContext(ctx).V(1).Info("Archived the Run")
 	if !deleting {
 		base := run.DeepCopy()
-		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: conditionArchivedType,
+		meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{Type: ergonv1alpha1.ConditionArchived,
 			Status: metav1.ConditionTrue, Reason: reasonArchived, ObservedGeneration: run.Generation,
 			LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 			Message:            fmt.Sprintf("written to the %s archive", r.Store.Kind())})
