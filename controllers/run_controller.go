@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -126,6 +127,9 @@ type RunReconciler struct {
 	// Notifier sends the notifications of Scenes that ask for them (run_notify.go); none are
 	// sent when nil, and a Scene that asks gets a Warning Event saying so.
 	Notifier Notifier
+	// Archive is where a retry finds a Run that is no longer in the cluster (run_retry.go);
+	// a retry of a Run that is gone fails when nil.
+	Archive archive.Store
 
 	// scenes caches each running Run's compiled snapshot, so templates and conditions are
 	// compiled once per Run, not once per reconcile.

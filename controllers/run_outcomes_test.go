@@ -213,7 +213,7 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 		failing = false
 		mu.Unlock()
 		retry := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "etl-1-retry", Namespace: ns},
-			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "etl"}, RetryOf: &ergonv1alpha1.RunReference{Name: "etl-1"}}}
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "etl"}, RetryOf: &ergonv1alpha1.RetryReference{Name: "etl-1"}}}
 		Expect(k8sClient.Create(ctx, retry)).To(Succeed())
 		run := finished(ctx, ns, "etl-1-retry")
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(run))
@@ -233,6 +233,74 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 		By("leaving the original untouched")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
 		Expect(original.Status).To(Equal(before.Status))
+	})
+
+	It("reruns a Run from a step with edited params, from the live Run and from the archive, running no pod upstream", func(ctx SpecContext) {
+		big := strings.Repeat("0123456789abcdef", 256) // 4 KiB: kept in a ConfigMap, and in the archive
+		seen := &podLog{pods: map[string][]string{}}
+		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
+			seen.add(pod)
+			if pod.Labels[ergonv1alpha1.LabelStep] == "produce" {
+				return outcome{Output: big}
+			}
+			return echoLastArg(pod)
+		})
+		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "etl", Namespace: ns}}
+		scene.Spec.Params = []ergonv1alpha1.ParamSpec{{Name: "mode", Default: new("fast")}}
+		scene.Spec.Steps = []ergonv1alpha1.Step{container("produce", "x"), container("side", "side"),
+			echo("shape", "{{ .params.mode }} {{ len .steps.produce.output }}", "produce"),
+			echo("load", "loaded {{ .steps.shape.output }}", "shape")}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		createRun(ctx, ns, "etl-1", "etl", nil)
+		original := finished(ctx, ns, "etl-1")
+		Expect(original.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(original))
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
+			g.Expect(Archived(original)).To(BeTrue())
+		}).Should(Succeed())
+
+		By("rerunning the live Run from shape: produce and side are reused, shape and load run again")
+		rerun := func(name string, ref ergonv1alpha1.RetryReference) *ergonv1alpha1.Run {
+			r := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "etl"},
+					Params: map[string]string{"mode": "slow"}, RetryOf: &ref}}
+			Expect(k8sClient.Create(ctx, r)).To(Succeed())
+			return finished(ctx, ns, name)
+		}
+		run := rerun("etl-1-from-shape", ergonv1alpha1.RetryReference{Name: "etl-1", From: "shape"})
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(run))
+		Expect(seen.of("etl-1-from-shape")).To(ConsistOf(
+			naming.StepPodName("etl-1-from-shape", "shape", 1), naming.StepPodName("etl-1-from-shape", "load", 1)))
+		Expect(stepStatus(run, "produce")).To(And(HaveField("Reason", ergonv1alpha1.ReasonReused),
+			HaveField("Output.SHA256", stepStatus(original, "produce").Output.SHA256)))
+		Expect(stepStatus(run, "side").Reason).To(Equal(ergonv1alpha1.ReasonReused))
+		Expect(stepStatus(run, "load").Output.Preview).To(Equal("loaded slow 4096"))
+
+		By("deleting the original once archived, then rerunning it from the archive")
+		Expect(k8sClient.Delete(ctx, original)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(original), &ergonv1alpha1.Run{})
+		}).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring("not found")))
+		run = rerun("etl-1-archived", ergonv1alpha1.RetryReference{Name: "etl-1", From: "load"})
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(run))
+		Expect(seen.of("etl-1-archived")).To(ConsistOf(naming.StepPodName("etl-1-archived", "load", 1)))
+		produce := stepStatus(run, "produce")
+		Expect(produce.Output.SHA256).To(Equal(stepStatus(original, "produce").Output.SHA256))
+		cm := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: produce.Output.Ref.ConfigMap}, cm)).To(Succeed())
+		Expect(cm.Data[produce.Output.Ref.Key]).To(Equal(big))
+		Expect(stepStatus(run, "load").Output.Preview).To(Equal("loaded fast 4096"), "shape is reused from the original")
+
+		By("replaying the archived Run: every step runs again")
+		run = rerun("etl-1-replay", ergonv1alpha1.RetryReference{Name: "etl-1", Replay: true})
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(run))
+		Expect(seen.of("etl-1-replay")).To(HaveLen(4))
+		Expect(stepStatus(run, "load").Output.Preview).To(Equal("loaded slow 4096"))
+
+		By("refusing a step the snapshot lacks, by the field")
+		run = rerun("etl-1-nostep", ergonv1alpha1.RetryReference{Name: "etl-1", From: "nope"})
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		Expect(succeededMessage(run)).To(ContainSubstring("spec.retryOf.from: nope is not a step"))
 	})
 
 	It("suspends a Run: the running step finishes, no new one starts until it resumes", func(ctx SpecContext) {

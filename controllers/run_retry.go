@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -43,17 +45,29 @@ func (e *retryError) Error() string { return e.msg }
 // then runs only the other steps. The original is only read. Every write is under a
 // deterministic name and checked when it exists, so a pass cut short is simply done again.
 func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	original, spec, err := r.retried(ctx, run)
+	src, err := r.retried(ctx, run)
 	if rerr, ok := errors.AsType[*retryError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	original, spec := src.run, src.spec
 	scene, errs := compile.Compile(spec)
 	if len(errs) > 0 {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidScene,
 			fmt.Sprintf("the snapshot of Run %s does not compile: %v", original.Name, errs.ToAggregate()))
+	}
+	if from := run.Spec.RetryOf.From; from != "" {
+		if _, ok := scene.Graph.Index(from); !ok {
+			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, fmt.Sprintf(
+				"spec.retryOf.from: %s is not a step of the snapshot of Run %s; its steps are %s",
+				from, original.Name, strings.Join(scene.Graph.Names(), ", ")))
+		}
+	}
+	if errs := compile.CheckParams(spec, run.Spec.Params); len(errs) > 0 {
+		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonInvalidParams, fmt.Sprintf(
+			"the params do not fit the snapshot of Run %s: %v", original.Name, errs.ToAggregate()))
 	}
 	if len(original.Status.SceneEditors) == 0 {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonSceneEditorUnknown, fmt.Sprintf("Run %s records no editors "+
@@ -72,7 +86,7 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 		}
 		return ctrl.Result{}, err
 	}
-	steps, err := r.reuse(ctx, run, original, scene)
+	steps, err := r.reuse(ctx, run, src, scene)
 	if rerr, ok := errors.AsType[*retryError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
@@ -83,61 +97,103 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 		return ctrl.Result{}, err
 	}
 	run.Status.Steps = steps
+	verb := "retries"
+	if run.Spec.RetryOf.Rerun() {
+		verb = "reruns"
+	}
+	if src.values != nil {
+		verb += " the archived"
+	}
 	r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, ergonv1alpha1.ReasonReused, "Start",
-		"Run %s retries Run %s: %d of %d steps reused", run.Name, original.Name, len(steps), scene.Graph.Len())
+		"Run %s %s Run %s: %d of %d steps reused", run.Name, verb, original.Name, len(steps), scene.Graph.Len())
 	return r.reconcileRunning(ctx, base, run)
 }
 
+// retrySource is the Run a retry starts from: a live Run, or the record of an archived one.
+type retrySource struct {
+	run  *ergonv1alpha1.Run
+	spec *ergonv1alpha1.SceneSpec
+	// values are an archived Run's whole values by archive.ValueKey; nil for a live Run,
+	// whose values are in the ConfigMaps its status names.
+	values map[string]string
+}
+
 // retried reads the Run a retry names and its snapshot, checking again what admission
-// checked: the original may have changed or gone since.
-func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.Run, *ergonv1alpha1.SceneSpec, error) {
+// checked: the original may have changed or gone since. A Run that is gone is looked for in
+// the archive, among the records of this namespace (by its UID: a namespace of the same name
+// created again sees none of the old one's).
+func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*retrySource, error) {
 	name := run.Spec.RetryOf.Name
-	original := &ergonv1alpha1.Run{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, original)
+	src := &retrySource{run: &ergonv1alpha1.Run{}}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, src.run)
 	if apierrors.IsNotFound(err) {
-		return nil, nil, &retryError{fmt.Sprintf("Run %s, which spec.retryOf names, does not exist", name)}
+		return r.archivedSource(ctx, run)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if _, problem := planner.RetryProblem(run, original); problem != "" {
-		return nil, nil, &retryError{problem}
+	if _, problem := planner.RetryProblem(run, src.run); problem != "" {
+		return nil, &retryError{problem}
 	}
-	spec := original.Status.SceneSnapshot
-	if spec == nil {
-		spec, err = r.readSnapshot(ctx, original)
+	src.spec = src.run.Status.SceneSnapshot
+	if src.spec == nil {
+		src.spec, err = r.readSnapshot(ctx, src.run)
 		if conflict, ok := errors.AsType[*conflictError](err); ok {
-			return nil, nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
+			return nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
 		}
 		if apierrors.IsNotFound(err) {
-			return nil, nil, &retryError{fmt.Sprintf("the snapshot of Run %s is gone", name)}
+			return nil, &retryError{fmt.Sprintf("the snapshot of Run %s is gone", name)}
 		} else if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return original, spec, nil
+	return src, nil
+}
+
+// archivedSource reads the newest archived Run of the name a retry names.
+func (r *RunReconciler) archivedSource(ctx context.Context, run *ergonv1alpha1.Run) (*retrySource, error) {
+	name := run.Spec.RetryOf.Name
+	if r.Archive == nil {
+		return nil, &retryError{fmt.Sprintf("Run %s, which spec.retryOf names, does not exist (and this manager keeps no archive)", name)}
+	}
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: run.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	rec, err := r.Archive.Find(ctx, string(ns.UID), name)
+	if errors.Is(err, archive.ErrNotFound) {
+		return nil, &retryError{fmt.Sprintf("Run %s, which spec.retryOf names, does not exist, live or archived", name)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Run %s from the archive: %w", name, err)
+	}
+	original := rec.Original()
+	if _, problem := planner.RetryProblem(run, original); problem != "" {
+		return nil, &retryError{problem}
+	}
+	if rec.Snapshot == nil {
+		return nil, &retryError{fmt.Sprintf("the archived Run %s has no snapshot (%s)", name, strings.Join(rec.Missing, "; "))}
+	}
+	values := rec.Values
+	if values == nil {
+		values = map[string]string{}
+	}
+	return &retrySource{run: original, spec: rec.Snapshot, values: values}, nil
 }
 
 // reuse returns the status of the original's steps the retry does not run again, in the
 // original's order, with their outputs copied into ConfigMaps the retry owns.
-func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.Run,
+func (r *RunReconciler) reuse(ctx context.Context, run *ergonv1alpha1.Run, src *retrySource,
 	scene *compile.Scene) ([]ergonv1alpha1.StepStatus, error) {
+	original := src.run
 	was := map[string]*ergonv1alpha1.StepStatus{}
 	for i := range original.Status.Steps {
 		was[original.Status.Steps[i].Name] = &original.Status.Steps[i]
 	}
-	reused := map[string]bool{}
-	for _, name := range scene.Graph.TopologicalOrder() {
-		s, ok := was[name]
-		if !ok || s.Phase != ergonv1alpha1.StepSucceeded {
-			continue
-		}
-		all := true
-		for _, d := range scene.Graph.Dependencies(name) {
-			all = all && reused[d]
-		}
-		reused[name] = all
-	}
+	reused := planner.Reused(scene.Graph, func(step string) bool {
+		s, ok := was[step]
+		return ok && s.Phase == ergonv1alpha1.StepSucceeded
+	}, run.Spec.RetryOf)
 	var steps []ergonv1alpha1.StepStatus
 	for _, s := range original.Status.Steps {
 		if !reused[s.Name] {
@@ -149,7 +205,7 @@ func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.
 			Decision: s.Decision, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Usage: s.Usage,
 		}
 		if s.Output != nil {
-			value, err := r.reusedValue(ctx, original, s.Name, s.Output)
+			value, err := r.reusedValue(ctx, src, s.Name, s.Output)
 			if err != nil {
 				return nil, err
 			}
@@ -167,11 +223,24 @@ func (r *RunReconciler) reuse(ctx context.Context, run, original *ergonv1alpha1.
 }
 
 // reusedValue reads a step's whole output from the original: inline in its status, or from
-// the ConfigMap its status names, which must hold the size and SHA-256 recorded there.
-func (r *RunReconciler) reusedValue(ctx context.Context, original *ergonv1alpha1.Run, step string,
+// the ConfigMap its status names (the archive's copy, for an archived Run), which must hold
+// the size and SHA-256 recorded there.
+func (r *RunReconciler) reusedValue(ctx context.Context, src *retrySource, step string,
 	out *ergonv1alpha1.OutputValue) (string, error) {
+	original := src.run
 	if out.Ref == nil {
 		return out.Preview, nil
+	}
+	if src.values != nil {
+		value, ok := src.values[archive.ValueKey(step, "")]
+		switch {
+		case !ok:
+			return "", &retryError{fmt.Sprintf("the archive holds no output of step %s of Run %s; it cannot be reused", step, original.Name)}
+		case int64(len(value)) != out.Size || digest(value) != out.SHA256:
+			return "", &retryError{fmt.Sprintf("the archived output of step %s of Run %s does not have the size and SHA-256 "+
+				"its status records; it cannot be reused", step, original.Name)}
+		}
+		return value, nil
 	}
 	cm := &corev1.ConfigMap{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: original.Namespace, Name: out.Ref.ConfigMap}, cm)

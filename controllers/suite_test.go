@@ -122,7 +122,7 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 	Expect((&RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig, Ledger: ledger,
-		Notifier: suiteNotifier,
+		Notifier: suiteNotifier, Archive: suiteArchive,
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())

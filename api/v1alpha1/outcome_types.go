@@ -47,14 +47,32 @@ type OutcomeDependency struct {
 	Handles bool `json:"handles,omitempty"`
 }
 
-// RunReference names a Run in the same namespace.
-type RunReference struct {
-	// name of the Run.
+// RetryReference names the Run a new Run starts from, and which of its steps run again.
+// +kubebuilder:validation:XValidation:rule="!(has(self.from) && has(self.replay) && self.replay)",message="from and replay exclude each other: from runs one step and its downstream again, replay runs every step again"
+type RetryReference struct {
+	// name of the Run, live or archived. When the archive holds several Runs of that name,
+	// the newest is meant.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
+
+	// from names a step of the original's snapshot: that step and every step downstream of
+	// it run again, with this Run's params; the steps upstream of it that succeeded are reused
+	// (their outputs copied, SHA-256 verified). The original may have ended in any phase.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	From string `json:"from,omitempty"`
+
+	// replay, set to true, runs every step of the original's snapshot again, with this Run's
+	// params: nothing is reused. The original may have ended in any phase.
+	// +optional
+	Replay bool `json:"replay,omitempty"`
 }
+
+// Rerun reports whether the Run is a rerun (from a step, or a replay) rather than a retry of
+// the steps that did not succeed.
+func (r *RetryReference) Rerun() bool { return r != nil && (r.From != "" || r.Replay) }
 
 // Reasons of the Run's Succeeded condition and of steps for finally steps, failure branches,
 // and retries from failure. A suspended Run says ReasonSuspended, as a suspended Trigger does.

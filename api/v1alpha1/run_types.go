@@ -69,12 +69,14 @@ type RunSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// retryOf names a finished Run of the same Scene that failed or was cancelled: this Run
-	// runs that Run's snapshot with its params, reuses the outputs of the steps that
-	// succeeded there (copied, their SHA-256 verified), and runs only the others. The original
-	// is not changed.
+	// retryOf names a finished Run of the same Scene, live or archived. This Run runs that
+	// Run's snapshot (never today's Scene). By default it retries: the original must have
+	// failed or been cancelled, this Run has its params, reuses the outputs of the steps that
+	// succeeded there (copied, their SHA-256 verified), and runs only the others. With from or
+	// replay it reruns: from a step (reusing what is upstream of it), or every step, with this
+	// Run's params. The original is not changed.
 	// +optional
-	RetryOf *RunReference `json:"retryOf,omitempty"`
+	RetryOf *RetryReference `json:"retryOf,omitempty"`
 
 	// runAs names a ServiceAccount of the Run's namespace that the Run acts as, instead of its
 	// requester: every effect of the Run is authorized against that ServiceAccount. The

@@ -58,6 +58,16 @@ type Record struct {
 	ArchivedAt time.Time `json:"archivedAt"`
 }
 
+// Original is the archived Run as a retry reads it: its snapshot, which the record keeps
+// beside it, in its status.
+func (r *Record) Original() *ergonv1alpha1.Run {
+	run := r.Run.DeepCopy()
+	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
+		run.Status.SceneSnapshot = r.Snapshot
+	}
+	return run
+}
+
 // ValueKey names a value of a step in Record.Values: "STEP" for its output, "STEP/transcript"
 // for its transcript, "STEP/NAME" for a named output.
 func ValueKey(step, what string) string {
@@ -139,6 +149,8 @@ type Store interface {
 	Prune(ctx context.Context, namespaceUID string, olderThan time.Time, keep int) (int, error)
 	// Stats counts the records and their stored bytes.
 	Stats(ctx context.Context) (Stats, error)
+	// Namespaces returns the UIDs of the namespaces that have records.
+	Namespaces(ctx context.Context) ([]string, error)
 	// Kind is KindSQLite or KindPostgres.
 	Kind() string
 	Close() error
@@ -276,6 +288,14 @@ func (l *lazy) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	return s.Stats(ctx)
+}
+
+func (l *lazy) Namespaces(ctx context.Context) ([]string, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Namespaces(ctx)
 }
 
 func (l *lazy) Kind() string { return l.kind }

@@ -334,17 +334,29 @@ func (g *Graph) Dependents(name string) []string {
 // declaration order. These are the steps whose outputs its templates and conditions may read.
 // It returns nil for an unknown step.
 func (g *Graph) Ancestors(name string) []string {
+	return g.reach(name, g.deps)
+}
+
+// Descendants returns every step that depends on the named step, directly or through other
+// steps, in declaration order: the steps a new output of it may change. It returns nil for an
+// unknown step.
+func (g *Graph) Descendants(name string) []string {
+	return g.reach(name, g.dependents)
+}
+
+// reach returns the names of the steps reachable from the named one along edges, without it.
+func (g *Graph) reach(name string, edges [][]int) []string {
 	i, ok := g.index[name]
 	if !ok {
 		return nil
 	}
 	reached := make([]bool, len(g.names))
-	queue := slices.Clone(g.deps[i])
+	queue := slices.Clone(edges[i])
 	for _, d := range queue {
 		reached[d] = true
 	}
 	for k := 0; k < len(queue); k++ {
-		for _, d := range g.deps[queue[k]] {
+		for _, d := range edges[queue[k]] {
 			if !reached[d] {
 				reached[d] = true
 				queue = append(queue, d)

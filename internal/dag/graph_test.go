@@ -167,6 +167,12 @@ func TestGraphAnswersQuestionsAboutSteps(t *testing.T) {
 		{"an unknown step has no dependencies", g.Dependencies("nope"), nil},
 		{"an unknown step has no dependents", g.Dependents("nope"), nil},
 		{"an unknown step has no ancestors", g.Ancestors("nope"), nil},
+		{"descendants are every transitive dependent in declaration order", g.Descendants("draft"),
+			[]string{"review", "publish"}},
+		{"a root's descendants reach through every branch", g.Descendants("fetch"),
+			[]string{"draft", "lint", "review", "publish"}},
+		{"a sink has no descendants", g.Descendants("publish"), nil},
+		{"an unknown step has no descendants", g.Descendants("nope"), nil},
 		{"a graph declared in a valid order keeps it", g.TopologicalOrder(), declared},
 	}
 	for _, tc := range cases {

@@ -21,11 +21,14 @@ import (
 	"maps"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/dag"
 )
 
 // RetryProblem says why run cannot retry original (spec.retryOf), and the field of run at
-// fault; "" when it can: the same Scene and params, and an original that started and ended
-// Failed or Cancelled. Admission and the Run controller ask the same.
+// fault; "" when it can: the same Scene, and an original that started and ended. A retry also
+// needs the same params and an original that Failed or was Cancelled; a rerun (from a step,
+// or a replay) takes any ended original and its own params. Admission and the Run controller
+// ask the same.
 func RetryProblem(run, original *ergonv1alpha1.Run) (field, problem string) {
 	retryOf := "spec.retryOf.name"
 	switch {
@@ -39,13 +42,43 @@ func RetryProblem(run, original *ergonv1alpha1.Run) (field, problem string) {
 		}
 		return retryOf, fmt.Sprintf("Run %s has not finished (it is %s); wait for it to end, or cancel it, then retry it",
 			original.Name, phase)
-	case original.Status.Phase == ergonv1alpha1.RunSucceeded:
-		return retryOf, fmt.Sprintf("Run %s succeeded: there is nothing to retry; create a new Run to run the Scene again", original.Name)
+	case original.Status.Phase == ergonv1alpha1.RunSucceeded && !run.Spec.RetryOf.Rerun():
+		return retryOf, fmt.Sprintf("Run %s succeeded: there is nothing to retry; create a new Run to run the Scene again, or rerun it (spec.retryOf.from or replay)", original.Name)
 	case original.Status.SceneSnapshot == nil && original.Status.SceneSnapshotRef == nil:
 		return retryOf, fmt.Sprintf("Run %s never started (it has no snapshot); create a new Run instead", original.Name)
-	case !maps.Equal(original.Spec.Params, run.Spec.Params):
+	case !maps.Equal(original.Spec.Params, run.Spec.Params) && !run.Spec.RetryOf.Rerun():
 		return "spec.params", fmt.Sprintf("a retry runs with the params of Run %s; copy spec.params from it exactly (kubectl ergon retry does)",
 			original.Name)
 	}
 	return "", ""
+}
+
+// Reused returns the steps a retry or rerun (ref) takes from the original instead of running:
+// those that succeeded there and all of whose dependencies are reused too, except, for a
+// rerun from a step, that step and its descendants, and, for a replay, every step.
+func Reused(g *dag.Graph, succeeded func(step string) bool, ref *ergonv1alpha1.RetryReference) map[string]bool {
+	reused := map[string]bool{}
+	if ref.Replay {
+		return reused
+	}
+	again := map[string]bool{}
+	if ref.From != "" {
+		again[ref.From] = true
+		for _, d := range g.Descendants(ref.From) {
+			again[d] = true
+		}
+	}
+	for _, name := range g.TopologicalOrder() {
+		if again[name] || !succeeded(name) {
+			continue
+		}
+		all := true
+		for _, d := range g.Dependencies(name) {
+			all = all && reused[d]
+		}
+		if all {
+			reused[name] = true
+		}
+	}
+	return reused
 }

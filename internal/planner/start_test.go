@@ -73,7 +73,7 @@ func TestDecideStart(t *testing.T) {
 	}{
 		{name: "a good Scene starts", run: run(nil), scene: good, action: StartScene},
 		{name: "a retry starts from the retried Run, whatever the Scene",
-			run: run(func(r *ergonv1alpha1.Run) { r.Spec.RetryOf = &ergonv1alpha1.RunReference{Name: "old"} }), action: StartRetry},
+			run: run(func(r *ergonv1alpha1.Run) { r.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: "old"} }), action: StartRetry},
 		{name: "cancelled before it started, even while waiting for its Scene",
 			run: run(func(r *ergonv1alpha1.Run) { r.Spec.Cancel = true; waiting(r) }), action: StartEnd,
 			phase: ergonv1alpha1.RunCancelled, reason: ergonv1alpha1.ReasonCancelled, message: "cancelled before it started",
@@ -86,7 +86,7 @@ func TestDecideStart(t *testing.T) {
 		{name: "cancel wins over a retry",
 			run: run(func(r *ergonv1alpha1.Run) {
 				r.Spec.Cancel = true
-				r.Spec.RetryOf = &ergonv1alpha1.RunReference{Name: "old"}
+				r.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: "old"}
 			}), action: StartEnd, phase: ergonv1alpha1.RunCancelled, reason: ergonv1alpha1.ReasonCancelled,
 			events: []string{ergonv1alpha1.ReasonCancelled}},
 		{name: "a missing param fails the Run, naming it",

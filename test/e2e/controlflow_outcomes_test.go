@@ -158,7 +158,7 @@ var _ = Describe("Control flow by outcome on a real cluster", func() {
 		flag.Data["fail"] = "no"
 		Expect(k8sClient.Update(ctx, flag)).To(Succeed())
 		retry := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "abc-1-retry", Namespace: ns},
-			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "abc"}, RetryOf: &ergonv1alpha1.RunReference{Name: "abc-1"}}}
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "abc"}, RetryOf: &ergonv1alpha1.RetryReference{Name: "abc-1"}}}
 		started := time.Now()
 		Expect(k8sClient.Create(ctx, retry)).To(Succeed())
 		retry = finished(ctx, retry)

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/identity"
 )
@@ -51,17 +52,25 @@ type RunValidator struct {
 	secrets *secretAccess
 	// workspaces asks whether the requester may run steps in the Workspaces it uses.
 	workspaces *workspaceAccess
+	// archive is where a retry of a Run that is gone finds it; nil without an archive.
+	archive archive.Store
+	// live reads around the cache (namespaces, which the manager does not watch).
+	live client.Reader
 }
 
 // SetupRunWebhookWithManager registers the Run webhook.
 func SetupRunWebhookWithManager(mgr ctrl.Manager) error {
+	return setupRunWebhook(mgr, Options{})
+}
+
+func setupRunWebhook(mgr ctrl.Manager, o Options) error {
 	m, err := managerOf(mgr)
 	if err != nil {
 		return err
 	}
 	secrets := newSecretAccess(mgr, m)
 	v := &RunValidator{Reader: newReader(mgr), Client: mgr.GetClient(), Manager: m, secrets: secrets,
-		workspaces: newWorkspaceAccess(mgr, secrets)}
+		workspaces: newWorkspaceAccess(mgr, secrets), archive: o.Archive, live: mgr.GetAPIReader()}
 	return ctrl.NewWebhookManagedBy(mgr, &ergonv1alpha1.Run{}).WithDefaulter(v).WithValidator(v).Complete()
 }
 
@@ -157,7 +166,10 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	errs := compile.CheckParams(&scene.Spec, run.Spec.Params)
+	var errs field.ErrorList
+	if run.Spec.RetryOf == nil { // a retry's params fit the snapshot it runs (checkRetryOf)
+		errs = compile.CheckParams(&scene.Spec, run.Spec.Params)
+	}
 	secretErrs, err := sceneSecretsAt(ctx, v.Reader, v.secrets, scene, sceneRef)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)

@@ -16,14 +16,29 @@ limitations under the License.
 
 package v1alpha1
 
-import ctrl "sigs.k8s.io/controller-runtime"
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ergon-dev/ergon/internal/archive"
+)
+
+// Options configure the webhooks.
+type Options struct {
+	// Archive, when set, is where a Run's spec.retryOf finds a Run that is gone.
+	Archive archive.Store
+}
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind with the manager's
 // webhook server, each refusing a field of the wrong JSON type by its name (decoding.go).
 func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+	return SetupWebhooksWithOptions(mgr, Options{})
+}
+
+// SetupWebhooksWithOptions is SetupWebhooksWithManager with options.
+func SetupWebhooksWithOptions(mgr ctrl.Manager, o Options) error {
 	mgr = explainingManager{mgr}
 	for _, setup := range []func(ctrl.Manager) error{
-		SetupSceneWebhookWithManager, SetupRunWebhookWithManager, SetupTriggerWebhookWithManager,
+		SetupSceneWebhookWithManager, func(mgr ctrl.Manager) error { return setupRunWebhook(mgr, o) }, SetupTriggerWebhookWithManager,
 		SetupGateWebhookWithManager, SetupWorkspaceWebhookWithManager,
 	} {
 		if err := setup(mgr); err != nil {
