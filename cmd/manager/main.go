@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +72,8 @@ func init() {
 // options are the manager's flags.
 type options struct {
 	metricsAddr, probeAddr, hooksAddr, archiveURL        string
+	archiveRetention                                     string
+	archiveKeep                                          int
 	metricsCertPath, metricsCertName, metricsCertKey     string
 	webhookCertPath, webhookCertName, webhookCertKey     string
 	webhookPort                                          int
@@ -162,6 +165,10 @@ func (o *options) bindFlags() {
 		"a password comes from a Secret. Empty archives nothing.")
 	flag.DurationVar(&o.run.ArchiveWait, "archive-wait", controllers.DefaultArchiveGiveUpAfter, "How long a deleted Run "+
 		"waits to be archived, and a finished Run's pods wait for its record, before they go without it.")
+	flag.StringVar(&o.archiveRetention, "archive-retention", "90d", "How long archived Runs are kept after they finished: "+
+		"a duration (2160h), days (90d) or forever; a Namespace's annotation "+controllers.AnnotationArchiveRetention+" overrides it.")
+	flag.IntVar(&o.archiveKeep, "archive-keep", 0, "At most this many archived Runs kept per namespace, the newest; 0 keeps any "+
+		"number; a Namespace's annotation "+controllers.AnnotationArchiveKeep+" overrides it.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -216,7 +223,13 @@ func run(o *options) error {
 		// HTTP/2 Stream Cancellation and Rapid Reset (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8).
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: tlsOpts, Port: o.webhookPort,
+	webhookTLS := tlsOpts
+	if o.archiveURL != "" {
+		// The API server's aggregator proves itself with a client certificate, which the
+		// archive's API verifies (internal/archiveapi); admission requests send none.
+		webhookTLS = append(slices.Clone(tlsOpts), func(c *tls.Config) { c.ClientAuth = tls.RequestClientCert })
+	}
+	webhookServer := webhook.NewServer(webhook.Options{TLSOpts: webhookTLS, Port: o.webhookPort,
 		CertDir: o.webhookCertPath, CertName: o.webhookCertName, KeyName: o.webhookCertKey})
 	metricsServer := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts,
 		CertDir: o.metricsCertPath, CertName: o.metricsCertName, KeyName: o.metricsCertKey}
@@ -250,6 +263,16 @@ func run(o *options) error {
 		return err
 	}
 	setupLog.Info("Step pods get Ergon's entrypoint", "by", o.run.StepBinaries)
+	if o.archiveURL != "" {
+		kind := archive.Kind(o.archiveURL)
+		if kind == "" {
+			return fmt.Errorf("--archive-url: want sqlite:///PATH or postgres://, not %q", strings.SplitN(o.archiveURL, ":", 2)[0])
+		}
+		if kind == archive.KindSQLite && o.scale.shard.Count > 1 {
+			return errors.New("--archive-url: SQLite keeps the archive for one manager; with --shards above 1 use PostgreSQL")
+		}
+		o.webhooks.archive = archive.Lazy(o.archiveURL)
+	}
 	if err := setupControllers(mgr, restConfig, o); err != nil {
 		return err
 	}
@@ -324,20 +347,27 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		return fmt.Errorf("--notification-channels: %w", err)
 	}
 	var archiver interface{ SetupWithManager(ctrl.Manager) error } = noController{}
-	if o.archiveURL != "" {
-		kind := archive.Kind(o.archiveURL)
-		if kind == "" {
-			return fmt.Errorf("--archive-url: want sqlite:///PATH or postgres://, not %q", strings.SplitN(o.archiveURL, ":", 2)[0])
-		}
-		if kind == archive.KindSQLite && o.scale.shard.Count > 1 {
-			return errors.New("--archive-url: SQLite keeps the archive for one manager; with --shards above 1 use PostgreSQL")
-		}
+	if store := o.webhooks.archive; store != nil {
 		runConfig.Archive = true
-		setupLog.Info("Runs that end are archived", "store", kind)
+		setupLog.Info("Runs that end are archived", "store", store.Kind())
 		archiver = &controllers.ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-archive"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Store: archive.Lazy(o.archiveURL),
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Store: store,
 			Config: controllers.ArchiveConfig{GiveUpAfter: o.run.ArchiveWait}}
+		retention, forever, err := controllers.ParseRetention(o.archiveRetention)
+		if err != nil {
+			return fmt.Errorf("--archive-retention: %w", err)
+		}
+		if forever {
+			retention = 0
+		}
+		if o.archiveKeep < 0 {
+			return errors.New("--archive-keep: want 0 (any number) or more")
+		}
+		if err := mgr.Add(&controllers.ArchivePruner{Store: store, Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
+			Retention: retention, Keep: o.archiveKeep, Shard: o.scale.shard}); err != nil {
+			return err
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -345,7 +375,8 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	}{
 		{"Run", &controllers.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier}},
+			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
+			Archive: o.webhooks.archive}},
 		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
 		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ergon-dev/ergon/internal/archive"
+	"github.com/ergon-dev/ergon/internal/archiveapi"
 	"github.com/ergon-dev/ergon/internal/certfiles"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -46,6 +48,9 @@ type webhookOptions struct {
 	certDir, namespace, service, secret string
 	validatingName, mutatingName        string
 	ready                               atomic.Bool
+	// archive is the Run archive (--archive-url), nil without one: retries find Runs that
+	// are gone in it.
+	archive archive.Store
 }
 
 func (o *webhookOptions) bindFlags() {
@@ -69,8 +74,15 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		return nil
 	}
 	register := func() error {
-		if err := webhookv1alpha1.SetupWebhooksWithManager(mgr); err != nil {
+		if err := webhookv1alpha1.SetupWebhooksWithOptions(mgr, webhookv1alpha1.Options{Archive: o.archive}); err != nil {
 			return err
+		}
+		if o.archive != nil {
+			// The archive's API (archive.ergon.dev), which the API server's aggregator
+			// forwards to this server, is served beside the webhooks, with their certificate.
+			mgr.GetWebhookServer().Register(archiveapi.Prefix, &archiveapi.Server{Store: o.archive,
+				Authenticator: &archiveapi.FrontProxy{Reader: mgr.GetAPIReader()},
+				Client:        mgr.GetClient(), Reader: mgr.GetAPIReader()})
 		}
 		o.ready.Store(true)
 		return nil
@@ -93,10 +105,7 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		CAOrganization: "ergon",
 		DNSName:        fmt.Sprintf("%s.%s.svc", o.service, o.namespace),
 		IsReady:        certsReady,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: o.validatingName, Type: rotator.Validating},
-			{Name: o.mutatingName, Type: rotator.Mutating},
-		},
+		Webhooks:       o.injected(),
 	}); err != nil {
 		return err
 	}
@@ -113,6 +122,19 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		}
 	}()
 	return nil
+}
+
+// injected are the objects whose CA bundle the rotator keeps: the webhook configurations, and
+// the archive's APIService when the archive is on.
+func (o *webhookOptions) injected() []rotator.WebhookInfo {
+	objects := []rotator.WebhookInfo{
+		{Name: o.validatingName, Type: rotator.Validating},
+		{Name: o.mutatingName, Type: rotator.Mutating},
+	}
+	if o.archive != nil {
+		objects = append(objects, rotator.WebhookInfo{Name: archiveapi.Version + "." + archiveapi.Group, Type: rotator.APIService})
+	}
+	return objects
 }
 
 // readyz fails until the webhooks serve, so the Deployment is Ready only when admission works.

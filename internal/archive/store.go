@@ -422,6 +422,23 @@ func (s *sqlStore) Stats(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
+func (s *sqlStore) Namespaces(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT namespace_uid FROM runs ORDER BY namespace_uid`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var uids []string
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			return nil, err
+		}
+		uids = append(uids, uid)
+	}
+	return uids, rows.Err()
+}
+
 // marks is n ? markers, comma separated.
 func marks(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

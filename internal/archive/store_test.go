@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -164,6 +165,9 @@ func TestARecordIsReadBackWholeAndWritingItAgainReplacesIt(t *testing.T) {
 		st, err := s.Stats(ctx)
 		if err != nil || st.Runs != 1 || st.Bytes <= 0 || st.Bytes > 20000 {
 			t.Fatalf("stats = %+v, %v (the body is compressed)", st, err)
+		}
+		if uids, err := s.Namespaces(ctx); err != nil || !slices.Equal(uids, []string{"uid-team-a"}) {
+			t.Fatalf("namespaces = %q, %v", uids, err)
 		}
 	})
 }
