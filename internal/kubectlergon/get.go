@@ -79,7 +79,7 @@ var Kinds = []kind{
 			return []string{r.Name, r.Spec.SceneRef.Name, string(orPending(r.Status.Phase)), orNone(r.Status.Progress),
 				timeOrNone(r.Status.StartedAt, now), age(r, now)}
 		}},
-	{plural: "scenes", aliases: []string{"scene", "sc"}, newList: func() client.ObjectList { return &ergonv1alpha1.SceneList{} },
+	{plural: "scenes", aliases: []string{wordScene, "sc"}, newList: func() client.ObjectList { return &ergonv1alpha1.SceneList{} },
 		columns: []string{columnName, "STEPS", "PARAMS", "WORKSPACE", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			s := obj.(*ergonv1alpha1.Scene)
@@ -103,7 +103,7 @@ var Kinds = []kind{
 			}
 			return []string{g.Name, g.Spec.RunRef.Name, g.Spec.Step, phase, orNone(g.Status.DecidedBy), age(g, now)}
 		}},
-	{plural: "triggers", aliases: []string{"trigger", "tg"}, newList: func() client.ObjectList { return &ergonv1alpha1.TriggerList{} },
+	{plural: "triggers", aliases: []string{wordTrigger, "tg"}, newList: func() client.ObjectList { return &ergonv1alpha1.TriggerList{} },
 		columns: []string{columnName, "SCENE", "SOURCE", "SUSPENDED", "ACTIVE", "LAST-RUN", "NEXT", columnAge},
 		row: func(obj client.Object, now time.Time) []string {
 			t := obj.(*ergonv1alpha1.Trigger)
@@ -177,13 +177,13 @@ func newGetCommand(o *Options) *cobra.Command {
 	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, watch for changes")
 	f.BoolVarP(&g.all, "all-namespaces", "A", false, "list the objects of every namespace")
 	f.StringVarP(&g.selector, "selector", "l", "", "label selector, e.g. ergon.dev/scene=report")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "yaml", "name"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{formatJSON, formatYAML, "name"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 func printerFor(output string) (printers.ResourcePrinter, error) {
 	switch output {
-	case "json":
+	case formatJSON:
 		return &printers.JSONPrinter{}, nil
 	case "yaml":
 		return &printers.YAMLPrinter{}, nil

@@ -18,6 +18,7 @@ package kubectlergon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -94,21 +95,84 @@ func (so *startOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().Int64Var(&so.tail, "tail", 20, "with --follow, lines of the failed step's log to print")
 }
 
+type rerunOptions struct {
+	from   string
+	params []string
+	latest bool
+	name   string
+	startOptions
+}
+
 func newRerunCommand(o *Options) *cobra.Command {
-	so := &startOptions{}
+	ro := &rerunOptions{}
 	cmd := &cobra.Command{
-		Use:               "rerun RUN",
-		Short:             "Start a new Run of the same Scene with the same params",
+		Use:   "rerun RUN",
+		Short: "Run a Run's snapshot again, all of it or from one step, with edited params",
+		Long: "Start a new Run of the snapshot RUN ran (not of today's Scene), live or archived. Without\n" +
+			"--from every step runs again (a replay). With --from STEP, the steps upstream of STEP that\n" +
+			"succeeded are not run again: they take RUN's outputs, verified by digest; STEP and every step\n" +
+			"downstream of it run with the new Run's params: RUN's, with --set applied. --latest runs\n" +
+			"today's Scene with RUN's params instead.",
+		Example: "  kubectl ergon rerun report-7x2k --from summarize --set tone=formal --follow\n" +
+			"  kubectl ergon rerun report-7x2k",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(o, "runs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			old, err := o.getRun(cmd.Context(), args[0])
+			old, err := o.liveOrArchivedRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			params, err := ParseParams(nil, ro.params)
+			if err != nil {
+				return err
+			}
+			merged := maps.Clone(old.Spec.Params)
+			if merged == nil {
+				merged = map[string]string{}
+			}
+			maps.Copy(merged, params)
+			run := newRun(old.Namespace, ro.name, old.Spec.SceneRef.Name, merged)
+			run.Spec.Timeout = old.Spec.Timeout
+			run.Spec.TTLSecondsAfterFinished = old.Spec.TTLSecondsAfterFinished
+			switch {
+			case ro.latest && ro.from != "":
+				return errors.New("--latest runs today's Scene from its start; it cannot be combined with --from")
+			case ro.latest:
+			case ro.from != "":
+				run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, From: ro.from}
+			default:
+				run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, Replay: true}
+			}
+			return o.start(cmd.Context(), run, &ro.startOptions)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&ro.from, "from", "", "the step to run again, with every step downstream of it; the others are reused")
+	f.StringArrayVar(&ro.params, "set", nil, "change a param as key=value; repeat for more")
+	f.BoolVar(&ro.latest, "latest", false, "run today's Scene with RUN's params instead of RUN's snapshot")
+	f.StringVar(&ro.name, "name", "", "name of the new Run; generated from the Scene's name when empty")
+	ro.flags(cmd)
+	return cmd
+}
+
+func newRetryCommand(o *Options) *cobra.Command {
+	so := &startOptions{}
+	cmd := &cobra.Command{
+		Use:   "retry RUN",
+		Short: "Retry a failed or cancelled Run: run only the steps that did not succeed",
+		Long: "Start a new Run of the snapshot RUN ran, live or archived, with its params: the steps that\n" +
+			"succeeded in RUN (and whose dependencies did) take its outputs, verified by digest; the others run.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNames(o, "runs"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			old, err := o.liveOrArchivedRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			run := newRun(old.Namespace, "", old.Spec.SceneRef.Name, maps.Clone(old.Spec.Params))
 			run.Spec.Timeout = old.Spec.Timeout
 			run.Spec.TTLSecondsAfterFinished = old.Spec.TTLSecondsAfterFinished
+			run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name}
 			return o.start(cmd.Context(), run, so)
 		},
 	}
@@ -117,7 +181,7 @@ func newRerunCommand(o *Options) *cobra.Command {
 }
 
 func newTriggerCommand(o *Options) *cobra.Command {
-	cmd := &cobra.Command{Use: "trigger", Short: "Work with Triggers"}
+	cmd := &cobra.Command{Use: wordTrigger, Short: "Work with Triggers"}
 	so := &startOptions{}
 	run := &cobra.Command{
 		Use:   "run TRIGGER",

@@ -150,7 +150,7 @@ func stepKind(s *ergonv1alpha1.StepStatus) string {
 	case s.Gate != "":
 		return "gate"
 	case s.ChildRun != "":
-		return "scene"
+		return wordScene
 	}
 	return string(s.Phase)
 }

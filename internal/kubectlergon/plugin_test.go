@@ -148,6 +148,18 @@ var _ = Describe("kubectl ergon run", func() {
 		again := createdRun(r)
 		Expect(again).NotTo(Equal(name))
 		Expect(getRun(ctx, ns, again).Spec.Params).To(Equal(map[string]string{"who": "world", "greeting": "hey"}))
+		Expect(getRun(ctx, ns, again).Spec.RetryOf).To(Equal(&ergonv1alpha1.RetryReference{Name: name, Replay: true}),
+			"a rerun replays the original's snapshot, not today's Scene")
+
+		r = plugin(ctx, ns, "rerun", name, "--from", "shout", "--set", "greeting=yo", "--follow")
+		Expect(r.code).To(Equal(0), r.err)
+		fromShout := getRun(ctx, ns, createdRun(r))
+		Expect(fromShout.Spec.RetryOf).To(Equal(&ergonv1alpha1.RetryReference{Name: name, From: "shout"}))
+		Expect(fromShout.Spec.Params).To(Equal(map[string]string{"who": "world", "greeting": "yo"}))
+
+		r = plugin(ctx, ns, "rerun", name, "--from", "nope")
+		Expect(r.code).To(Equal(1))
+		Expect(r.err).To(ContainSubstring("spec.retryOf.from"), "admission names the field")
 	})
 
 	It("exits 1 on a failed Run, printing the failed step's reason and the end of its log", func(ctx SpecContext) {

@@ -47,6 +47,10 @@ const (
 	columnAge     = "AGE"
 	columnName    = "NAME"
 	columnPhase   = "PHASE"
+	wordScene     = "scene"
+	wordTrigger   = "trigger"
+	formatJSON    = "json"
+	formatYAML    = "yaml"
 )
 
 // Exit codes of run --follow, and of every command that fails.
@@ -196,7 +200,8 @@ func NewCommand(o *Options) *cobra.Command {
 		newRunCommand(o), newGetCommand(o), newTreeCommand(o), newLogsCommand(o), newOutputCommand(o),
 		newDecideCommand(o, optionApprove), newDecideCommand(o, optionReject), newGatesCommand(o),
 		newAnswerCommand(o), newInboxCommand(o),
-		newCancelCommand(o), newRerunCommand(o), newTriggerCommand(o),
+		newCancelCommand(o), newRerunCommand(o), newRetryCommand(o), newHistoryCommand(o), newDiffCommand(o),
+		newTriggerCommand(o),
 		newSuspendCommand(o, true), newSuspendCommand(o, false),
 		newLintCommand(o), newVersionCommand(o),
 	)

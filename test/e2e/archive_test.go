@@ -58,5 +58,29 @@ var _ = Describe("The archive on a real cluster", func() {
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(run), &ergonv1alpha1.Run{})
 		}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
+
+		By("reading it back through the API server's aggregator, as a viewer of the namespace")
+		tenant(ctx, ns, "archive-viewer", "ergon-viewer")
+		Eventually(func(g Gomega) {
+			code, out, errOut := ran(ergon(ns, "history", "--as", "archive-viewer"))
+			g.Expect(code).To(Equal(0), errOut)
+			g.Expect(out).To(MatchRegexp(`brief-1\s+brief\s+Succeeded`))
+		}).WithTimeout(2 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+		code, out, _ := ran(ergon(ns, "history", "--as", "archive-viewer", "--text", "no-such-words"))
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("No archived Runs found."))
+
+		By("refusing a person who may not get Runs in the namespace")
+		code, _, errOut := ran(ergon(ns, "history", "--as", "archive-stranger"))
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("cannot get runs.ergon.dev"))
+		code, _, errOut = ran(ergon(ns, "diff", "brief-1", "brief-1", "--as", "archive-stranger"))
+		Expect(code).To(Equal(1))
+		Expect(errOut).NotTo(ContainSubstring("kept"))
+
+		By("replaying the archived Run's snapshot in a new Run")
+		code, out, errOut = ran(ergon(ns, "rerun", "brief-1", "--name", "brief-2", "--follow", "--timeout", "3m"))
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(ContainSubstring("Run brief-2 Succeeded"))
 	})
 })

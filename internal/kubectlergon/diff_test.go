@@ -1,0 +1,82 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kubectlergon
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+func TestDiffValues(t *testing.T) {
+	cases := []struct {
+		name, a, b string
+		want       []string
+	}{
+		{"JSON objects by field", `{"title":"Q3","items":[1,2],"owner":"ann"}`, `{"title":"Q4","items":[1,2,3]}`,
+			[]string{`~ .title: "Q3" -> "Q4"`, "+ .items[2]: 3", `- .owner: "ann"`}},
+		{"equal JSON has no difference", `{"a":1}`, `{ "a": 1 }`, nil},
+		{"text by line", "one\ntwo\nthree", "one\n2\nthree\nfour", []string{"  one", "- two", "+ 2", "  three", "+ four"}},
+		{"JSON against text is text", `{"a":1}`, "a=1", []string{`- {"a":1}`, "+ a=1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DiffValues(tc.a, tc.b)
+			if tc.name == "JSON objects by field" {
+				slices.Sort(got)
+				slices.Sort(tc.want)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestDiffRuns(t *testing.T) {
+	at := func(s int) *metav1.Time { return &metav1.Time{Time: time.Unix(1_700_000_000+int64(s), 0)} }
+	run := func(name, mode, draft string, tokens int64) *ergonv1alpha1.Run {
+		return &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "report"}, Params: map[string]string{"mode": mode, "team": "a"}},
+			Status: ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunSucceeded, StartedAt: at(0), FinishedAt: at(90), Steps: []ergonv1alpha1.StepStatus{
+				{Name: "fetch", Phase: ergonv1alpha1.StepSucceeded, StartedAt: at(0), FinishedAt: at(10), Output: &ergonv1alpha1.OutputValue{Preview: "data"}},
+				{Name: "draft", Phase: ergonv1alpha1.StepSucceeded, StartedAt: at(10), FinishedAt: at(80),
+					Usage: &ergonv1alpha1.AgentUsage{TotalTokens: tokens}, Output: &ergonv1alpha1.OutputValue{Preview: draft}},
+				{Name: "approve", Phase: ergonv1alpha1.StepSucceeded, Decision: "approved"},
+			}}}
+	}
+	out := &strings.Builder{}
+	if err := DiffRuns(out, run("r1", "fast", "line one\nline two", 120), run("r2", "slow", "line one\nline 2", 150)); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{`param mode  "fast"`, `"slow"`, "120 tokens", "150 tokens", "decision approved",
+		"--- r1/draft", "+++ r2/draft", "- line two", "+ line 2", "1m10s"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "param team") || strings.Contains(text, "r1/fetch") {
+		t.Errorf("the diff shows what is equal:\n%s", text)
+	}
+}
