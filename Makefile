@@ -157,6 +157,10 @@ bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of 
 bench-workspace-wake: ## Run created -> bound step running, with the Workspace Running and woken from Idle, on the cluster of $$KUBECONFIG (about 5 minutes; not part of make test).
 	go run ./test/bench/workspaceready -wake -workspaces 10 $(BENCH_ARGS)
 
+.PHONY: bench-archive
+bench-archive: ## The Run archive on SQLite: writes per second, then query latency (p50, p95) at 100,000 archived Runs (ERGON_BENCH_ARCHIVE_RUNS).
+	go test ./internal/archive/ -run '^$$' -bench BenchmarkArchive -benchtime 400x -timeout 30m
+
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -scale
