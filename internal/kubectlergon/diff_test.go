@@ -26,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/archive"
+	"github.com/ergon-dev/ergon/internal/archiveapi"
 )
 
 func TestDiffValues(t *testing.T) {
@@ -78,5 +80,28 @@ func TestDiffRuns(t *testing.T) {
 	}
 	if strings.Contains(text, "param team") || strings.Contains(text, "r1/fetch") {
 		t.Errorf("the diff shows what is equal:\n%s", text)
+	}
+}
+
+func TestPrintHistory(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	list := &archiveapi.ArchivedRunList{Items: []archiveapi.ArchivedRun{{Summary: archive.Summary{
+		Namespace: "team-a", Name: "report-1", Scene: "report", Phase: "Failed", StartedBy: "alice",
+		CreatedAt: now.Add(-3 * time.Hour), FinishedAt: now.Add(-3*time.Hour + 90*time.Second)}}}}
+	out := &strings.Builder{}
+	printHistory(out, list, true, now)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE") {
+		t.Fatalf("want a header with NAMESPACE and one row:\n%s", out)
+	}
+	for _, want := range []string{"team-a", "report-1", "report", "Failed", "alice", "<none>", "1m30s", "2h ago"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("the row lacks %q: %s", want, lines[1])
+		}
+	}
+	out.Reset()
+	printHistory(out, &archiveapi.ArchivedRunList{}, false, now)
+	if out.String() != "No archived Runs found.\n" {
+		t.Errorf("an empty page says %q", out)
 	}
 }

@@ -28,7 +28,8 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -83,11 +84,12 @@ func (o *Options) archiveREST() (rest.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	// The core client decodes the Status of a refusal into its message.
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return dc.RESTClient(), nil
+	return cs.CoreV1().RESTClient(), nil
 }
 
 func archivePath(namespace string) string {
@@ -96,6 +98,20 @@ func archivePath(namespace string) string {
 		p += "/namespaces/" + namespace
 	}
 	return p + "/" + archiveapi.Resource
+}
+
+// readArchive sends a read and returns its body; a refusal is returned as the API server's
+// Status says it (client-go reads a JSON Status of a path outside its group as "unknown").
+func readArchive(ctx context.Context, req *rest.Request) ([]byte, error) {
+	raw, err := req.Do(ctx).Raw()
+	if err != nil {
+		status := &metav1.Status{}
+		if json.Unmarshal(raw, status) == nil && status.Kind == "Status" && status.Message != "" {
+			return nil, &apierrors.StatusError{ErrStatus: *status}
+		}
+		return nil, err
+	}
+	return raw, nil
 }
 
 // archiveError says what a failed read of the archive means to the user: a 404 that does
@@ -132,7 +148,7 @@ func (o *Options) history(ctx context.Context, h *historyOptions) error {
 	if h.limit > 0 {
 		req = req.Param("limit", strconv.Itoa(h.limit))
 	}
-	raw, err := req.DoRaw(ctx)
+	raw, err := readArchive(ctx, req)
 	if err != nil {
 		return archiveError(err)
 	}
@@ -223,7 +239,7 @@ func (o *Options) archivedRun(ctx context.Context, name string) (*archiveapi.Arc
 	if err != nil {
 		return nil, err
 	}
-	raw, err := rc.Get().AbsPath(archivePath(ns), name).DoRaw(ctx)
+	raw, err := readArchive(ctx, rc.Get().AbsPath(archivePath(ns), name))
 	if err != nil {
 		return nil, err
 	}
