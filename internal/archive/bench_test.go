@@ -74,7 +74,7 @@ func BenchmarkArchive(b *testing.B) {
 		}
 	}
 	fill := time.Since(start)
-	b.ReportMetric(float64(total)/fill.Seconds(), "puts/s")
+	puts := float64(total) / fill.Seconds()
 
 	var all []string
 	for n := range 20 {
@@ -92,6 +92,7 @@ func BenchmarkArchive(b *testing.B) {
 	}
 	b.ResetTimer()
 	var took []time.Duration
+	byKind := make([][]time.Duration, len(queries))
 	for i := 0; b.Loop(); i++ {
 		q := queries[i%len(queries)]
 		t0 := time.Now()
@@ -106,10 +107,19 @@ func BenchmarkArchive(b *testing.B) {
 			}
 		}
 		took = append(took, time.Since(t0))
+		byKind[i%len(queries)] = append(byKind[i%len(queries)], time.Since(t0))
 	}
-	slices.Sort(took)
-	pct := func(p float64) float64 { return float64(took[int(float64(len(took)-1)*p)].Microseconds()) / 1000 }
-	b.ReportMetric(pct(0.5), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
+	pct := func(d []time.Duration, p float64) float64 {
+		slices.Sort(d)
+		return float64(d[int(float64(len(d)-1)*p)].Microseconds()) / 1000
+	}
+	b.ReportMetric(puts, "puts/s")
+	b.ReportMetric(pct(took, 0.5), "p50-ms")
+	b.ReportMetric(pct(took, 0.95), "p95-ms")
+	for k, d := range byKind {
+		if len(d) > 0 {
+			b.Logf("query %d %+v: p50 %.1f ms, p95 %.1f ms", k, queries[k], pct(d, 0.5), pct(d, 0.95))
+		}
+	}
 	b.Logf("%d records written in %s; %d queries", total, fill.Round(time.Millisecond), len(took))
 }

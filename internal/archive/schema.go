@@ -54,6 +54,8 @@ var migrations = []string{
 		PRIMARY KEY (run_uid, key)
 	);
 	CREATE INDEX run_labels_by_value ON run_labels (key, value, run_uid);`,
+	// 2: the newest Runs across many namespaces, in order, without sorting them all.
+	`CREATE INDEX runs_by_finish ON runs (finished_at, uid);`,
 }
 
 // dialect is what differs between the two stores.
