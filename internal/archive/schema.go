@@ -54,8 +54,13 @@ var migrations = []string{
 		PRIMARY KEY (run_uid, key)
 	);
 	CREATE INDEX run_labels_by_value ON run_labels (key, value, run_uid);`,
-	// 2: the newest Runs across many namespaces, in order, without sorting them all.
-	`CREATE INDEX runs_by_finish ON runs (finished_at, uid);`,
+	// 2: an index per equality filter that also gives a page's order (finished_at, uid), so a
+	// filter that matches few of a namespace's Runs reads those, not the whole namespace.
+	`DROP INDEX runs_by_scene;
+	CREATE INDEX runs_by_scene ON runs (namespace_uid, scene, finished_at, uid);
+	CREATE INDEX runs_by_phase ON runs (namespace_uid, phase, finished_at, uid);
+	CREATE INDEX runs_by_started_by ON runs (namespace_uid, started_by, finished_at, uid);
+	CREATE INDEX runs_by_trigger ON runs (namespace_uid, trigger_name, finished_at, uid);`,
 }
 
 // dialect is what differs between the two stores.

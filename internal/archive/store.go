@@ -255,11 +255,8 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 	case limit > MaxLimit:
 		limit = MaxLimit
 	}
-	where := []string{`namespace_uid IN (` + marks(len(q.Namespaces)) + `)`}
+	var where []string
 	var args []any
-	for _, ns := range q.Namespaces {
-		args = append(args, ns)
-	}
 	eq := func(column, value string) {
 		if value != "" {
 			where = append(where, column+` = ?`)
@@ -271,7 +268,8 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 	eq("started_by", q.StartedBy)
 	eq("trigger_name", q.Trigger)
 	for _, k := range slices.Sorted(maps.Keys(q.Labels)) {
-		where = append(where, `uid IN (SELECT run_uid FROM run_labels WHERE key = ? AND value = ?)`)
+		// A lookup per Run read, by run_labels' key: the newest first, stopping at the page.
+		where = append(where, `EXISTS (SELECT 1 FROM run_labels WHERE run_uid = runs.uid AND key = ? AND value = ?)`)
 		args = append(args, k, q.Labels[k])
 	}
 	if !q.Since.IsZero() {
@@ -294,10 +292,8 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 		where = append(where, `(finished_at < ? OR (finished_at = ? AND uid < ?))`)
 		args = append(args, at, at, uid)
 	}
-	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, s.d.bind(`SELECT uid, namespace_uid, namespace, name, scene, phase, started_by,
-		trigger_name, created_at, finished_at, archived_at FROM runs WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY finished_at DESC, uid DESC LIMIT ?`), args...)
+	query, all := listQuery(q.Namespaces, where, args, limit+1)
+	rows, err := s.db.QueryContext(ctx, s.d.bind(query), all...)
 	if err != nil {
 		return page, err
 	}
@@ -321,6 +317,37 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 		page.Continue = fmt.Sprintf("%d.%s", millis(last.FinishedAt), last.UID)
 	}
 	return page, s.addLabels(ctx, page.Items)
+}
+
+// listColumns are the columns of a Summary.
+const listColumns = `uid, namespace_uid, namespace, name, scene, phase, started_by, trigger_name, created_at, finished_at, archived_at`
+
+// unionNamespaces is how many namespaces a list reads one by one, each by its own index, newest
+// first and limited, before merging them; above it, one scan of them all. Reading them one by
+// one spares sorting every Run of every namespace (docs/performance.md).
+const unionNamespaces = 64
+
+// listQuery is the query of a page: the newest limit Runs of namespaces that pass where.
+func listQuery(namespaces, where []string, args []any, limit int) (string, []any) {
+	order := ` ORDER BY finished_at DESC, uid DESC LIMIT ?`
+	filter := func(ns string) string {
+		return strings.Join(append([]string{ns}, where...), " AND ")
+	}
+	if len(namespaces) == 1 || len(namespaces) > unionNamespaces {
+		all := make([]any, 0, len(namespaces)+len(args)+1)
+		for _, ns := range namespaces {
+			all = append(all, ns)
+		}
+		all = append(append(all, args...), limit)
+		return `SELECT ` + listColumns + ` FROM runs WHERE ` + filter(`namespace_uid IN (`+marks(len(namespaces))+`)`) + order, all
+	}
+	parts := make([]string, len(namespaces))
+	all := make([]any, 0, len(namespaces)*(len(args)+2)+1)
+	for i, ns := range namespaces {
+		parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT %s FROM runs WHERE %s%s) AS n%d`, listColumns, filter(`namespace_uid = ?`), order, i)
+		all = append(append(append(all, ns), args...), limit)
+	}
+	return `SELECT ` + listColumns + ` FROM (` + strings.Join(parts, ` UNION ALL `) + `) AS pages` + order, append(all, limit)
 }
 
 // addLabels reads the labels of a page's Runs.

@@ -369,3 +369,83 @@ func TestAURLSaysWhichStore(t *testing.T) {
 		}
 	}
 }
+
+func TestListsAcrossNamespacesMergeThemInOrder(t *testing.T) {
+	stores(t, func(t *testing.T, s Store) {
+		ctx := t.Context()
+		// 70 namespaces (above unionNamespaces), three Runs each, their finish times interleaved;
+		// every third Run Failed.
+		var want, failed []string
+		var uids []string
+		for n := range 70 {
+			ns := fmt.Sprintf("ns-%02d", n)
+			uids = append(uids, "uid-"+ns)
+			for i := range 3 {
+				phase := ergonv1alpha1.RunSucceeded
+				if (n+i)%3 == 0 {
+					phase = ergonv1alpha1.RunFailed
+				}
+				r := record(ns, fmt.Sprintf("%s-run-%d", ns, i), "report", phase, i*100+n)
+				if err := s.Put(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// Newest first: minute i*100+n.
+		for i := 2; i >= 0; i-- {
+			for n := 69; n >= 0; n-- {
+				name := fmt.Sprintf("ns-%02d-run-%d", n, i)
+				want = append(want, name)
+				if (n+i)%3 == 0 {
+					failed = append(failed, name)
+				}
+			}
+		}
+		pageAll := func(q Query) []string {
+			var seen []string
+			for pages := 0; ; pages++ {
+				page, err := s.List(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen = append(seen, names(page)...)
+				if page.Continue == "" {
+					return seen
+				}
+				if pages > 100 {
+					t.Fatal("the pages do not end")
+				}
+				q.After = page.Continue
+			}
+		}
+		for _, tc := range []struct {
+			name       string
+			namespaces []string
+		}{
+			{"a few namespaces, each read by its own index", uids[:5]},
+			{"many namespaces, read in one scan", uids},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				in := map[string]bool{}
+				for _, u := range tc.namespaces {
+					in[strings.TrimPrefix(u, "uid-")] = true
+				}
+				keep := func(all []string) []string {
+					var out []string
+					for _, n := range all {
+						if in[n[:5]] {
+							out = append(out, n)
+						}
+					}
+					return out
+				}
+				if got := pageAll(Query{Namespaces: tc.namespaces, Limit: 7}); !slices.Equal(got, keep(want)) {
+					t.Errorf("paged through\n%v\nwant\n%v", got, keep(want))
+				}
+				if got := pageAll(Query{Namespaces: tc.namespaces, Phase: "Failed", Limit: 4}); !slices.Equal(got, keep(failed)) {
+					t.Errorf("Failed, paged through\n%v\nwant\n%v", got, keep(failed))
+				}
+			})
+		}
+	})
+}
