@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -129,6 +130,8 @@ var _ = Describe("Reads of the archive", func() {
 					g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
 					g.Expect(Archived(run)).To(BeTrue())
 				}).Should(Succeed())
+				// Finish times have seconds: the next Run ends in a later one, so it is the newer.
+				time.Sleep(time.Until(run.Status.FinishedAt.Add(1100 * time.Millisecond)))
 			}
 		}
 		annotate := func(ns string, annotations map[string]string) {
