@@ -230,16 +230,33 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 			return prog, nil // kept by an earlier read
 		}
 	}
-	rc, err = r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, outputs.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames))
+	tail := outputs.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames)
+	found, err := r.findFrame(ctx, run, pod, tail, *prog.Checkpoint)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		// More lines came after the checkpoint than the progress tail allows for (a tool's or
+		// a server's messages): read a wider end of the log once before giving up.
+		found, err = r.findFrame(ctx, run, pod, tail.Plus(checkpointWideTail), *prog.Checkpoint)
+	}
 	if err != nil {
 		return prog, err
 	}
-	found, err := outputs.FindFrames(rc, *prog.Checkpoint)
-	_ = rc.Close()
+	return prog, r.keepCheckpoint(ctx, run, step, found)
+}
+
+// checkpointWideTail is what a second read of an agent pod's log adds to the tail it reads
+// for a checkpoint, when the first did not reach its frame.
+var checkpointWideTail = outputs.Tail{Lines: 4096, Bytes: 8 << 20}
+
+// findFrame reads the end of an agent pod's log and finds one framed value in it.
+func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, pod planner.PodState, tail outputs.Tail,
+	want outputs.Part) ([]byte, error) {
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, tail)
 	if err != nil {
-		return prog, err
+		return nil, err
 	}
-	return prog, r.keepCheckpoint(ctx, run, step, found[prog.Checkpoint.SHA256])
+	defer func() { _ = rc.Close() }()
+	found, err := outputs.FindFrames(rc, want)
+	return found[want.SHA256], err
 }
 
 // keepCheckpoint writes a step's checkpoint ConfigMap; an empty checkpoint means the next
