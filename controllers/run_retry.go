@@ -156,11 +156,7 @@ func (r *RunReconciler) archivedSource(ctx context.Context, run *ergonv1alpha1.R
 	if r.Archive == nil {
 		return nil, &retryError{fmt.Sprintf("Run %s, which spec.retryOf names, does not exist (and this manager keeps no archive)", name)}
 	}
-	ns := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: run.Namespace}, ns); err != nil {
-		return nil, err
-	}
-	rec, err := r.Archive.Find(ctx, string(ns.UID), name)
+	rec, err := archive.FindIn(ctx, r.APIReader, r.Archive, run.Namespace, name)
 	if errors.Is(err, archive.ErrNotFound) {
 		return nil, &retryError{fmt.Sprintf("Run %s, which spec.retryOf names, does not exist, live or archived", name)}
 	}

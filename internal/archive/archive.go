@@ -28,6 +28,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +58,17 @@ type Record struct {
 	Missing []string `json:"missing,omitempty"`
 	// ArchivedAt is when the record was written; set by Put.
 	ArchivedAt time.Time `json:"archivedAt"`
+}
+
+// FindIn reads the newest record of a Run by the name of its namespace, which must exist: the
+// records are found by the namespace's UID, so one of the same name made again sees none of
+// the old one's.
+func FindIn(ctx context.Context, reader client.Reader, s Store, namespace, name string) (*Record, error) {
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return nil, err
+	}
+	return s.Find(ctx, string(ns.UID), name)
 }
 
 // Original is the archived Run as a retry reads it: its snapshot, which the record keeps

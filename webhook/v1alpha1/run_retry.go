@@ -24,7 +24,6 @@ import (
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,11 +107,7 @@ func (v *RunValidator) retried(ctx context.Context, namespace, name string) (*er
 	if !apierrors.IsNotFound(err) || v.archive == nil {
 		return nil, nil, client.IgnoreNotFound(err)
 	}
-	ns := &corev1.Namespace{}
-	if err := v.live.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		return nil, nil, err
-	}
-	rec, err := v.archive.Find(ctx, string(ns.UID), name)
+	rec, err := archive.FindIn(ctx, v.live, v.archive, namespace, name)
 	if errors.Is(err, archive.ErrNotFound) {
 		return nil, nil, nil
 	}
