@@ -35,94 +35,105 @@ import (
 func newDiffCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "diff RUN1 RUN2",
-		Short: "Compare two Runs, live or archived: params, steps, outputs, durations, tokens and cost, gate decisions",
+		Short: "Compare two Runs, live or archived: params, steps, outputs, durations, tokens and cost, gate answers",
 		Long: "Compare two Runs side by side: the params that differ, then every step's phase, duration,\n" +
 			"tokens and cost, and gate decision, and whether its output is the same (by SHA-256). Outputs\n" +
-			"that differ are shown as a diff of their JSON fields, or of their lines.",
+			"that differ are shown as a diff of their JSON fields, or of their lines; the Gates' answers\n" +
+			"that differ are listed after.",
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeNames(o, "runs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := o.liveOrArchivedRun(cmd.Context(), args[0])
+			a, err := o.compareSide(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			b, err := o.liveOrArchivedRun(cmd.Context(), args[1])
+			b, err := o.compareSide(cmd.Context(), args[1])
 			if err != nil {
 				return err
 			}
-			return DiffRuns(o.Streams.Out, a, b)
+			return PrintComparison(o.Streams.Out, Compare(a, b))
 		},
 	}
 }
 
-// DiffRuns writes the differences of two Runs.
-func DiffRuns(out io.Writer, a, b *ergonv1alpha1.Run) error {
+// PrintComparison writes a comparison as a table of what differs, then the diffs.
+func PrintComparison(out io.Writer, c *Comparison) error {
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
 	row := func(cells ...string) { _, _ = fmt.Fprintln(w, strings.Join(cells, "\t")) }
-	row("", a.Name, b.Name)
-	row(wordScene, a.Spec.SceneRef.Name, b.Spec.SceneRef.Name)
-	row("phase", string(a.Status.Phase), string(b.Status.Phase))
-	row("duration", runDuration(a), runDuration(b))
-	row("tokens", tokens(totalUsage(a)), tokens(totalUsage(b)))
-	keys := slices.Sorted(maps.Keys(a.Spec.Params))
-	for k := range b.Spec.Params {
-		if _, ok := a.Spec.Params[k]; !ok {
-			keys = append(keys, k)
+	name := func(col RunColumn) string {
+		if col.Archived {
+			return col.Name + " (archived)"
 		}
+		return col.Name
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		va, oka := a.Spec.Params[k]
-		vb, okb := b.Spec.Params[k]
-		if va != vb || oka != okb {
-			row("param "+k, paramOrNone(va, oka), paramOrNone(vb, okb))
+	row("", name(c.A), name(c.B))
+	row(wordScene, c.A.Scene, c.B.Scene)
+	row("phase", c.A.Phase, c.B.Phase)
+	row("duration", seconds(c.A.Seconds), seconds(c.B.Seconds))
+	row("tokens", tokens(c.A.Usage), tokens(c.B.Usage))
+	for _, p := range c.Params {
+		if !p.Same {
+			row("param "+p.Name, quoted(p.A), quoted(p.B))
 		}
 	}
 	row("")
-	row("STEP", a.Name, b.Name, "OUTPUT")
-	steps := stepsOf(a)
-	for _, s := range stepsOf(b) {
-		if !slices.Contains(steps, s) {
-			steps = append(steps, s)
-		}
-	}
-	var changed []string
-	for _, name := range steps {
-		sa, sb := stepOf(a, name), stepOf(b, name)
-		same := "same"
-		switch {
-		case sa == nil || sb == nil:
-			same = none
-		case sa.Output == nil && sb.Output == nil:
-			same = none
-		case sa.Output == nil || sb.Output == nil || sa.Output.SHA256 != sb.Output.SHA256 || sa.Output.Preview != sb.Output.Preview:
-			same = "differs"
-			changed = append(changed, name)
-		}
-		row(name, stepCell(sa), stepCell(sb), same)
+	row("STEP", c.A.Name, c.B.Name, "OUTPUT")
+	for _, s := range c.Steps {
+		row(s.Name, stepCell(s.A), stepCell(s.B), s.Output)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	for _, name := range changed {
-		sa, sb := stepOf(a, name), stepOf(b, name)
-		_, _ = fmt.Fprintf(out, "\n--- %s/%s\n+++ %s/%s\n", a.Name, name, b.Name, name)
-		va, vb := previewOf(sa.Output), previewOf(sb.Output)
-		for _, line := range DiffValues(va, vb) {
-			_, _ = fmt.Fprintln(out, line)
+	for _, s := range c.Steps {
+		if s.Output == outputDiffers {
+			_, _ = fmt.Fprintf(out, "\n--- %s/%s\n+++ %s/%s\n", c.A.Name, s.Name, c.B.Name, s.Name)
+			for _, line := range s.Diff {
+				_, _ = fmt.Fprintln(out, line)
+			}
+			if s.PreviewsOnly {
+				_, _ = fmt.Fprintln(out, "(previews only: read the whole outputs with kubectl ergon output)")
+			}
 		}
-		if (sa.Output != nil && sa.Output.Ref != nil) || (sb.Output != nil && sb.Output.Ref != nil) {
-			_, _ = fmt.Fprintln(out, "(previews only: read the whole outputs with kubectl ergon output)")
+		answers := func(cell *StepCell) []string {
+			if cell == nil {
+				return nil
+			}
+			var out []string
+			for _, a := range cell.Answers {
+				line := a.Option
+				if a.Values != "" {
+					line += " " + a.Values
+				}
+				out = append(out, strings.TrimSpace(line+" by "+orNone(a.DecidedBy)))
+			}
+			return out
+		}
+		aa, ab := answers(s.A), answers(s.B)
+		if !slices.Equal(aa, ab) {
+			_, _ = fmt.Fprintf(out, "\nanswers to %s\n", s.Name)
+			for _, l := range aa {
+				_, _ = fmt.Fprintf(out, "- %s: %s\n", c.A.Name, l)
+			}
+			for _, l := range ab {
+				_, _ = fmt.Fprintf(out, "+ %s: %s\n", c.B.Name, l)
+			}
 		}
 	}
 	return nil
 }
 
-func paramOrNone(v string, ok bool) string {
-	if !ok {
+func quoted(v *string) string {
+	if v == nil {
 		return none
 	}
-	return fmt.Sprintf("%q", v)
+	return fmt.Sprintf("%q", *v)
+}
+
+func seconds(s *float64) string {
+	if s == nil {
+		return none
+	}
+	return (time.Duration(*s * float64(time.Second))).Round(time.Second).String()
 }
 
 func stepsOf(run *ergonv1alpha1.Run) []string {
@@ -143,16 +154,16 @@ func stepOf(run *ergonv1alpha1.Run, name string) *ergonv1alpha1.StepStatus {
 }
 
 // stepCell is a step's phase, duration, usage and decision, in one cell.
-func stepCell(s *ergonv1alpha1.StepStatus) string {
+func stepCell(s *StepCell) string {
 	if s == nil {
 		return none
 	}
-	parts := []string{string(s.Phase)}
+	parts := []string{s.Phase}
 	if s.Reason == ergonv1alpha1.ReasonReused {
 		parts = append(parts, "reused")
 	}
-	if s.StartedAt != nil && s.FinishedAt != nil {
-		parts = append(parts, s.FinishedAt.Sub(s.StartedAt.Time).Round(time.Second).String())
+	if s.Seconds != nil {
+		parts = append(parts, seconds(s.Seconds))
 	}
 	if s.Usage != nil {
 		parts = append(parts, tokens(s.Usage))
@@ -161,27 +172,6 @@ func stepCell(s *ergonv1alpha1.StepStatus) string {
 		parts = append(parts, "decision "+s.Decision)
 	}
 	return strings.Join(parts, " ")
-}
-
-func runDuration(run *ergonv1alpha1.Run) string {
-	if run.Status.StartedAt == nil || run.Status.FinishedAt == nil {
-		return none
-	}
-	return run.Status.FinishedAt.Sub(run.Status.StartedAt.Time).Round(time.Second).String()
-}
-
-func totalUsage(run *ergonv1alpha1.Run) *ergonv1alpha1.AgentUsage {
-	var u *ergonv1alpha1.AgentUsage
-	for _, s := range run.Status.Steps {
-		if s.Usage == nil {
-			continue
-		}
-		if u == nil {
-			u = &ergonv1alpha1.AgentUsage{}
-		}
-		u.TotalTokens += s.Usage.TotalTokens
-	}
-	return u
 }
 
 func tokens(u *ergonv1alpha1.AgentUsage) string {
@@ -193,13 +183,6 @@ func tokens(u *ergonv1alpha1.AgentUsage) string {
 		t += " $" + u.Cost
 	}
 	return t
-}
-
-func previewOf(v *ergonv1alpha1.OutputValue) string {
-	if v == nil {
-		return ""
-	}
-	return v.Preview
 }
 
 // DiffValues compares two outputs: field by field when both are JSON objects or arrays
@@ -264,12 +247,45 @@ func flatten(path string, v any, into map[string]string) {
 	}
 }
 
-// diffLines is a line diff by longest common subsequence; outputs are previews, a few KiB.
+// maxLCSCells bounds the table of a line diff (4 bytes a cell): lines that differ beyond it
+// are shown as removed, then added.
+const maxLCSCells = 4 << 20
+
+// diffLines is a line diff: the lines both start and end with, and between them a longest
+// common subsequence.
 func diffLines(a, b []string) []string {
+	var out []string
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		out = append(out, "  "+a[p])
+		p++
+	}
+	e := 0
+	for e < len(a)-p && e < len(b)-p && a[len(a)-1-e] == b[len(b)-1-e] {
+		e++
+	}
+	ma, mb := a[p:len(a)-e], b[p:len(b)-e]
+	if len(ma)*len(mb) > maxLCSCells {
+		for _, l := range ma {
+			out = append(out, "- "+l)
+		}
+		for _, l := range mb {
+			out = append(out, "+ "+l)
+		}
+	} else {
+		out = append(out, lcsDiff(ma, mb)...)
+	}
+	for _, l := range a[len(a)-e:] {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+func lcsDiff(a, b []string) []string {
 	n, m := len(a), len(b)
-	lcs := make([][]int, n+1)
+	lcs := make([][]int32, n+1)
 	for i := range lcs {
-		lcs[i] = make([]int, m+1)
+		lcs[i] = make([]int32, m+1)
 	}
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {

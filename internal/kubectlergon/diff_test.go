@@ -17,12 +17,14 @@ limitations under the License.
 package kubectlergon
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -40,6 +42,7 @@ func TestDiffValues(t *testing.T) {
 		{"equal JSON has no difference", `{"a":1}`, `{ "a": 1 }`, nil},
 		{"text by line", "one\ntwo\nthree", "one\n2\nthree\nfour", []string{"  one", "- two", "+ 2", "  three", "+ four"}},
 		{"JSON against text is text", `{"a":1}`, "a=1", []string{`- {"a":1}`, "+ a=1"}},
+		{"shared ends stay in place", "a\nb\nc\nd", "a\nx\nc\nd", []string{"  a", "- b", "+ x", "  c", "  d"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,13 +70,29 @@ func TestDiffRuns(t *testing.T) {
 				{Name: "approve", Phase: ergonv1alpha1.StepSucceeded, Decision: "approved"},
 			}}}
 	}
+	answer := func(run, who, values string) ergonv1alpha1.Gate {
+		return ergonv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: run + "-approve"},
+			Spec:   ergonv1alpha1.GateSpec{Step: "approve", Decision: &ergonv1alpha1.GateDecision{Option: "approve"}},
+			Status: ergonv1alpha1.GateStatus{Option: "approve", DecidedBy: who, Values: &apiextensionsv1.JSON{Raw: []byte(values)}}}
+	}
+	a := CompareSide{Run: run("r1", "fast", "line one\nline two", 120), Gates: []ergonv1alpha1.Gate{answer("r1", "ann", `{"tone":"dry"}`)}}
+	b := CompareSide{Run: run("r2", "slow", "line one\nline 2", 150), Gates: []ergonv1alpha1.Gate{answer("r2", "bob", `{"tone":"warm"}`)},
+		Archived: true}
+	a.Run.Status.Steps[1].Usage.Cost = "0.25"
+	a.Run.Status.Steps = append(a.Run.Status.Steps, ergonv1alpha1.StepStatus{Name: "polish", Phase: ergonv1alpha1.StepSucceeded,
+		Usage: &ergonv1alpha1.AgentUsage{TotalTokens: 10, Cost: "0.5"}})
+	c := Compare(a, b)
+	if c.A.Usage.TotalTokens != 130 || c.A.Usage.Cost != "0.75" {
+		t.Errorf("run A's usage adds up to %+v, want 130 tokens costing 0.75", c.A.Usage)
+	}
 	out := &strings.Builder{}
-	if err := DiffRuns(out, run("r1", "fast", "line one\nline two", 120), run("r2", "slow", "line one\nline 2", 150)); err != nil {
+	if err := PrintComparison(out, c); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{`param mode  "fast"`, `"slow"`, "120 tokens", "150 tokens", "decision approved",
-		"--- r1/draft", "+++ r2/draft", "- line two", "+ line 2", "1m10s"} {
+	for _, want := range []string{`param mode  "fast"`, `"slow"`, "130 tokens $0.75", "150 tokens", "decision approved",
+		"--- r1/draft", "+++ r2/draft", "- line two", "+ line 2", "1m10s", "r2 (archived)",
+		`- r1: approve {"tone":"dry"} by ann`, `+ r2: approve {"tone":"warm"} by bob`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the diff lacks %q:\n%s", want, text)
 		}
@@ -103,5 +122,21 @@ func TestPrintHistory(t *testing.T) {
 	printHistory(out, &archiveapi.ArchivedRunList{}, false, now)
 	if out.String() != "No archived Runs found.\n" {
 		t.Errorf("an empty page says %q", out)
+	}
+}
+
+// Two long texts that differ everywhere are shown as removed, then added, without the
+// quadratic table a longest common subsequence of them would need.
+func TestDiffLinesOfLongTextsIsBounded(t *testing.T) {
+	var a, b []string
+	for i := range 3000 {
+		a = append(a, fmt.Sprintf("a%d", i))
+		b = append(b, fmt.Sprintf("b%d", i))
+	}
+	a = append([]string{"same start"}, append(a, "same end")...)
+	b = append([]string{"same start"}, append(b, "same end")...)
+	got := diffLines(a, b)
+	if len(got) != 6002 || got[0] != "  same start" || got[1] != "- a0" || got[3001] != "+ b0" || got[6001] != "  same end" {
+		t.Fatalf("got %d lines: %q ... %q", len(got), got[:3], got[len(got)-2:])
 	}
 }

@@ -19,10 +19,11 @@ package kubectlergon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,10 +32,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/archiveapi"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 type historyOptions struct {
@@ -92,33 +96,10 @@ func (o *Options) archiveREST() (rest.Interface, error) {
 	return cs.CoreV1().RESTClient(), nil
 }
 
-func archivePath(namespace string) string {
-	p := "/apis/" + archiveapi.Group + "/" + archiveapi.Version
-	if namespace != "" {
-		p += "/namespaces/" + namespace
-	}
-	return p + "/" + archiveapi.Resource
-}
-
-// readArchive sends a read and returns its body; a refusal is returned as the API server's
-// Status says it (client-go reads a JSON Status of a path outside its group as "unknown").
-func readArchive(ctx context.Context, req *rest.Request) ([]byte, error) {
-	raw, err := req.Do(ctx).Raw()
-	if err != nil {
-		status := &metav1.Status{}
-		if json.Unmarshal(raw, status) == nil && status.Kind == "Status" && status.Message != "" {
-			return nil, &apierrors.StatusError{ErrStatus: *status}
-		}
-		return nil, err
-	}
-	return raw, nil
-}
-
 // archiveError says what a failed read of the archive means to the user: a 404 that does
 // not come from the archive itself means its API is not installed.
 func archiveError(err error) error {
-	if apierrors.IsServiceUnavailable(err) || apierrors.IsUnauthorized(err) ||
-		(apierrors.IsNotFound(err) && !strings.Contains(err.Error(), archiveapi.Resource)) {
+	if archiveapi.Unreachable(err) {
 		return fmt.Errorf("the Run archive is not reachable (%v): is Ergon installed with archive.store sqlite or postgres?", err)
 	}
 	return err
@@ -138,23 +119,17 @@ func (o *Options) history(ctx context.Context, h *historyOptions) error {
 			return err
 		}
 	}
-	req := rc.Get().AbsPath(archivePath(ns))
+	params := url.Values{}
 	for k, v := range map[string]string{wordScene: h.scene, "phase": h.phase, "startedBy": h.startedBy, wordTrigger: h.trigger,
 		"labelSelector": h.selector, "since": h.since, "until": h.until, "text": h.text, "continue": h.continueToken} {
-		if v != "" {
-			req = req.Param(k, v)
-		}
+		params.Set(k, v)
 	}
 	if h.limit > 0 {
-		req = req.Param("limit", strconv.Itoa(h.limit))
+		params.Set("limit", strconv.Itoa(h.limit))
 	}
-	raw, err := readArchive(ctx, req)
+	list, err := archiveapi.List(ctx, rc, ns, params)
 	if err != nil {
 		return archiveError(err)
-	}
-	list := &archiveapi.ArchivedRunList{}
-	if err := json.Unmarshal(raw, list); err != nil {
-		return fmt.Errorf("reading the archive's answer: %w", err)
 	}
 	switch h.output {
 	case formatJSON:
@@ -239,33 +214,72 @@ func (o *Options) archivedRun(ctx context.Context, name string) (*archiveapi.Arc
 	if err != nil {
 		return nil, err
 	}
-	raw, err := readArchive(ctx, rc.Get().AbsPath(archivePath(ns), name))
-	if err != nil {
-		return nil, err
-	}
-	item := &archiveapi.ArchivedRun{}
-	if err := json.Unmarshal(raw, item); err != nil {
-		return nil, fmt.Errorf("reading the archive's answer: %w", err)
-	}
-	if item.Record == nil {
-		return nil, fmt.Errorf("the archive returned no record of Run %s", name)
-	}
-	item.Record.Run.Namespace = ns
-	return item, nil
+	return archiveapi.Get(ctx, rc, ns, name, "")
 }
 
 // liveOrArchivedRun reads a Run from the cluster, else from the archive.
 func (o *Options) liveOrArchivedRun(ctx context.Context, name string) (*ergonv1alpha1.Run, error) {
+	side, err := o.compareSide(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return side.Run, nil
+}
+
+// compareSide reads a Run from the cluster with its Gates, else from the archive with its
+// record's Gates and values.
+func (o *Options) compareSide(ctx context.Context, name string) (CompareSide, error) {
 	run, err := o.getRun(ctx, name)
-	if err == nil || !apierrors.IsNotFound(err) {
-		return run, err
+	if err == nil {
+		side := CompareSide{Run: run, Value: func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
+			return o.readValue(ctx, run.Namespace, v, "")
+		}}
+		c, cerr := o.Client()
+		if cerr != nil {
+			return side, cerr
+		}
+		gates := &ergonv1alpha1.GateList{}
+		if c.List(ctx, gates, client.InNamespace(run.Namespace),
+			client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}) == nil {
+			for _, g := range gates.Items {
+				if metav1.IsControlledBy(&g, run) {
+					side.Gates = append(side.Gates, g)
+				}
+			}
+		}
+		return side, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return CompareSide{}, err
 	}
 	item, aerr := o.archivedRun(ctx, name)
 	if aerr != nil {
 		if apierrors.IsNotFound(aerr) {
-			return nil, fmt.Errorf("run %s is neither in the cluster nor in the archive", name)
+			return CompareSide{}, fmt.Errorf("run %s is neither in the cluster nor in the archive", name)
 		}
-		return nil, fmt.Errorf("run %s is not in the cluster, and reading the archive failed: %w", name, archiveError(aerr))
+		return CompareSide{}, fmt.Errorf("run %s is not in the cluster, and reading the archive failed: %w", name, archiveError(aerr))
 	}
-	return &item.Record.Run, nil
+	return ArchivedSide(item.Record), nil
+}
+
+// ArchivedSide is an archived Run as one side of a comparison: its record's Gates, and its
+// values, checked against the digests its status recorded.
+func ArchivedSide(rec *archive.Record) CompareSide {
+	run := rec.Original()
+	return CompareSide{Run: run, Gates: rec.Gates, Archived: true, Value: func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
+		for i := range run.Status.Steps {
+			s := &run.Status.Steps[i]
+			for what, sv := range map[string]*ergonv1alpha1.OutputValue{"": s.Output, "transcript": s.Transcript} {
+				if sv != v {
+					continue
+				}
+				value, ok := rec.Values[archive.ValueKey(s.Name, what)]
+				if !ok {
+					return nil, fmt.Errorf("the archive kept no value of step %s", s.Name)
+				}
+				return []byte(value), VerifyValue([]byte(value), v)
+			}
+		}
+		return nil, errors.New("the value is not one of the Run's")
+	}}
 }

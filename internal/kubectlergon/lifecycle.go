@@ -126,22 +126,9 @@ func newRerunCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			merged := maps.Clone(old.Spec.Params)
-			if merged == nil {
-				merged = map[string]string{}
-			}
-			maps.Copy(merged, params)
-			run := newRun(old.Namespace, ro.name, old.Spec.SceneRef.Name, merged)
-			run.Spec.Timeout = old.Spec.Timeout
-			run.Spec.TTLSecondsAfterFinished = old.Spec.TTLSecondsAfterFinished
-			switch {
-			case ro.latest && ro.from != "":
-				return errors.New("--latest runs today's Scene from its start; it cannot be combined with --from")
-			case ro.latest:
-			case ro.from != "":
-				run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, From: ro.from}
-			default:
-				run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, Replay: true}
+			run, err := Rerun(old, ro.name, params, ro.from, ro.latest)
+			if err != nil {
+				return err
 			}
 			return o.start(cmd.Context(), run, &ro.startOptions)
 		},
@@ -153,6 +140,33 @@ func newRerunCommand(o *Options) *cobra.Command {
 	f.StringVar(&ro.name, "name", "", "name of the new Run; generated from the Scene's name when empty")
 	ro.flags(cmd)
 	return cmd
+}
+
+// Rerun is a new Run of old's snapshot with its params changed by set: from the step from,
+// reusing the steps upstream of it, or all of it (a replay) when from is empty; with latest,
+// of today's Scene instead. name is generated from the Scene's when empty.
+func Rerun(old *ergonv1alpha1.Run, name string, set map[string]string, from string, latest bool) (*ergonv1alpha1.Run, error) {
+	merged := maps.Clone(old.Spec.Params)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, set)
+	if len(merged) == 0 {
+		merged = nil
+	}
+	run := newRun(old.Namespace, name, old.Spec.SceneRef.Name, merged)
+	run.Spec.Timeout = old.Spec.Timeout
+	run.Spec.TTLSecondsAfterFinished = old.Spec.TTLSecondsAfterFinished
+	switch {
+	case latest && from != "":
+		return nil, errors.New("--latest runs today's Scene from its start; it cannot be combined with --from")
+	case latest:
+	case from != "":
+		run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, From: from}
+	default:
+		run.Spec.RetryOf = &ergonv1alpha1.RetryReference{Name: old.Name, Replay: true}
+	}
+	return run, nil
 }
 
 func newRetryCommand(o *Options) *cobra.Command {
