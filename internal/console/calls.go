@@ -63,11 +63,12 @@ type entries struct {
 
 // stepCalls answers with the tool calls of an agent step, in order.
 func (s *Server) stepCalls(w http.ResponseWriter, r *http.Request, v *viewer) {
-	run, err := getRun(r, v)
+	l, err := loadRun(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
+	run := l.run
 	st, err := stepOf(run, r.PathValue("step"))
 	if err != nil {
 		writeAPIError(w, err)
@@ -76,8 +77,8 @@ func (s *Server) stepCalls(w http.ResponseWriter, r *http.Request, v *viewer) {
 	var raw []byte
 	switch {
 	case st.Transcript != nil:
-		raw, err = readValue(r.Context(), v, run.Namespace, st.Transcript)
-	case st.CheckpointSHA256 != "":
+		raw, err = l.value(r.Context(), v, st.Name, st.Transcript, "transcript")
+	case st.CheckpointSHA256 != "" && l.rec == nil:
 		var cm corev1.ConfigMap
 		err = v.c.Get(r.Context(), client.ObjectKey{Namespace: run.Namespace,
 			Name: naming.CheckpointConfigMapName(run.Name, st.Name)}, &cm)

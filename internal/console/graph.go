@@ -94,23 +94,31 @@ func SceneGraph(spec *ergonv1alpha1.SceneSpec, steps []ergonv1alpha1.StepStatus)
 
 // RunSummary is a Run as the run list shows it.
 type RunSummary struct {
-	Name     string     `json:"name"`
-	Scene    string     `json:"scene"`
-	Trigger  string     `json:"trigger,omitempty"`
-	Phase    string     `json:"phase"`
-	Done     int        `json:"done"`
-	Total    int        `json:"total"`
-	Created  time.Time  `json:"created"`
-	Started  *time.Time `json:"started,omitempty"`
-	Finished *time.Time `json:"finished,omitempty"`
+	Namespace string     `json:"namespace,omitempty"`
+	Name      string     `json:"name"`
+	UID       string     `json:"uid,omitempty"`
+	Scene     string     `json:"scene"`
+	Trigger   string     `json:"trigger,omitempty"`
+	Phase     string     `json:"phase"`
+	Done      int        `json:"done"`
+	Total     int        `json:"total"`
+	Created   time.Time  `json:"created"`
+	Started   *time.Time `json:"started,omitempty"`
+	Finished  *time.Time `json:"finished,omitempty"`
 	// Waiting names the steps waiting on a Gate.
 	Waiting []string `json:"waiting,omitempty"`
+	// StartedBy is who created the Run, as admission recorded it.
+	StartedBy string `json:"startedBy,omitempty"`
+	// Archived says the summary comes from the archive: the Run ended, and may be gone from
+	// the cluster.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // Summarize makes a Run's summary; the Trigger is the label the Trigger controller sets.
 func Summarize(run *ergonv1alpha1.Run) RunSummary {
-	s := RunSummary{Name: run.Name, Scene: run.Spec.SceneRef.Name, Trigger: run.Labels[ergonv1alpha1.LabelTrigger],
-		Phase: string(run.Status.Phase), Created: run.CreationTimestamp.Time}
+	s := RunSummary{Namespace: run.Namespace, Name: run.Name, UID: string(run.UID), Scene: run.Spec.SceneRef.Name,
+		Trigger: run.Labels[ergonv1alpha1.LabelTrigger], Phase: string(run.Status.Phase), Created: run.CreationTimestamp.Time,
+		StartedBy: run.Annotations[ergonv1alpha1.AnnotationCreatedBy]}
 	if s.Phase == "" {
 		s.Phase = string(ergonv1alpha1.RunPending)
 	}

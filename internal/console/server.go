@@ -151,6 +151,8 @@ func (s *Server) Handler() http.Handler {
 		"GET /api/namespaces/{ns}/triggers":                            s.triggers,
 		"GET /api/namespaces/{ns}/workspaces":                          s.workspaces,
 		"GET /api/namespaces/{ns}/events":                              s.events,
+		"GET /api/history":                                             s.history,
+		"GET /api/compare":                                             s.compare,
 	}
 	writes := map[string]func(http.ResponseWriter, *http.Request, *viewer){
 		"POST /api/namespaces/{ns}/gates/{name}/decide":     s.decide,
@@ -158,6 +160,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /api/namespaces/{ns}/triggers/{name}/run":     s.runTrigger,
 		"POST /api/namespaces/{ns}/scenes/{name}/run":       s.startScene,
 		"POST /api/namespaces/{ns}/runs/{name}/cancel":      s.cancelRun,
+		"POST /api/namespaces/{ns}/runs/{name}/rerun":       s.rerun,
 	}
 	for pattern, h := range reads {
 		mux.HandleFunc(pattern, s.asViewer(h, false))

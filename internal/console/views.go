@@ -164,43 +164,35 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, v *viewer) {
 	writeJSON(w, map[string]any{itemsKey: items})
 }
 
-// run is a Run with its Scene snapshot, its graph coloured by phase and its Gates.
+// run is a Run with its Scene snapshot, its graph coloured by phase and its Gates: live, or
+// from the archive when it is gone from the cluster (or ?uid= names an archived one).
 func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
 	ctx := r.Context()
-	run, err := getRun(r, v)
+	l, err := loadRun(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	spec, err := snapshotOf(ctx, v, run)
-	if err != nil {
-		writeAPIError(w, err)
-		return
-	}
-	var gates ergonv1alpha1.GateList
-	gateErr := ""
-	if err := v.c.List(ctx, &gates, client.InNamespace(run.Namespace)); err != nil {
-		gateErr = err.Error()
-	}
-	own := []ergonv1alpha1.Gate{}
-	for i := range gates.Items {
-		if gates.Items[i].Spec.RunRef.Name == run.Name {
-			slim(&gates.Items[i])
-			own = append(own, gates.Items[i])
+	run := l.run
+	spec := run.Status.SceneSnapshot
+	if l.rec == nil {
+		if spec, err = snapshotOf(ctx, v, run); err != nil {
+			writeAPIError(w, err)
+			return
 		}
 	}
-	run.Status.SceneSnapshot = nil
-	writeJSON(w, map[string]any{"run": run, kindScene: spec, "graph": SceneGraph(spec, run.Status.Steps),
-		"gates": own, "gatesError": gateErr})
-}
-
-func getRun(r *http.Request, v *viewer) (*ergonv1alpha1.Run, error) {
-	run := &ergonv1alpha1.Run{}
-	if err := v.c.Get(r.Context(), client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, run); err != nil {
-		return nil, err
+	gateErr := ""
+	gates, err := l.gates(ctx, v)
+	if err != nil {
+		gateErr = err.Error()
 	}
-	slim(run)
-	return run, nil
+	run.Status.SceneSnapshot = nil
+	answer := map[string]any{"run": run, kindScene: spec, "graph": SceneGraph(spec, run.Status.Steps),
+		"gates": gates, "gatesError": gateErr}
+	if l.rec != nil {
+		answer["archived"] = map[string]any{"archivedAt": l.rec.ArchivedAt, "missing": l.rec.Missing}
+	}
+	writeJSON(w, answer)
 }
 
 // snapshotOf is the Scene spec a Run executes: inline, or from its snapshot ConfigMap.
@@ -264,22 +256,26 @@ func writeText(w http.ResponseWriter, b []byte) {
 }
 
 func (s *Server) stepValue(w http.ResponseWriter, r *http.Request, v *viewer, pick func(*ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue, what string) {
-	run, err := getRun(r, v)
+	l, err := loadRun(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
-	st, err := stepOf(run, r.PathValue("step"))
+	st, err := stepOf(l.run, r.PathValue("step"))
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
 	val := pick(st)
 	if val == nil {
-		writeError(w, http.StatusNotFound, fmt.Errorf("step %s has no %s", st.Name, what))
+		missing := "output"
+		if what != "" {
+			missing = what + " (only agent steps have one, once an attempt ended)"
+		}
+		writeError(w, http.StatusNotFound, fmt.Errorf("step %s has no %s", st.Name, missing))
 		return
 	}
-	b, err := readValue(r.Context(), v, run.Namespace, val)
+	b, err := l.value(r.Context(), v, st.Name, val, what)
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -288,23 +284,23 @@ func (s *Server) stepValue(w http.ResponseWriter, r *http.Request, v *viewer, pi
 }
 
 func (s *Server) stepOutput(w http.ResponseWriter, r *http.Request, v *viewer) {
-	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Output }, "output")
+	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Output }, "")
 }
 
 // stepTranscript is an agent step's transcript as its JSON; the page renders it as text.
 func (s *Server) stepTranscript(w http.ResponseWriter, r *http.Request, v *viewer) {
-	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Transcript },
-		"transcript (only agent steps have one, once an attempt ended)")
+	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Transcript }, "transcript")
 }
 
 // stepLog is the end of the log of a step's pod, of the last attempt or ?attempt=N, while
 // the pod exists; framed outputs are shown as one line each.
 func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
-	run, err := getRun(r, v)
+	l, err := loadRun(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
+	run := l.run
 	st, err := stepOf(run, r.PathValue("step"))
 	if err != nil {
 		writeAPIError(w, err)
@@ -314,6 +310,15 @@ func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
 	pod, err := kubectlergon.PodOfAttempt(st, int32(attempt))
 	if err != nil {
 		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	if l.rec != nil {
+		text, ok := l.rec.Logs[pod]
+		if !ok {
+			writeError(w, http.StatusNotFound, errors.New("the archive kept no log of the pod "+pod+": it was gone when the Run was archived"))
+			return
+		}
+		writeText(w, []byte(strings.Join(kubectlergon.StripFrames(strings.NewReader(text)), "\n")))
 		return
 	}
 	tail, limit := int64(logTailLines), int64(logLimitBytes)

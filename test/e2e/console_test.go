@@ -399,10 +399,10 @@ mcpTools:
 		Expect(within(bctx, 3*time.Minute, chromedp.WaitReady(chromedp.CSS(`#filter-trigger option[value="after-sprint"]`)))).To(Succeed())
 		Expect(within(bctx, 10*time.Second, chromedp.SetValue(chromedp.CSS("#filter-trigger"), "after-sprint"))).To(Succeed())
 		Expect(evalJS[bool](bctx, `document.getElementById("filter-trigger").dispatchEvent(new Event("change")), true`)).To(BeTrue())
-		rows := evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")]
-			.map((r) => r.getAttribute("data-run") + " " + r.children[2].textContent)`)
-		Expect(rows).To(HaveLen(1))
-		Expect(rows[0]).To(MatchRegexp(`^after-sprint-\S+ after-sprint$`))
+		Eventually(func() []string {
+			return evalJS[[]string](bctx, `[...document.querySelectorAll("#runs tbody tr[data-run]")]
+				.map((r) => r.getAttribute("data-run") + " " + r.querySelector("td.trigger").textContent)`)
+		}).WithTimeout(20 * time.Second).Should(ConsistOf(MatchRegexp(`^after-sprint-\S+ after-sprint$`)))
 		screenshot(bctx, "runs.png")
 
 		By("reading the agent step's transcript")

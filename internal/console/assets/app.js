@@ -100,7 +100,8 @@
   function route() {
     const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     if (parts[0] !== "ns" || !parts[1]) return { ns: state.ns || (state.me && state.me.defaultNamespace) || "default", view: "runs" };
-    return { ns: parts[1], view: views[parts[2]] ? parts[2] : "runs", name: parts[3] || "", query: new URLSearchParams(location.search) };
+    const view = views[parts[2]] || parts[2] === "compare" ? parts[2] : "runs";
+    return { ns: parts[1], view, name: parts[3] || "", extra: parts[4] || "", query: new URLSearchParams(location.search) };
   }
   const link = (view, name) => "#/ns/" + enc(state.ns) + "/" + view + (name ? "/" + enc(name) : "");
 
@@ -153,12 +154,13 @@
   async function render() {
     const r = route();
     if (r.ns !== state.ns) await switchNamespace(r.ns);
-    renderNav(r.view);
+    renderNav(r.view === "compare" ? "runs" : r.view);
     const main = $("main");
     state.view = null;
     main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
     try {
-      if (r.view === "runs" && r.name) state.view = await runView(r.name);
+      if (r.view === "runs" && r.name) state.view = await runView(r.name, r.extra);
+      else if (r.view === "compare") state.view = await compareView(r.name, r.extra);
       else if (r.view === "runs") state.view = await runsView(r.query);
       else if (r.view === "scenes" && r.name) state.view = await sceneView(r.name);
       else if (r.view === "scenes") state.view = await scenesView();
@@ -167,7 +169,7 @@
       else if (r.view === "triggers") state.view = await triggersView();
       else if (r.view === "workspaces") state.view = await workspacesView();
       main.replaceChildren(state.view.el);
-      document.title = (r.name || views[r.view]) + " · " + state.ns + " · Ergon";
+      document.title = (r.view === "compare" ? "Compare" : r.name || views[r.view]) + " · " + state.ns + " · Ergon";
     } catch (e) {
       if (e.status === 401) return showLogin();
       main.replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
@@ -252,44 +254,168 @@
   }
 
   // --- runs ---------------------------------------------------------------------------
+  // runsView lists live and archived Runs together (the server merges them, each read with
+  // the viewer's token), with the archive's filters, a page at a time; two picked Runs open
+  // side by side.
   async function runsView(query) {
-    const filters = { scene: query.get("scene") || "", trigger: query.get("trigger") || "", phase: query.get("phase") || "" };
+    const f = {};
+    for (const k of ["scene", "trigger", "phase", "startedBy", "label", "since", "until", "text"]) f[k] = query.get(k) || "";
+    f.all = query.get("all") === "1";
+    let items = [], next = "", archiveError = "";
+    const picked = new Map();
     const body = h("tbody");
-    const selects = {};
+    const selects = {}, inputs = {};
+    const note = h("p", { class: "muted", id: "archive-note", hidden: true });
+    const more = h("button", { type: "button", id: "more", hidden: true, onclick: () => load(true) }, "More");
+    const compare = h("button", { type: "button", id: "compare", class: "primary", disabled: true, onclick: () => {
+      const [a, b] = [...picked.values()];
+      location.hash = link("compare", a) + "/" + enc(b);
+    } }, "Compare");
     const el = h("section", {}, h("h1", {}, "Runs"));
-    const bar = h("div", { class: "filters", role: "search" });
-    for (const f of ["scene", "trigger", "phase"]) {
-      selects[f] = h("select", { id: "filter-" + f, onchange: () => { filters[f] = selects[f].value; draw(); } });
-      bar.appendChild(h("label", {}, f[0].toUpperCase() + f.slice(1), selects[f]));
+    const bar = h("form", { class: "filters", role: "search", onsubmit: (e) => { e.preventDefault(); read(); load(false); } });
+    for (const k of ["scene", "trigger", "phase"]) {
+      selects[k] = h("select", { id: "filter-" + k, onchange: () => { f[k] = selects[k].value; load(false); } });
+      bar.appendChild(h("label", {}, k[0].toUpperCase() + k.slice(1), selects[k]));
     }
-    el.append(bar, h("div", { class: "scroll" }, h("table", { id: "runs" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Scene"), h("th", { class: "hide-sm" }, "Trigger"),
-        h("th", {}, "Phase"), h("th", {}, "Progress"), h("th", { class: "hide-sm" }, "Started"), h("th", {}, "Duration"))), body)));
+    const field = (k, label, hint) => {
+      inputs[k] = h("input", { id: "filter-" + k, value: f[k], placeholder: hint, spellcheck: "false", size: 14 });
+      bar.appendChild(h("label", {}, label, inputs[k]));
+    };
+    field("startedBy", "Started by", "user name");
+    field("label", "Label", "key=value");
+    field("since", "Ended since", "24h or a time");
+    field("until", "Ended before", "1h or a time");
+    field("text", "Text", "in params, outputs");
+    const all = h("input", { type: "checkbox", id: "filter-all", checked: f.all, onchange: () => { f.all = all.checked; load(false); } });
+    bar.append(h("label", { class: "check" }, h("span", {}, all, " All namespaces")), h("button", { type: "submit", id: "search" }, "Search"), compare);
+    const head = h("thead");
+    el.append(bar, note, h("div", { class: "scroll" }, h("table", { id: "runs" }, head, body)), more);
+    function read() { for (const k of Object.keys(inputs)) f[k] = inputs[k].value.trim(); }
     function options(sel, values, cur) {
       const vals = [...new Set(values.filter(Boolean))].sort();
       if (cur && !vals.includes(cur)) vals.push(cur);
       sel.replaceChildren(h("option", { value: "" }, "all"), ...vals.map((v) => h("option", { value: v }, v)));
       sel.value = cur;
     }
+    // key names a Run for the compare view: NAMESPACE/NAME, and @UID for an archived one.
+    const keyOf = (r) => (r.namespace || state.ns) + "/" + r.name + (r.archived ? "@" + r.uid : "");
+    const runLink = (r) => "#/ns/" + enc(r.namespace || state.ns) + "/runs/" + enc(r.name) + (r.archived ? "/" + enc(r.uid) : "");
+    async function load(append) {
+      const p = new URLSearchParams();
+      for (const k of ["scene", "trigger", "phase", "startedBy", "label", "since", "until", "text"]) if (f[k]) p.set(k, f[k]);
+      if (!f.all) p.set("namespace", state.ns);
+      p.set("home", state.ns);
+      if (append && next) p.set("continue", next);
+      try {
+        const page = await api("/api/history?" + p.toString());
+        items = append ? items.concat(page.items) : page.items;
+        next = page.continue || "";
+        archiveError = page.archiveError || "";
+      } catch (e) {
+        if (!append) items = [];
+        next = "";
+        archiveError = e.message;
+      }
+      draw();
+    }
     function draw() {
-      const all = [...state.runs.values()].sort((a, b) => (b.created || "").localeCompare(a.created || "") || a.name.localeCompare(b.name));
-      options(selects.scene, all.map((r) => r.scene), filters.scene);
-      options(selects.trigger, all.map((r) => r.trigger), filters.trigger);
-      options(selects.phase, ["Pending", "Running", "Waiting", "Succeeded", "Failed", "Cancelled"], filters.phase);
-      const rows = all.filter((r) => (!filters.scene || r.scene === filters.scene) && (!filters.trigger || r.trigger === filters.trigger) && (!filters.phase || r.phase === filters.phase));
-      body.replaceChildren(...rows.map((r) => h("tr", { "data-run": r.name },
-        h("td", {}, h("a", { href: link("runs", r.name) }, r.name)),
-        h("td", {}, h("a", { href: link("scenes", r.scene) }, r.scene)),
-        h("td", { class: "hide-sm" }, r.trigger),
-        h("td", {}, phaseBadge(r.phase), r.waiting && r.waiting.length ? h("span", { class: "muted" }, " on " + r.waiting.join(", ")) : null),
-        h("td", {}, h("progress", { max: r.total || 1, value: r.done, "aria-label": r.done + " of " + r.total + " steps" }), " " + r.done + "/" + r.total),
-        h("td", { class: "hide-sm", title: stamp(r.started) }, ago(r.started)),
-        h("td", {}, between(r.started, r.finished)))));
-      if (!rows.length) body.appendChild(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No Runs" + (all.length ? " match these filters" : " in this namespace"))));
+      const live = [...state.runs.values()];
+      options(selects.scene, live.map((r) => r.scene).concat(items.map((r) => r.scene)), f.scene);
+      options(selects.trigger, live.map((r) => r.trigger).concat(items.map((r) => r.trigger)), f.trigger);
+      options(selects.phase, ["Pending", "Running", "Waiting", "Succeeded", "Failed", "Cancelled"], f.phase);
+      note.hidden = !archiveError;
+      note.textContent = archiveError;
+      more.hidden = !next;
+      head.replaceChildren(h("tr", {}, h("th", {}, h("span", { class: "sr-only" }, "Pick")), h("th", {}, "Run"), f.all ? h("th", {}, "Namespace") : null,
+        h("th", {}, "Scene"), h("th", { class: "hide-sm" }, "Trigger"), h("th", {}, "Phase"), h("th", {}, "Progress"),
+        h("th", { class: "hide-sm" }, "Started by"), h("th", { class: "hide-sm" }, "Started"), h("th", {}, "Duration")));
+      body.replaceChildren(...items.map((r) => {
+        // A live Run's row follows its changes.
+        const cur = !r.archived && (r.namespace || state.ns) === state.ns && state.runs.get(r.name);
+        if (cur && cur.uid === r.uid) r = Object.assign({}, r, cur, { namespace: r.namespace });
+        const k = keyOf(r);
+        const pick = h("input", { type: "checkbox", class: "pick", "aria-label": "Pick " + r.name + " to compare", checked: picked.has(k),
+          onchange: (e) => { if (e.target.checked) picked.set(k, k); else picked.delete(k); compare.disabled = picked.size !== 2; } });
+        return h("tr", { "data-run": r.name, "data-archived": r.archived ? "true" : null },
+          h("td", {}, pick),
+          h("td", {}, h("a", { href: runLink(r) }, r.name), r.archived ? h("span", { class: "tag", title: "From the archive: the Run ended" }, "archived") : null),
+          f.all ? h("td", {}, r.namespace) : null,
+          h("td", {}, r.scene),
+          h("td", { class: "hide-sm trigger" }, r.trigger || ""),
+          h("td", {}, phaseBadge(r.phase), r.waiting && r.waiting.length ? h("span", { class: "muted" }, " on " + r.waiting.join(", ")) : null),
+          h("td", {}, r.archived ? "" : [h("progress", { max: r.total || 1, value: r.done, "aria-label": r.done + " of " + r.total + " steps" }), " " + r.done + "/" + r.total]),
+          h("td", { class: "hide-sm" }, r.startedBy || ""),
+          h("td", { class: "hide-sm", title: stamp(r.started || r.created) }, ago(r.started || r.created)),
+          h("td", {}, between(r.started || r.created, r.finished)));
+      }));
+      compare.disabled = picked.size !== 2;
+      if (!items.length) body.appendChild(h("tr", {}, h("td", { colspan: 10, class: "muted" }, "No Runs match these filters")));
     }
     await reloadStores();
-    draw();
-    return { el, onChange: (c) => { if (c.kind === "Run") draw(); }, reload: () => reloadStores().then(draw) };
+    await load(false);
+    // A new or changed Run reads the first page again, once for a burst of changes.
+    let soon = null;
+    return {
+      el,
+      onChange: (c) => {
+        if (c.kind !== "Run") return;
+        if (items.some((r) => !r.archived && r.uid === c.object.metadata.uid) && c.type === "MODIFIED") { draw(); return; }
+        if (next) return; // more than a page is shown: keep the reader's place
+        clearTimeout(soon);
+        soon = setTimeout(() => load(false), 700);
+      },
+      reload: () => reloadStores().then(() => load(false)),
+    };
+  }
+
+  // --- compare ------------------------------------------------------------------------
+  // compareView shows two Runs side by side: params, steps with their durations, tokens,
+  // cost and gate answers, and the diffs of the outputs that differ.
+  async function compareView(a, b) {
+    const side = (k) => {
+      const [ns, rest] = [k.slice(0, k.indexOf("/")), k.slice(k.indexOf("/") + 1)];
+      const at = rest.indexOf("@");
+      return at < 0 ? { q: ns + "/" + rest, uid: "" } : { q: ns + "/" + rest.slice(0, at), uid: rest.slice(at + 1) };
+    };
+    const sa = side(a), sb = side(b);
+    const c = await api("/api/compare?a=" + enc(sa.q) + "&b=" + enc(sb.q) + (sa.uid ? "&aUID=" + enc(sa.uid) : "") + (sb.uid ? "&bUID=" + enc(sb.uid) : ""));
+    const runLink = (col) => h("a", { href: "#/ns/" + enc(col.namespace) + "/runs/" + enc(col.name) + (col.archived ? "/" + enc(col.uid) : "") }, col.name);
+    const usage = (u) => u ? u.totalTokens + " tokens" + (u.cost ? ", $" + u.cost : "") : "";
+    const secs = (x) => x === undefined || x === null ? "" : dur(x);
+    const row = (label, va, vb, differs) => h("tr", { class: differs ? "differs" : null }, h("th", { scope: "row" }, label), h("td", {}, va), h("td", {}, vb));
+    const head = h("table", { id: "compare-head", class: "compare" },
+      h("thead", {}, h("tr", {}, h("th", {}), h("th", {}, runLink(c.a), c.a.archived ? h("span", { class: "tag" }, "archived") : null),
+        h("th", {}, runLink(c.b), c.b.archived ? h("span", { class: "tag" }, "archived") : null))),
+      h("tbody", {},
+        row("Namespace", c.a.namespace, c.b.namespace, c.a.namespace !== c.b.namespace),
+        row("Scene", c.a.scene, c.b.scene, c.a.scene !== c.b.scene),
+        row("Phase", phaseBadge(c.a.phase), phaseBadge(c.b.phase), c.a.phase !== c.b.phase),
+        row("Started by", c.a.startedBy || "", c.b.startedBy || "", c.a.startedBy !== c.b.startedBy),
+        row("Duration", secs(c.a.seconds), secs(c.b.seconds), false),
+        row("Usage", usage(c.a.usage), usage(c.b.usage), usage(c.a.usage) !== usage(c.b.usage))));
+    const params = h("table", { id: "compare-params", class: "compare" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Param"), h("th", {}, c.a.name), h("th", {}, c.b.name))),
+      h("tbody", {}, ...(c.params || []).map((p) => h("tr", { "data-param": p.name, class: p.same ? null : "differs" },
+        h("th", { scope: "row" }, p.name), h("td", {}, p.a === undefined ? h("i", { class: "muted" }, "unset") : p.a),
+        h("td", {}, p.b === undefined ? h("i", { class: "muted" }, "unset") : p.b))),
+      (c.params || []).length ? null : h("tr", {}, h("td", { colspan: 3, class: "muted" }, "Neither Run has params."))));
+    const cell = (x) => {
+      if (!x) return h("td", { class: "muted" }, "not run");
+      return h("td", {}, phaseBadge(x.phase), x.reason === "Reused" ? h("span", { class: "tag" }, "reused") : null,
+        x.seconds !== undefined ? " " + secs(x.seconds) : "", x.usage ? h("div", { class: "muted" }, usage(x.usage)) : null,
+        x.decision ? h("div", {}, "decision ", h("b", {}, x.decision)) : null,
+        ...(x.answers || []).map((g) => h("div", { class: "answer" }, h("b", {}, g.option || "answered"), g.values ? " " + g.values : "",
+          h("span", { class: "muted" }, " by " + (g.decidedBy || "?")), g.comment ? h("div", { class: "muted" }, "“" + g.comment + "”") : null)));
+    };
+    const steps = h("table", { id: "compare-steps", class: "compare" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Step"), h("th", {}, c.a.name), h("th", {}, c.b.name), h("th", {}, "Output"))),
+      h("tbody", {}, ...(c.steps || []).map((x) => h("tr", { "data-step": x.name, class: x.output === "differs" ? "differs" : null },
+        h("th", { scope: "row" }, x.name), cell(x.a), cell(x.b), h("td", { class: "output" }, x.output)))));
+    const diffs = (c.steps || []).filter((x) => x.output === "differs").map((x) => h("details", { class: "diff", open: true, "data-step": x.name },
+      h("summary", {}, "Output of ", h("b", {}, x.name), x.previewsOnly ? h("span", { class: "muted" }, " (previews: a whole value was too large or unreadable)") : null),
+      h("pre", {}, ...(x.diff || []).map((l) => h("span", { class: l[0] === "+" ? "add" : l[0] === "-" ? "del" : l[0] === "~" ? "chg" : "same" }, l + "\n")))));
+    return { el: h("section", { id: "compare-view" }, h("h1", {}, "Compare ", c.a.name, " and ", c.b.name), head,
+      h("h2", {}, "Params"), params, h("h2", {}, "Steps"), steps, diffs.length ? h("h2", {}, "Outputs that differ") : null, ...diffs) };
   }
 
   // --- graph --------------------------------------------------------------------------
@@ -379,8 +505,12 @@
   }
 
   // --- run detail ---------------------------------------------------------------------
-  async function runView(name) {
-    let data = await api(nsPath("/runs/" + enc(name)));
+  // runView shows a Run: live, following its changes, or from the archive (uid names an
+  // archived one; a Run gone from the cluster is read from the archive too).
+  async function runView(name, uid) {
+    const q = uid ? "?uid=" + enc(uid) : "";
+    let data = await api(nsPath("/runs/" + enc(name)) + q);
+    const gatesOf = () => data.archived ? (data.gates || []) : [...state.gates.values()];
     const el = h("section", {});
     const head = h("div");
     const graphBox = h("div");
@@ -400,10 +530,17 @@
     function drawHead() {
       const run = data.run, st = run.status || {}, sum = summarize(run);
       const cond = (st.conditions || []).find((c) => c.type === "Succeeded");
-      const cancel = !sum.finished && !state.me.readOnly ? h("button", { class: "danger", type: "button", onclick: async () => {
+      const cancel = !sum.finished && !data.archived && !state.me.readOnly ? h("button", { class: "danger", type: "button", onclick: async () => {
         if (!confirm("Cancel Run " + name + "?")) return;
         try { await api(nsPath("/runs/" + enc(name) + "/cancel"), "POST", {}); } catch (e) { toast(e.message); }
       } }, "Cancel Run") : null;
+      const rerun = sum.finished && !state.me.readOnly ? h("button", { type: "button", id: "rerun", onclick: () => {
+        rerunBox.hidden = !rerunBox.hidden;
+        if (!rerunBox.hidden) rerunBox.replaceChildren(rerunForm());
+      } }, "Rerun…") : null;
+      const archived = data.archived ? h("p", { class: "note", id: "archived" }, "From the archive, archived " + ago(data.archived.archivedAt) +
+        (run.metadata.deletionTimestamp ? "" : ": the Run ended, and may be gone from the cluster") +
+        ((data.archived.missing || []).length ? ". Not kept: " + data.archived.missing.join("; ") : "") + ".") : null;
       // replaceChildren would write a null as the text "null": leave the missing parts out.
       head.replaceChildren(...[h("h1", {}, "Run ", name, " ", phaseBadge(sum.phase)),
         h("div", { class: "meta" },
@@ -415,7 +552,39 @@
           h("span", {}, "By ", h("b", {}, (run.metadata.annotations || {})["ergon.dev/created-by"] || "?"))),
         Object.keys(run.spec.params || {}).length ? h("div", { class: "meta" }, ...Object.entries(run.spec.params).map(([k, v]) => h("span", {}, k + " = ", h("b", {}, v)))) : null,
         cond && cond.message ? h("p", { class: "muted", id: "condition" }, cond.reason + ": " + cond.message) : null,
-        cancel].filter(Boolean));
+        archived, h("div", { class: "actions" }, ...[cancel, rerun].filter(Boolean)), rerunBox].filter(Boolean));
+    }
+    // rerunForm starts a new Run of this Run's snapshot as the viewer: from a step (those
+    // upstream of it reuse this Run's outputs, checked by digest), or all of it, with params
+    // changed; or of today's Scene.
+    const rerunBox = h("div", { id: "rerun-box", hidden: true });
+    function rerunForm() {
+      const run = data.run, given = run.spec.params || {};
+      const declared = ((data.scene || {}).params || []).map((p) => p.name);
+      const names = [...new Set(declared.concat(Object.keys(given)))];
+      const from = h("select", { id: "rerun-from" }, h("option", { value: "" }, "every step (a replay)"),
+        ...data.graph.nodes.map((n) => h("option", { value: n.name }, n.name)));
+      const latest = h("input", { type: "checkbox", id: "rerun-latest", onchange: () => { from.disabled = latest.checked; } });
+      const inputs = {};
+      const err = h("p", { class: "error", role: "alert", id: "rerun-error", hidden: true });
+      const form = h("form", { class: "params card", id: "rerun-form", onsubmit: async (e) => {
+        e.preventDefault();
+        const params = {};
+        for (const [k, i] of Object.entries(inputs)) if (i.value !== (given[k] || "") && i.value !== "") params[k] = i.value;
+        try {
+          const created = await api(nsPath("/runs/" + enc(name) + "/rerun"), "POST", { from: latest.checked ? "" : from.value, params, latest: latest.checked, uid: run.metadata.uid });
+          location.hash = link("runs", created.name);
+        } catch (x) { err.hidden = false; err.textContent = x.message; }
+      } },
+      h("label", { for: "rerun-from" }, "Run again from"), from,
+      h("p", { class: "muted" }, "Steps upstream of it take this Run's outputs, checked by their digests; it and every step downstream of it run again."),
+      ...names.map((k) => {
+        inputs[k] = h("input", { id: "rerun-param-" + k, value: given[k] || "", placeholder: given[k] === undefined ? "default" : "", spellcheck: "false" });
+        return h("label", {}, k, inputs[k]);
+      }),
+      h("label", { class: "check" }, latest, " Today's Scene instead of this Run's snapshot"),
+      err, h("button", { class: "primary", type: "submit", id: "rerun-start" }, "Start"));
+      return form;
     }
     // drawSteps rebuilds only the panels whose step changed, so a 1,000-step Run stays quick.
     const panels = new Map();
@@ -454,7 +623,7 @@
       const actions = h("div", { class: "actions" });
       const load = (what, path) => async () => {
         try {
-          const text = await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(n) + path));
+          const text = await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(n) + path) + q);
           loaded.set(n, { what, text });
         } catch (e) { loaded.set(n, { what, error: e.message }); }
         drawSteps();
@@ -473,7 +642,7 @@
     }
     let gatesKey = null;
     function drawGates() {
-      const gates = [...state.gates.values()].filter((g) => g.spec.runRef.name === name)
+      const gates = gatesOf().filter((g) => g.spec.runRef.name === name)
         .sort((a, b) => a.metadata.creationTimestamp.localeCompare(b.metadata.creationTimestamp));
       // Only a change of the Gates redraws them: a comment being typed survives Run updates,
       // and an open Gate's status settling.
@@ -502,7 +671,7 @@
       if (key === callsKey) return;
       callsKey = key;
       let calls;
-      try { calls = (await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(step) + "/calls"))).calls; } catch (e) { return; }
+      try { calls = (await api(nsPath("/runs/" + enc(name) + "/steps/" + enc(step) + "/calls") + q)).calls; } catch (e) { return; }
       for (const box of chatBox.querySelectorAll(".toolcalls")) {
         const before = Number(box.dataset.before);
         box.replaceChildren(...calls.filter((c) => c.before === before).map(toolCallCard));
@@ -517,7 +686,7 @@
       drawCalls();
       drawSteps();
     }
-    for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+    if (!data.archived) for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
     drawAll();
     // Changes arriving together are drawn once, at the next frame.
     let pending = false;
@@ -529,6 +698,7 @@
     return {
       el,
       onChange(c) {
+        if (data.archived) return; // the archive does not change
         if (c.kind === "Run" && c.object.metadata.name === name) {
           if (c.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); return; }
           data.run = c.object;
@@ -540,8 +710,8 @@
       },
       async reload() {
         const nodes = data.graph.nodes.length;
-        data = await api(nsPath("/runs/" + enc(name)));
-        for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+        data = await api(nsPath("/runs/" + enc(name)) + q);
+        if (!data.archived) for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
         if (data.graph.nodes.length !== nodes) graph = null;
         drawAll();
       },
