@@ -128,22 +128,27 @@ func ownVolumes(pod *corev1.Pod) func(resource, name string) bool {
 // Runs is enough: reading the Scene is not needed to run it).
 func (r *RunReconciler) authorizeChild(ctx context.Context, run *ergonv1alpha1.Run, child *ergonv1alpha1.Run) error {
 	return r.authorize(ctx, run, []authz.Attributes{
-		{Verb: "create", Group: ergonv1alpha1.GroupVersion.Group, Resource: "runs", Namespace: child.Namespace},
+		{Verb: "create", Group: ergonv1alpha1.GroupVersion.Group, Resource: resourceRuns, Namespace: child.Namespace},
 	})
 }
 
 // authorizeStart asks whether the person the Run acts for may still create Runs in the
 // namespace, as their own request would have needed. A Trigger acts as whoever last
-// changed it, who may have lost access since; a Run of theirs starts nothing then.
+// changed it, who may have lost access since; a Run of theirs starts nothing then. A retry
+// or rerun reads the Run it names (live or archived) and copies its outputs for that person:
+// they must still be allowed to get it, as admission checked when they asked.
 func (r *RunReconciler) authorizeStart(ctx context.Context, run *ergonv1alpha1.Run) error {
 	who, err := actors(run)
 	if err != nil {
 		return &notAuthorized{err: err}
 	}
 	group := ergonv1alpha1.GroupVersion.Group
-	err = r.authorizer().Check(ctx, who[:1], []authz.Attributes{
-		{Verb: "create", Group: group, Resource: "runs", Namespace: run.Namespace},
-	})
+	questions := []authz.Attributes{{Verb: "create", Group: group, Resource: resourceRuns, Namespace: run.Namespace}}
+	if ref := run.Spec.RetryOf; ref != nil {
+		questions = append(questions, authz.Attributes{Verb: "get", Group: group, Resource: resourceRuns,
+			Namespace: run.Namespace, Name: ref.Name})
+	}
+	err = r.authorizer().Check(ctx, who[:1], questions)
 	if denied, ok := errors.AsType[*authz.Denied](err); ok {
 		return &notAuthorized{err: denied}
 	}
@@ -152,6 +157,9 @@ func (r *RunReconciler) authorizeStart(ctx context.Context, run *ergonv1alpha1.R
 
 // verbUse is the verb that lets a person run steps in a Workspace.
 const verbUse = "use"
+
+// resourceRuns is the resource of Runs, in authorization questions.
+const resourceRuns = "runs"
 
 // notAuthorized is an effect Ergon refused itself, before asking the API server to create it.
 type notAuthorized struct{ err error }

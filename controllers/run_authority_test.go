@@ -18,15 +18,18 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/identity"
 )
 
@@ -159,5 +162,37 @@ var _ = Describe("One authority at the effect", func() {
 		Expect(ok).To(BeTrue())
 		Expect(identity.Key(id)).To(Equal(identity.Key(alice)))
 		Expect(runs.Items[0].Status.SceneEditors).To(ContainElement(HaveField("Username", suiteUser.Username)))
+	})
+
+	It("starts no retry or rerun for a person who may not get the Run it names, and copies nothing of it", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "report", container("fetch", "facts"), container("write", "brief", "fetch"))
+		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, nil, []string{"create"})
+		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, []string{"someone-elses"}, []string{"get"})
+		runAs(ctx, ns, "orig", "report", alice)
+		Expect(finished(ctx, ns, "orig").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+
+		rerunAs := func(name string) *ergonv1alpha1.Run {
+			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "report"},
+					RetryOf: &ergonv1alpha1.RetryReference{Name: "orig", From: "write"}}}
+			identity.Stamp(run, ergonv1alpha1.AnnotationIdentity, alice)
+			Expect(k8sClient.Create(ctx, run)).To(Succeed())
+			return finished(ctx, ns, name)
+		}
+		refused := rerunAs("again")
+		Expect(refused.Status.Phase).To(Equal(ergonv1alpha1.RunFailed))
+		cond := meta.FindStatusCondition(refused.Status.Conditions, ergonv1alpha1.ConditionSucceeded)
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Reason).To(Equal(ergonv1alpha1.ReasonNotAuthorized))
+		Expect(cond.Message).To(ContainSubstring("alice (the Run's identity) may not get runs.ergon.dev orig in namespace " + ns))
+		Expect(refused.Status.Steps).To(BeEmpty(), "no output of orig was reused")
+
+		By("rerunning once the person may get the Run (and the refusal, cached for authz.DefaultTTL, expired)")
+		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, []string{"orig"}, []string{"get"})
+		time.Sleep(authz.DefaultTTL)
+		again := rerunAs("again-2")
+		Expect(again.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", again.Status.Conditions)
+		Expect(stepStatus(again, "fetch").Reason).To(Equal(ergonv1alpha1.ReasonReused))
 	})
 })
