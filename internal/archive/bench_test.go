@@ -26,6 +26,7 @@ import (
 	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/testenv"
 )
 
 // benchRecord is a Run of a realistic size: four steps, a 2 KiB output, labels.
@@ -47,7 +48,8 @@ func benchRecord(i int) *Record {
 	return rec
 }
 
-// BenchmarkArchive measures, on SQLite in a file, writing records (Runs/s) and, once the
+// BenchmarkArchive measures, on SQLite in a file (or PostgreSQL with
+// ERGON_BENCH_ARCHIVE_STORE=postgres), writing records (Runs/s) and, once the
 // store holds ERGON_BENCH_ARCHIVE_RUNS records (100,000 by default), the latency of the
 // console's and kubectl ergon history's queries: p50 and p95 over varied filters and pages.
 // Run with make bench-archive.
@@ -61,7 +63,14 @@ func BenchmarkArchive(b *testing.B) {
 		total = n
 	}
 	ctx := b.Context()
-	s, err := Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "archive.db"))
+	url := "sqlite://" + filepath.Join(b.TempDir(), "archive.db")
+	if os.Getenv("ERGON_BENCH_ARCHIVE_STORE") == KindPostgres {
+		if postgres == nil {
+			b.Fatalf("ERGON_BENCH_ARCHIVE_STORE=postgres needs %s (make bench-archive-postgres sets it)", testenv.EnvPostgresBin)
+		}
+		url = newDatabase(b)
+	}
+	s, err := Open(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,6 +97,8 @@ func BenchmarkArchive(b *testing.B) {
 		{Namespaces: all, Labels: map[string]string{"shard": "3"}},
 		{Namespaces: all, Since: base.Add(50_000 * time.Minute), Until: base.Add(60_000 * time.Minute)},
 		{Namespaces: all[:2], Text: "item 7007"},
+		{Namespaces: all, Text: "item 69993;"},
+		{Namespaces: all, Text: "report on item"},
 		{Namespaces: all, StartedBy: "alice", Limit: 200},
 	}
 	b.ResetTimer()

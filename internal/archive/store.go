@@ -46,6 +46,8 @@ type sqlStore struct {
 	d  dialect
 	// now is the clock of archived_at.
 	now func() time.Time
+	// textIndex says the store has the trigram index of the text it searches.
+	textIndex bool
 }
 
 func openSQLite(ctx context.Context, path string) (Store, error) {
@@ -91,7 +93,17 @@ func open(ctx context.Context, db *sql.DB, d dialect) (Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	return &sqlStore{db: db, d: d, now: time.Now}, nil
+	st := &sqlStore{db: db, d: d, now: time.Now, textIndex: true}
+	if d.name == KindPostgres {
+		// Migration 3 makes the index only where pg_trgm could be created.
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'runs' AND indexdef LIKE '%gin_trgm_ops%'`).Scan(&n); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		st.textIndex = n > 0
+	}
+	return st, nil
 }
 
 func (s *sqlStore) Close() error { return s.db.Close() }
@@ -257,6 +269,7 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 	}
 	var where []string
 	var args []any
+	union := true
 	eq := func(column, value string) {
 		if value != "" {
 			where = append(where, column+` = ?`)
@@ -281,8 +294,19 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 		args = append(args, millis(q.Until))
 	}
 	if q.Text != "" {
-		where = append(where, `search LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscape(strings.ToLower(q.Text))+"%")
+		term := strings.ToLower(q.Text)
+		rare, err := s.rare(ctx, term)
+		if err != nil {
+			return page, err
+		}
+		if rare {
+			// The few Runs that hold it are looked up once, for every namespace at once.
+			where, union = append(where, s.d.textByIndex), false
+			args = append(args, s.d.pattern(term))
+		} else {
+			where = append(where, s.d.textOnColumn)
+			args = append(args, term)
+		}
 	}
 	if q.After != "" {
 		at, uid, err := parseCursor(q.After)
@@ -292,7 +316,7 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 		where = append(where, `(finished_at < ? OR (finished_at = ? AND uid < ?))`)
 		args = append(args, at, at, uid)
 	}
-	query, all := listQuery(q.Namespaces, where, args, limit+1)
+	query, all := listQuery(q.Namespaces, where, args, limit+1, union)
 	rows, err := s.db.QueryContext(ctx, s.d.bind(query), all...)
 	if err != nil {
 		return page, err
@@ -319,6 +343,23 @@ func (s *sqlStore) List(ctx context.Context, q Query) (Page, error) {
 	return page, s.addLabels(ctx, page.Items)
 }
 
+// rareText is how many Runs a term may be in to be looked up in the trigram index. A rarer
+// term is looked up, and its Runs sorted; a commoner one is found sooner by reading each
+// namespace's newest Runs, of which the page fills at once, than by collecting every Run that
+// holds it (docs/performance.md).
+var rareText = 2000
+
+// rare says whether a term is in at most rareText Runs, asking the trigram index; false when
+// the index cannot answer it, or the store has none.
+func (s *sqlStore) rare(ctx context.Context, term string) (bool, error) {
+	if !s.textIndex || !s.d.indexable(term) {
+		return false, nil
+	}
+	var n int
+	err := s.db.QueryRowContext(ctx, s.d.bind(s.d.textProbe), s.d.pattern(term), rareText+1).Scan(&n)
+	return n <= rareText, err
+}
+
 // listColumns are the columns of a Summary.
 const listColumns = `uid, namespace_uid, namespace, name, scene, phase, started_by, trigger_name, created_at, finished_at, archived_at`
 
@@ -327,13 +368,14 @@ const listColumns = `uid, namespace_uid, namespace, name, scene, phase, started_
 // one spares sorting every Run of every namespace (docs/performance.md).
 const unionNamespaces = 64
 
-// listQuery is the query of a page: the newest limit Runs of namespaces that pass where.
-func listQuery(namespaces, where []string, args []any, limit int) (string, []any) {
+// listQuery is the query of a page: the newest limit Runs of namespaces that pass where; with
+// union, each namespace read on its own and the pages merged.
+func listQuery(namespaces, where []string, args []any, limit int, union bool) (string, []any) {
 	order := ` ORDER BY finished_at DESC, uid DESC LIMIT ?`
 	filter := func(ns string) string {
 		return strings.Join(append([]string{ns}, where...), " AND ")
 	}
-	if len(namespaces) == 1 || len(namespaces) > unionNamespaces {
+	if !union || len(namespaces) == 1 || len(namespaces) > unionNamespaces {
 		all := make([]any, 0, len(namespaces)+len(args)+1)
 		for _, ns := range namespaces {
 			all = append(all, ns)

@@ -86,7 +86,7 @@ func stores(t *testing.T, test func(t *testing.T, s Store)) {
 }
 
 // newDatabase creates a database of its own for a test on the PostgreSQL server.
-func newDatabase(t *testing.T) string {
+func newDatabase(t testing.TB) string {
 	t.Helper()
 	db, err := sql.Open("pgx", postgres.URL)
 	if err != nil {
@@ -345,11 +345,23 @@ func TestAStoreIsBuiltUpOneMigrationAtATime(t *testing.T) {
 	}
 	defer func() { _ = db.Close() }()
 	ctx := context.Background()
+	early := &sqlStore{db: db, d: sqliteDialect, now: time.Now}
 	for v := 1; v <= len(migrations); v++ {
 		got, err := migrateTo(ctx, db, sqliteDialect, v)
 		if err != nil || got != v {
 			t.Fatalf("migrating to %d: %d, %v", v, got, err)
 		}
+		if v == 2 { // a record archived before the text index (3) existed
+			r := record("team-a", "before-the-index", "report", ergonv1alpha1.RunSucceeded, 1)
+			r.Values["write"] = "written before the index"
+			if err := early.Put(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	page, err := early.List(ctx, Query{Namespaces: []string{"uid-team-a"}, Text: "before the index"})
+	if err != nil || strings.Join(names(page), ",") != "before-the-index" {
+		t.Fatalf("the text index does not hold a record written before it: %v, %v", names(page), err)
 	}
 	if _, err := Open(ctx, "sqlite://"+filepath.Join(dir, "a.db")); err != nil {
 		t.Fatalf("opening a store migrated step by step: %v", err)
@@ -446,6 +458,153 @@ func TestListsAcrossNamespacesMergeThemInOrder(t *testing.T) {
 					t.Errorf("Failed, paged through\n%v\nwant\n%v", got, keep(failed))
 				}
 			})
+		}
+	})
+}
+
+func TestTextIsFoundThroughItsIndexAsItChanges(t *testing.T) {
+	stores(t, func(t *testing.T, s Store) {
+		ctx := t.Context()
+		put := func(ns, name, text string) {
+			r := record(ns, name, "report", ergonv1alpha1.RunSucceeded, 1)
+			r.Values["write"] = text
+			if err := s.Put(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("team-a", "a", "the quarterly numbers are in")
+		put("team-b", "b", "abcxbcd and Ünïcode Straße")
+		put("team-c", "c", "nothing to see")
+		all := []string{"uid-team-a", "uid-team-b", "uid-team-c"}
+		find := func(text string) string {
+			page, err := s.List(ctx, Query{Namespaces: all, Text: text})
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			return strings.Join(names(page), ",")
+		}
+		// The filter is answered by the trigram index: a rare term is looked up in it.
+		st := s.(*sqlStore)
+		if rare, err := st.rare(ctx, "quarterly"); err != nil || !rare {
+			t.Errorf("a rare term is not looked up in the index: %v, %v", rare, err)
+		}
+		switch st.d.name {
+		case KindSQLite:
+			var plan strings.Builder
+			rows, err := st.db.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT uid FROM runs WHERE `+st.d.textByIndex, "%quarterly%")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan.WriteString(detail + "\n")
+			}
+			_ = rows.Close()
+			if !strings.Contains(plan.String(), "VIRTUAL TABLE INDEX") {
+				t.Errorf("the text filter does not use the FTS5 index:\n%s", plan.String())
+			}
+		case KindPostgres:
+			var n int
+			if err := st.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'runs_search_trigrams'`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("no trigram index on PostgreSQL: %d, %v", n, err)
+			}
+		}
+		for text, want := range map[string]string{
+			"QUARTERLY NUMBERS": "a",
+			"abcd":              "", // every trigram of it is in b's text, but not together
+			"bcd":               "b",
+			"ünïcode straße":    "b",
+			"ße":                "b", // shorter than a trigram: read, not looked up
+			"to see":            "c",
+		} {
+			if got := find(text); got != want {
+				t.Errorf("%q found %q, want %q", text, got, want)
+			}
+		}
+		if got, err := s.List(ctx, Query{Namespaces: all[:1], Text: "nothing"}); err != nil || len(got.Items) != 0 {
+			t.Errorf("a namespace not asked for is searched: %v, %v", names(got), err)
+		}
+		// A record written again is found by its new text only; a pruned one is not found.
+		put("team-a", "a", "the annual numbers")
+		if got := find("quarterly"); got != "" {
+			t.Errorf("the old text of a record written again is found: %q", got)
+		}
+		if got := find("annual numbers"); got != "a" {
+			t.Errorf("the new text is not found: %q", got)
+		}
+		if _, err := s.Prune(ctx, "uid-team-c", base.Add(time.Hour), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := find("to see"); got != "" {
+			t.Errorf("a pruned record is found: %q", got)
+		}
+	})
+}
+
+// A PostgreSQL that cannot take the trigram index (no pg_trgm, no right to create it, or, here,
+// the name taken) still migrates: the text filter then reads the Runs.
+func TestPostgresMigratesWithoutTheTrigramIndex(t *testing.T) {
+	if postgres == nil {
+		t.Skipf("%s is not set: no PostgreSQL to test against", testenv.EnvPostgresBin)
+	}
+	ctx := t.Context()
+	db, err := sql.Open("pgx", newDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := migrateTo(ctx, db, postgresDialect, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE INDEX runs_search_trigrams ON runs (name)`); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := migrate(ctx, db, postgresDialect); err != nil || v != len(migrations) {
+		t.Fatalf("migrating without the trigram index: %d, %v", v, err)
+	}
+	st, err := open(ctx, db, postgresDialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*sqlStore)
+	if s.textIndex {
+		t.Fatal("the store takes the index it could not make for its own")
+	}
+	r := record("team-a", "a", "report", ergonv1alpha1.RunSucceeded, 1)
+	r.Values["write"] = "found by reading"
+	if err := s.Put(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.List(ctx, Query{Namespaces: []string{"uid-team-a"}, Text: "by reading"})
+	if err != nil || strings.Join(names(page), ",") != "a" {
+		t.Fatalf("text without the index: %v, %v", names(page), err)
+	}
+}
+
+// A term in more Runs than rareText is found by reading the namespaces' newest Runs, with the
+// same answer.
+func TestACommonTermIsReadFromTheColumn(t *testing.T) {
+	defer func(n int) { rareText = n }(rareText)
+	rareText = 2
+	stores(t, func(t *testing.T, s Store) {
+		ctx := t.Context()
+		for i := range 3 {
+			r := record("team-a", fmt.Sprintf("r%d", i), "report", ergonv1alpha1.RunSucceeded, i)
+			r.Values["write"] = "common words"
+			if err := s.Put(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rare, err := s.(*sqlStore).rare(ctx, "common words"); err != nil || rare {
+			t.Errorf("a common term is taken for a rare one: %v", err)
+		}
+		page, err := s.List(ctx, Query{Namespaces: []string{"uid-team-a"}, Text: "COMMON"})
+		if err != nil || strings.Join(names(page), ",") != "r2,r1,r0" {
+			t.Errorf("a common term found %v, %v", names(page), err)
 		}
 	})
 }
