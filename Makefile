@@ -94,6 +94,10 @@ test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest
 test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).
 	hack/e2e.sh
 
+.PHONY: test-e2e-postgres
+test-e2e-postgres: ## The archive's end-to-end specs with the chart's PostgreSQL archive: a PostgreSQL pod built from Debian's packages (not part of make test).
+	ERGON_E2E_ARCHIVE=postgres E2E_FOCUS="archive|Run history" hack/e2e.sh
+
 .PHONY: test-fullsize
 test-fullsize: ## The full-size run on the local cluster at the chart's default limits (docs/limits.md): 2,000 units of 512 KiB outputs beside a small Run in another namespace; prints etcd's growth (not part of make test).
 	E2E_TAGS=e2e,fullsize E2E_FOCUS="Full size" hack/e2e.sh
@@ -160,6 +164,15 @@ bench-workspace-wake: ## Run created -> bound step running, with the Workspace R
 .PHONY: bench-archive
 bench-archive: ## The Run archive on SQLite: writes per second, then query latency (p50, p95) at 100,000 archived Runs (ERGON_BENCH_ARCHIVE_RUNS).
 	go test ./internal/archive/ -run '^$$' -bench BenchmarkArchive -benchtime 400x -timeout 30m
+
+.PHONY: bench-archive-engine
+bench-archive-engine: envtest-assets ## What archiving every Run costs the engine: 10-step Runs on one manager process without and with a SQLite archive (steps/s, deps->pod, CPU).
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -archive-rounds 2
+
+.PHONY: bench-archive-postgres
+bench-archive-postgres: ## The same on PostgreSQL (Debian's binaries, found or unpacked by hack/postgres.sh).
+	ERGON_POSTGRES_BIN="$$(hack/postgres.sh bin)" ERGON_BENCH_ARCHIVE_STORE=postgres \
+		go test ./internal/archive/ -run '^$$' -bench BenchmarkArchive -benchtime 400x -timeout 30m
 
 .PHONY: bench-scale
 bench-scale: envtest-assets ## One manager process at scale on envtest: time and memory against Runs, 1,000 active Runs, 10,000 Gates, 1,000 Triggers (several minutes).

@@ -19,6 +19,7 @@ limitations under the License.
 package e2e
 
 import (
+	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,8 +33,17 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
+// archiveStore is the store the chart was installed with: SQLite, its default, or PostgreSQL
+// for make test-e2e-postgres (hack/e2e-setup.sh).
+func archiveStore() string {
+	if s := os.Getenv("ERGON_E2E_ARCHIVE"); s != "" {
+		return s
+	}
+	return "sqlite"
+}
+
 var _ = Describe("The archive on a real cluster", func() {
-	It("archives a Run that ended into the chart's SQLite archive before its time to live deletes it", func(ctx SpecContext) {
+	It("archives a Run that ended into the chart's archive (SQLite, or PostgreSQL) before its time to live deletes it", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		Expect(k8sClient.Create(ctx, &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "brief", Namespace: ns},
 			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{busyboxStep("say", `echo -n kept > "$ERGON_OUTPUT"`)}}})).
@@ -55,7 +65,7 @@ var _ = Describe("The archive on a real cluster", func() {
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 		Expect(archived.Status).To(Equal(metav1.ConditionTrue))
-		Expect(archived.Message).To(ContainSubstring("sqlite"))
+		Expect(archived.Message).To(ContainSubstring(archiveStore()))
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(run), &ergonv1alpha1.Run{})
 		}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
