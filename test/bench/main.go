@@ -93,6 +93,9 @@ func main() {
 	fairTenants := flag.Int("fair-tenants", 1, "fair-share: busy tenant namespaces")
 	fairUnit := flag.Duration("fair-unit", -1, "fair-share: how long a busy tenant's unit runs; negative, longer than the bench")
 	fairVerbose := flag.Bool("fair-verbose", false, "fair-share: print each chain's steps")
+	archiveRounds := flag.Int("archive-rounds", 0,
+		"run only the archive cost bench (shards.go): this many rounds of the 10-step Runs without and with an archive")
+	archiveRuns := flag.Int("archive-runs", 200, "archive cost: Runs of the 10-step Scene per round")
 	authzRounds := flag.Int("authz-rounds", 0,
 		"run only the authorization bench: this many rounds of the fan-out, its leaves reading a Secret and reading nothing")
 	flag.Parse()
@@ -103,7 +106,7 @@ func main() {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
 	// A loaded machine may take a while to start kube-apiserver.
 	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = 3*time.Minute, time.Minute
-	if *scale || *shards != "" {
+	if *scale || *shards != "" || *archiveRounds > 0 {
 		// The manager process serves no admission webhooks (nothing would answer them).
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{}
 	}
@@ -114,7 +117,7 @@ func main() {
 	cfg, err := env.Start()
 	must(err)
 	defer func() { _ = env.Stop() }()
-	if *scale || *shards != "" {
+	if *scale || *shards != "" || *archiveRounds > 0 {
 		kcfg := rest.CopyConfig(cfg)
 		kcfg.QPS, kcfg.Burst = 1000, 2000
 		raw, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
@@ -124,6 +127,10 @@ func main() {
 		defer cancel()
 		if *shards != "" {
 			shardThroughput(ctx, env, c, *shards, *shardRuns, so.workers)
+			return
+		}
+		if *archiveRounds > 0 {
+			archiveCost(ctx, env, c, *archiveRounds, *archiveRuns, so.workers)
 			return
 		}
 		scaleSuite(ctx, env, c, so)

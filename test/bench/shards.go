@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,25 @@ func shardThroughput(ctx context.Context, env *envtest.Environment, c client.Wit
 }
 
 func shardRow(ctx context.Context, env *envtest.Environment, c client.Client, row, count, n int, workers string) {
+	f := shardRun(ctx, env, c, nil, row, count, n, workers)
+	fmt.Printf("  %6d %7d %10s %9.0f %14s %10.1f\n", count, 10*n, f.wall.Round(100*time.Millisecond),
+		f.stepsPerSec, mib(f.heap), f.cpu)
+}
+
+// shardFigures are what one row measured.
+type shardFigures struct {
+	wall        time.Duration
+	stepsPerSec float64
+	heap, cpu   float64
+	// deps->pod of the middle steps: from the end of their Run's root step to their pod,
+	// when a kubelet was given to read the times from.
+	p50, p99 time.Duration
+}
+
+// shardRun runs n Runs of the 10-step Scene on count manager processes, started with extra
+// arguments (each given its own directory as {dir}), and returns the figures.
+func shardRun(ctx context.Context, env *envtest.Environment, c client.Client, k *kubelet, row, count, n int, workers string,
+	extra ...string) shardFigures {
 	dir, err := os.MkdirTemp("", "ergon-bench-shards-")
 	must(err)
 	defer func() { _ = os.RemoveAll(dir) }()
@@ -75,9 +95,11 @@ func shardRow(ctx context.Context, env *envtest.Environment, c client.Client, ro
 	for i := range count {
 		sub := fmt.Sprintf("%s/%d", dir, i)
 		must(os.Mkdir(sub, 0o700))
-		m := startManagerProcess(ctx, env, sub, "--run-workers="+workers,
-			"--shard="+strconv.Itoa(i), "--shards="+strconv.Itoa(count))
-		managers = append(managers, m)
+		args := []string{"--run-workers=" + workers, "--shard=" + strconv.Itoa(i), "--shards=" + strconv.Itoa(count)}
+		for _, e := range extra {
+			args = append(args, strings.ReplaceAll(e, "{dir}", sub))
+		}
+		managers = append(managers, startManagerProcess(ctx, env, sub, args...))
 	}
 	defer func() {
 		for _, m := range managers {
@@ -95,15 +117,95 @@ func shardRow(ctx context.Context, env *envtest.Environment, c client.Client, ro
 	for j, ns := range namespaces {
 		waitRuns(ctx, c, ns, (n-j+len(namespaces)-1)/len(namespaces), 15*time.Minute)
 	}
-	wall := time.Since(start)
-	var heap, cpu float64
+	f := shardFigures{wall: time.Since(start)}
+	f.stepsPerSec = float64(10*n) / f.wall.Seconds()
 	for _, end := range ends {
 		u := end()
-		heap, cpu = max(heap, u.heap), cpu+u.cpu
+		f.heap, f.cpu = max(f.heap, u.heap), f.cpu+u.cpu
 	}
-	fmt.Printf("  %6d %7d %10s %9.0f %14s %10.1f\n", count, 10*n, wall.Round(100*time.Millisecond),
-		float64(10*n)/wall.Seconds(), mib(heap), cpu)
+	if k != nil {
+		f.p50, f.p99 = middleDepsToPod(k, namespaces)
+	}
 	for _, ns := range namespaces {
 		must(c.DeleteAllOf(ctx, &ergonv1alpha1.Run{}, client.InNamespace(ns)))
 	}
+	return f
+}
+
+// middleDepsToPod is deps->pod of the middle steps of the 10-step Runs in namespaces: from
+// the end of their Run's root step's pod to the creation of theirs.
+func middleDepsToPod(k *kubelet, namespaces []string) (p50, p99 time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rootDone := map[string]time.Time{} // namespace/run -> its root's end
+	for name, at := range k.done {
+		if run, ok := runOfPod(name, "-root-", namespaces); ok {
+			rootDone[run] = at
+		}
+	}
+	var lat []time.Duration
+	for name, at := range k.created {
+		if run, ok := runOfPod(name, "-mid-", namespaces); ok && !rootDone[run].IsZero() {
+			lat = append(lat, at.Sub(rootDone[run]))
+		}
+	}
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	return pct(lat, 50), pct(lat, 99)
+}
+
+// runOfPod is namespace/run of a pod (namespace/name) of the step marked by infix, when the pod
+// is in one of namespaces.
+func runOfPod(pod, infix string, namespaces []string) (string, bool) {
+	ns, name, _ := strings.Cut(pod, "/")
+	if !slices.Contains(namespaces, ns) {
+		return "", false
+	}
+	run, _, ok := strings.Cut(name, infix)
+	return ns + "/" + run, ok
+}
+
+// archiveCost runs the 10-step Runs on one manager without and with an archive in SQLite
+// (--archive-url), alternately, rounds times each, and prints what archiving every Run that
+// ends costs the engine: steps a second, deps->pod, the manager's CPU and heap.
+func archiveCost(ctx context.Context, env *envtest.Environment, c client.WithWatch, rounds, n int, workers string) {
+	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
+	go k.run(ctx)
+	fmt.Printf("Archive cost: %d Runs of 10 steps (1 -> 8 -> 1) over %d namespaces, created at once, pods finish at once; "+
+		"one manager, --run-workers=%s; without and with --archive-url sqlite, alternately\n", n, shardNamespaces, workers)
+	fmt.Printf("  %-8s %10s %9s %12s %12s %14s %8s\n", "archive", "wall", "steps/s", "deps->pod p50", "p99", "peak heap", "CPU s")
+	var without, with []shardFigures
+	for i := range 2 * rounds {
+		// A B B A A B ...: a drift of the machine over the rounds weighs on both alike.
+		archived := i%4 == 1 || i%4 == 2
+		var extra []string
+		label := "none"
+		if archived {
+			extra, label = []string{"--archive-url=sqlite://{dir}/archive.db"}, "sqlite"
+		}
+		f := shardRun(ctx, env, c, k, 100+i, 1, n, workers, extra...)
+		fmt.Printf("  %-8s %10s %9.0f %12s %12s %14s %8.1f\n", label, f.wall.Round(100*time.Millisecond), f.stepsPerSec,
+			f.p50.Round(time.Millisecond), f.p99.Round(time.Millisecond), mib(f.heap), f.cpu)
+		if archived {
+			with = append(with, f)
+		} else {
+			without = append(without, f)
+		}
+	}
+	median := func(fs []shardFigures, v func(shardFigures) float64) float64 {
+		vals := make([]float64, 0, len(fs))
+		for _, f := range fs {
+			vals = append(vals, v(f))
+		}
+		slices.Sort(vals)
+		return vals[len(vals)/2]
+	}
+	rate := func(f shardFigures) float64 { return f.stepsPerSec }
+	p50 := func(f shardFigures) float64 { return float64(f.p50) }
+	cpu := func(f shardFigures) float64 { return f.cpu }
+	fmt.Printf("Medians: steps/s %.0f without, %.0f with the archive; deps->pod p50 %s without, %s with; CPU %.1f s without, %.1f s with\n",
+		median(without, rate), median(with, rate), time.Duration(median(without, p50)).Round(time.Millisecond),
+		time.Duration(median(with, p50)).Round(time.Millisecond), median(without, cpu), median(with, cpu))
 }
