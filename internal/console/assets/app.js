@@ -360,9 +360,9 @@
       onChange: (c) => {
         if (c.kind !== "Run") return;
         if (items.some((r) => !r.archived && r.uid === c.object.metadata.uid) && c.type === "MODIFIED") { draw(); return; }
-        if (next) return; // more than a page is shown: keep the reader's place
-        clearTimeout(soon);
-        soon = setTimeout(() => load(false), 700);
+        if (next || soon) return; // more than a page is shown: keep the reader's place
+        // At most one read a second, however busy the namespace.
+        soon = setTimeout(() => { soon = null; load(false); }, 1000);
       },
       reload: () => reloadStores().then(() => load(false)),
     };
