@@ -24,9 +24,13 @@ import (
 	"github.com/ergon-dev/ergon/internal/cost"
 )
 
-// MaxDiffBytes bounds each whole value a comparison reads to diff; a larger one is diffed by
-// its preview.
-const MaxDiffBytes = 256 << 10
+// MaxDiffBytes bounds each whole value a comparison reads to diff, and MaxCompareBytes all
+// of them together; beyond either, outputs are diffed by their previews (a Run of many steps
+// with large outputs costs a comparison a bounded amount).
+const (
+	MaxDiffBytes    = 256 << 10
+	MaxCompareBytes = 4 << 20
+)
 
 // CompareSide is one of the Runs a comparison reads: the Run, its Gates, and how to read a
 // step's whole output (nil: only previews).
@@ -136,6 +140,7 @@ func Compare(a, b CompareSide) *Comparison {
 			steps = append(steps, s)
 		}
 	}
+	budget := int64(MaxCompareBytes)
 	for _, name := range steps {
 		sa, sb := stepOf(a.Run, name), stepOf(b.Run, name)
 		row := StepRow{Name: name, A: cell(sa, a.Gates), B: cell(sb, b.Gates), Output: none}
@@ -143,8 +148,8 @@ func Compare(a, b CompareSide) *Comparison {
 		case sa == nil || sb == nil, sa.Output == nil && sb.Output == nil:
 		case sa.Output == nil || sb.Output == nil || sa.Output.SHA256 != sb.Output.SHA256 || sa.Output.Preview != sb.Output.Preview:
 			row.Output = outputDiffers
-			va, fullA := wholeValue(a, sa.Output)
-			vb, fullB := wholeValue(b, sb.Output)
+			va, fullA := wholeValue(a, sa.Output, &budget)
+			vb, fullB := wholeValue(b, sb.Output, &budget)
 			row.Diff, row.PreviewsOnly = DiffValues(va, vb), !fullA || !fullB
 		default:
 			row.Output = outputSame
@@ -223,18 +228,20 @@ func compareGateTimes(gates []ergonv1alpha1.Gate, x, y string) int {
 	return 0
 }
 
-// wholeValue is an output's whole value when it can be read and is at most MaxDiffBytes,
-// else its preview (full false).
-func wholeValue(s CompareSide, v *ergonv1alpha1.OutputValue) (value string, full bool) {
+// wholeValue is an output's whole value when it can be read, is at most MaxDiffBytes and
+// fits what is left of the comparison's budget (which it spends), else its preview (full
+// false).
+func wholeValue(s CompareSide, v *ergonv1alpha1.OutputValue, budget *int64) (value string, full bool) {
 	if v == nil {
 		return "", true
 	}
 	if v.Ref == nil {
 		return v.Preview, true
 	}
-	if s.Value == nil || v.Size > MaxDiffBytes {
+	if s.Value == nil || v.Size > MaxDiffBytes || v.Size > *budget {
 		return v.Preview, false
 	}
+	*budget -= v.Size
 	b, err := s.Value(v)
 	if err != nil {
 		return v.Preview, false

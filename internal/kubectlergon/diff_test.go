@@ -140,3 +140,28 @@ func TestDiffLinesOfLongTextsIsBounded(t *testing.T) {
 		t.Fatalf("got %d lines: %q ... %q", len(got), got[:3], got[len(got)-2:])
 	}
 }
+
+// A comparison reads whole values up to its budget, and diffs the rest by their previews.
+func TestComparisonsReadABoundedAmount(t *testing.T) {
+	run := func(name, text string) *ergonv1alpha1.Run {
+		r := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for i := range 40 {
+			r.Status.Steps = append(r.Status.Steps, ergonv1alpha1.StepStatus{Name: fmt.Sprintf("s%02d", i), Phase: ergonv1alpha1.StepSucceeded,
+				Output: &ergonv1alpha1.OutputValue{Preview: text[:8], Size: MaxDiffBytes, SHA256: name,
+					Ref: &ergonv1alpha1.OutputRef{ConfigMap: "cm", Key: fmt.Sprint(i)}}})
+		}
+		return r
+	}
+	read := 0
+	value := func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
+		read += int(v.Size)
+		return []byte(strings.Repeat("x", int(v.Size))), nil
+	}
+	c := Compare(CompareSide{Run: run("a", "aaaaaaaaa"), Value: value}, CompareSide{Run: run("b", "bbbbbbbbb"), Value: value})
+	if read > MaxCompareBytes {
+		t.Errorf("a comparison read %d bytes, more than %d", read, MaxCompareBytes)
+	}
+	if !c.Steps[len(c.Steps)-1].PreviewsOnly || c.Steps[0].PreviewsOnly {
+		t.Errorf("the first steps are diffed whole and the last by previews: %v, %v", c.Steps[0].PreviewsOnly, c.Steps[len(c.Steps)-1].PreviewsOnly)
+	}
+}
