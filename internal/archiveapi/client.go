@@ -25,6 +25,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 )
 
@@ -58,6 +59,13 @@ func Read(ctx context.Context, req *rest.Request) ([]byte, error) {
 // Get reads the newest archived Run of a name in a namespace, or the one uid names, with its
 // record. rc is a client of the core group (its decoder reads a refusal's Status).
 func Get(ctx context.Context, rc rest.Interface, namespace, name, uid string) (*ArchivedRun, error) {
+	// The names become the path: only names Kubernetes allows, so none walks elsewhere.
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q: %s", namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("run name %q: %s", name, strings.Join(errs, "; "))
+	}
 	req := rc.Get().AbsPath(Path(namespace), name)
 	if uid != "" {
 		req = req.Param("uid", uid)
@@ -80,6 +88,9 @@ func Get(ctx context.Context, rc rest.Interface, namespace, name, uid string) (*
 // List reads a page of archived Runs of a namespace, or of every namespace the user may read
 // when it is empty, with the filters params names (see queryOf).
 func List(ctx context.Context, rc rest.Interface, namespace string, params url.Values) (*ArchivedRunList, error) {
+	if errs := validation.IsDNS1123Label(namespace); namespace != "" && len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q: %s", namespace, strings.Join(errs, "; "))
+	}
 	req := rc.Get().AbsPath(Path(namespace))
 	for k, vs := range params {
 		for _, v := range vs {
