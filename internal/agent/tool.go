@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -95,16 +94,6 @@ func registerTool(t *Tool) {
 	}
 	t.schema = c.MustCompile(t.Name + ".json")
 	registry[t.Name] = t
-}
-
-// ToolNames lists the registered tools.
-func ToolNames() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // call validates the arguments and runs the tool within its timeout. An error is meant for

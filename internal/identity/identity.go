@@ -23,7 +23,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -133,11 +132,6 @@ func Union(lists ...[]ergonv1alpha1.UserIdentity) []ergonv1alpha1.UserIdentity {
 		}
 	}
 	return out
-}
-
-// String names an identity for a message: its username.
-func String(id ergonv1alpha1.UserIdentity) string {
-	return strings.TrimSpace(id.Username)
 }
 
 func normal(id ergonv1alpha1.UserIdentity) ergonv1alpha1.UserIdentity {
