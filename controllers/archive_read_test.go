@@ -82,8 +82,14 @@ var _ = Describe("Reads of the archive", func() {
 		base := "/apis/archive.ergon.dev/v1alpha1"
 
 		By("listing and getting in their own namespace")
-		code, body := get(base + "/namespaces/" + mine + "/archivedruns")
-		Expect(code).To(Equal(http.StatusOK), string(body))
+		// The API server's RBAC authorizer sees a new RoleBinding through its informers: a
+		// moment after it is created.
+		var code int
+		var body []byte
+		Eventually(func(g Gomega) {
+			code, body = get(base + "/namespaces/" + mine + "/archivedruns")
+			g.Expect(code).To(Equal(http.StatusOK), string(body))
+		}).Should(Succeed())
 		list := &archiveapi.ArchivedRunList{}
 		Expect(json.Unmarshal(body, list)).To(Succeed())
 		Expect(list.Items).To(HaveLen(1))

@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -169,6 +170,18 @@ var _ = Describe("One authority at the effect", func() {
 		createScene(ctx, ns, "report", container("fetch", "facts"), container("write", "brief", "fetch"))
 		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, nil, []string{"create"})
 		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, []string{"someone-elses"}, []string{"get"})
+		// RBAC sees new bindings a moment after they are made.
+		allowed := func(verb, name string) func(Gomega) {
+			return func(g Gomega) {
+				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: alice.Username,
+					Groups: alice.Groups, ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb,
+						Group: ergonv1alpha1.GroupVersion.Group, Resource: "runs", Name: name}}}
+				g.Expect(k8sClient.Create(ctx, sar)).To(Succeed())
+				g.Expect(sar.Status.Allowed).To(BeTrue())
+			}
+		}
+		Eventually(allowed("create", "")).Should(Succeed())
+		Eventually(allowed("get", "someone-elses")).Should(Succeed())
 		runAs(ctx, ns, "orig", "report", alice)
 		Expect(finished(ctx, ns, "orig").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 
@@ -190,6 +203,7 @@ var _ = Describe("One authority at the effect", func() {
 
 		By("rerunning once the person may get the Run (and the refusal, cached for authz.DefaultTTL, expired)")
 		grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs"}, []string{"orig"}, []string{"get"})
+		Eventually(allowed("get", "orig")).Should(Succeed())
 		time.Sleep(authz.DefaultTTL)
 		again := rerunAs("again-2")
 		Expect(again.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", again.Status.Conditions)
