@@ -143,9 +143,13 @@ func summarize(rec *Record) (row, error) {
 	return r, nil
 }
 
-// searchText is the lower-cased text the text filter looks in: the name, the params, the
-// messages of the Run and its steps, and the values, cut to maxSearch.
-func searchText(rec *Record) string {
+// searchText is the lower-cased text the text filter looks in for a record.
+func searchText(rec *Record) string { return SearchText(&rec.Run, rec.Values) }
+
+// SearchText is the lower-cased text a text search looks in: a Run's name, its params, the
+// messages of the Run and its steps, and values (its outputs and transcripts, whole or
+// previews), cut to 64 KiB. The console matches live Runs by it too.
+func SearchText(run *ergonv1alpha1.Run, values map[string]string) string {
 	var b strings.Builder
 	add := func(s string) {
 		if b.Len() < maxSearch && s != "" {
@@ -153,18 +157,18 @@ func searchText(rec *Record) string {
 			b.WriteByte('\n')
 		}
 	}
-	add(rec.Run.Name)
-	for _, k := range slices.Sorted(maps.Keys(rec.Run.Spec.Params)) {
-		add(k + "=" + rec.Run.Spec.Params[k])
+	add(run.Name)
+	for _, k := range slices.Sorted(maps.Keys(run.Spec.Params)) {
+		add(k + "=" + run.Spec.Params[k])
 	}
-	for _, c := range rec.Run.Status.Conditions {
+	for _, c := range run.Status.Conditions {
 		add(c.Message)
 	}
-	for _, st := range rec.Run.Status.Steps {
+	for _, st := range run.Status.Steps {
 		add(st.Message)
 	}
-	for _, k := range slices.Sorted(maps.Keys(rec.Values)) {
-		add(rec.Values[k])
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		add(values[k])
 	}
 	out := b.String()
 	if len(out) > maxSearch {

@@ -222,10 +222,10 @@ func queryOf(r *http.Request) (archive.Query, error) {
 		q.Labels = set
 	}
 	var err error
-	if q.Since, err = timeOf("since", v.Get("since")); err != nil {
+	if q.Since, err = ParseTime("since", v.Get("since")); err != nil {
 		return q, err
 	}
-	if q.Until, err = timeOf("until", v.Get("until")); err != nil {
+	if q.Until, err = ParseTime("until", v.Get("until")); err != nil {
 		return q, err
 	}
 	if q.Phase != "" && !ergonv1alpha1.RunPhase(q.Phase).Finished() {
@@ -234,8 +234,9 @@ func queryOf(r *http.Request) (archive.Query, error) {
 	return q, nil
 }
 
-// timeOf reads a time: RFC 3339, or a duration back from now (24h).
-func timeOf(name, s string) (time.Time, error) {
+// ParseTime reads the time a filter named name gives: RFC 3339, or a duration back from now
+// (24h); zero when empty. The console reads its filters with it too.
+func ParseTime(name, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}

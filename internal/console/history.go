@@ -36,6 +36,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/archiveapi"
 	"github.com/ergon-dev/ergon/internal/kubectlergon"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // The Runs view lists live and archived Runs together. The archive is read through the API
@@ -72,19 +73,11 @@ func historyQueryOf(r *http.Request) (*historyQuery, error) {
 	if q.selector, err = labels.Parse(q.labelSelector); err != nil {
 		return nil, fmt.Errorf("label: %w", err)
 	}
-	now := time.Now()
-	for _, t := range []struct {
-		name, raw string
-		into      *time.Time
-	}{{"since", q.sinceRaw, &q.since}, {"until", q.untilRaw, &q.until}} {
-		if t.raw == "" {
-			continue
-		}
-		if d, err := time.ParseDuration(t.raw); err == nil {
-			*t.into = now.Add(-d)
-		} else if *t.into, err = time.Parse(time.RFC3339, t.raw); err != nil {
-			return nil, fmt.Errorf("%s: want an RFC 3339 time or a duration back from now (24h), not %q", t.name, t.raw)
-		}
+	if q.since, err = archiveapi.ParseTime("since", q.sinceRaw); err != nil {
+		return nil, err
+	}
+	if q.until, err = archiveapi.ParseTime("until", q.untilRaw); err != nil {
+		return nil, err
 	}
 	return q, nil
 }
@@ -114,27 +107,16 @@ func (q *historyQuery) matches(run *ergonv1alpha1.Run) bool {
 	return q.text == "" || runHasText(run, strings.ToLower(q.text))
 }
 
+// runHasText says whether a live Run holds a lower-cased term in the text the archive
+// searches, with its outputs' previews for values.
 func runHasText(run *ergonv1alpha1.Run, text string) bool {
-	has := func(s string) bool { return strings.Contains(strings.ToLower(s), text) }
-	if has(run.Name) {
-		return true
-	}
-	for _, v := range run.Spec.Params {
-		if has(v) {
-			return true
-		}
-	}
-	for _, c := range run.Status.Conditions {
-		if has(c.Message) {
-			return true
-		}
-	}
+	previews := map[string]string{}
 	for _, s := range run.Status.Steps {
-		if has(s.Message) || s.Output != nil && has(s.Output.Preview) {
-			return true
+		if s.Output != nil {
+			previews[s.Name] = s.Output.Preview
 		}
 	}
-	return false
+	return strings.Contains(archive.SearchText(run, previews), text)
 }
 
 // history answers a search of the Runs view: on the first page the live Runs the archive does
@@ -293,21 +275,10 @@ func loadRunAt(ctx context.Context, v *viewer, ns, name, uid string) (*loadedRun
 // value reads a whole output or transcript of the Run, checked against its recorded size and
 // digest: from its ConfigMap, or from the archive's record.
 func (l *loadedRun) value(ctx context.Context, v *viewer, step string, val *ergonv1alpha1.OutputValue, what string) ([]byte, error) {
-	if l.rec == nil || val.Ref == nil {
+	if l.rec == nil {
 		return readValue(ctx, v, l.run.Namespace, val)
 	}
-	s, ok := l.rec.Values[archive.ValueKey(step, what)]
-	if !ok {
-		return nil, fmt.Errorf("the archive kept no %s of step %s: %s", orWord(what, "output"), step, strings.Join(l.rec.Missing, "; "))
-	}
-	return []byte(s), kubectlergon.VerifyValue([]byte(s), val)
-}
-
-func orWord(s, word string) string {
-	if s == "" {
-		return word
-	}
-	return s
+	return kubectlergon.ArchivedValue(l.rec, step, what, val)
 }
 
 // gates are the Run's Gates: those it controls in the cluster, or the record's.
@@ -347,13 +318,8 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request, v *viewer) {
 		}
 		gates, _ := l.gates(r.Context(), v) // a viewer who may not list Gates compares without answers
 		sides[i] = kubectlergon.CompareSide{Run: l.run, Gates: gates, Archived: l.rec != nil,
-			Value: func(val *ergonv1alpha1.OutputValue) ([]byte, error) {
-				for _, st := range l.run.Status.Steps {
-					if st.Output == val {
-						return l.value(r.Context(), v, st.Name, val, "")
-					}
-				}
-				return nil, errors.New("not an output of the Run")
+			Value: func(step string, val *ergonv1alpha1.OutputValue) ([]byte, error) {
+				return l.value(r.Context(), v, step, val, "")
 			}}
 	}
 	writeJSON(w, kubectlergon.Compare(sides[0], sides[1]))
@@ -390,9 +356,6 @@ func (s *Server) rerun(w http.ResponseWriter, r *http.Request, v *viewer) {
 		writeError(w, http.StatusBadRequest, errors.New(strings.ReplaceAll(err.Error(), "--", "")))
 		return
 	}
-	run.Labels = map[string]string{ergonv1alpha1.LabelScene: old.run.Labels[ergonv1alpha1.LabelScene]}
-	if run.Labels[ergonv1alpha1.LabelScene] == "" {
-		delete(run.Labels, ergonv1alpha1.LabelScene)
-	}
+	run.Labels = map[string]string{ergonv1alpha1.LabelScene: naming.LabelValue(run.Spec.SceneRef.Name)}
 	s.createRun(w, r, v, run)
 }

@@ -21,7 +21,7 @@ import (
 	"slices"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/cost"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // MaxDiffBytes bounds each whole value a comparison reads to diff, and MaxCompareBytes all
@@ -38,7 +38,7 @@ type CompareSide struct {
 	Run      *ergonv1alpha1.Run
 	Gates    []ergonv1alpha1.Gate
 	Archived bool
-	Value    func(*ergonv1alpha1.OutputValue) ([]byte, error)
+	Value    func(step string, v *ergonv1alpha1.OutputValue) ([]byte, error)
 }
 
 // Comparison is two Runs side by side, as kubectl ergon diff prints it and the console's
@@ -148,8 +148,8 @@ func Compare(a, b CompareSide) *Comparison {
 		case sa == nil || sb == nil, sa.Output == nil && sb.Output == nil:
 		case sa.Output == nil || sb.Output == nil || sa.Output.SHA256 != sb.Output.SHA256 || sa.Output.Preview != sb.Output.Preview:
 			row.Output = outputDiffers
-			va, fullA := wholeValue(a, sa.Output, &budget)
-			vb, fullB := wholeValue(b, sb.Output, &budget)
+			va, fullA := wholeValue(a, name, sa.Output, &budget)
+			vb, fullB := wholeValue(b, name, sb.Output, &budget)
 			row.Diff, row.PreviewsOnly = DiffValues(va, vb), !fullA || !fullB
 		default:
 			row.Output = outputSame
@@ -163,7 +163,7 @@ func column(s CompareSide) RunColumn {
 	r := s.Run
 	col := RunColumn{Namespace: r.Namespace, Name: r.Name, UID: string(r.UID), Scene: r.Spec.SceneRef.Name,
 		Phase: string(r.Status.Phase), Archived: s.Archived, StartedBy: r.Annotations[ergonv1alpha1.AnnotationCreatedBy],
-		Usage: totalUsage(r)}
+		Usage: planner.RunUsage(r.Status.Steps, nil)}
 	if r.Status.StartedAt != nil && r.Status.FinishedAt != nil {
 		d := r.Status.FinishedAt.Sub(r.Status.StartedAt.Time).Seconds()
 		col.Seconds = &d
@@ -231,7 +231,7 @@ func compareGateTimes(gates []ergonv1alpha1.Gate, x, y string) int {
 // wholeValue is an output's whole value when it can be read, is at most MaxDiffBytes and
 // fits what is left of the comparison's budget (which it spends), else its preview (full
 // false).
-func wholeValue(s CompareSide, v *ergonv1alpha1.OutputValue, budget *int64) (value string, full bool) {
+func wholeValue(s CompareSide, step string, v *ergonv1alpha1.OutputValue, budget *int64) (value string, full bool) {
 	if v == nil {
 		return "", true
 	}
@@ -242,37 +242,9 @@ func wholeValue(s CompareSide, v *ergonv1alpha1.OutputValue, budget *int64) (val
 		return v.Preview, false
 	}
 	*budget -= v.Size
-	b, err := s.Value(v)
+	b, err := s.Value(step, v)
 	if err != nil {
 		return v.Preview, false
 	}
 	return string(b), true
-}
-
-// totalUsage adds up the Run's steps' usage: tokens, and cost where every priced step's cost
-// adds up.
-func totalUsage(run *ergonv1alpha1.Run) *ergonv1alpha1.AgentUsage {
-	var u *ergonv1alpha1.AgentUsage
-	var costs []string
-	for _, s := range run.Status.Steps {
-		if s.Usage == nil {
-			continue
-		}
-		if u == nil {
-			u = &ergonv1alpha1.AgentUsage{}
-		}
-		u.Turns += s.Usage.Turns
-		u.PromptTokens += s.Usage.PromptTokens
-		u.CompletionTokens += s.Usage.CompletionTokens
-		u.TotalTokens += s.Usage.TotalTokens
-		if s.Usage.Cost != "" {
-			costs = append(costs, s.Usage.Cost)
-		}
-	}
-	if u != nil && len(costs) > 0 {
-		if sum, err := cost.Sum(costs...); err == nil {
-			u.Cost = sum
-		}
-	}
-	return u
 }

@@ -153,7 +153,7 @@ func TestComparisonsReadABoundedAmount(t *testing.T) {
 		return r
 	}
 	read := 0
-	value := func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
+	value := func(_ string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
 		read += int(v.Size)
 		return []byte(strings.Repeat("x", int(v.Size))), nil
 	}

@@ -19,11 +19,11 @@ package kubectlergon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -231,7 +231,7 @@ func (o *Options) liveOrArchivedRun(ctx context.Context, name string) (*ergonv1a
 func (o *Options) compareSide(ctx context.Context, name string) (CompareSide, error) {
 	run, err := o.getRun(ctx, name)
 	if err == nil {
-		side := CompareSide{Run: run, Value: func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
+		side := CompareSide{Run: run, Value: func(_ string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
 			return o.readValue(ctx, run.Namespace, v, "")
 		}}
 		c, cerr := o.Client()
@@ -262,24 +262,27 @@ func (o *Options) compareSide(ctx context.Context, name string) (CompareSide, er
 	return ArchivedSide(item.Record), nil
 }
 
-// ArchivedSide is an archived Run as one side of a comparison: its record's Gates, and its
-// values, checked against the digests its status recorded.
+// ArchivedSide is an archived Run as one side of a comparison: its record's Gates and values.
 func ArchivedSide(rec *archive.Record) CompareSide {
-	run := rec.Original()
-	return CompareSide{Run: run, Gates: rec.Gates, Archived: true, Value: func(v *ergonv1alpha1.OutputValue) ([]byte, error) {
-		for i := range run.Status.Steps {
-			s := &run.Status.Steps[i]
-			for what, sv := range map[string]*ergonv1alpha1.OutputValue{"": s.Output, "transcript": s.Transcript} {
-				if sv != v {
-					continue
-				}
-				value, ok := rec.Values[archive.ValueKey(s.Name, what)]
-				if !ok {
-					return nil, fmt.Errorf("the archive kept no value of step %s", s.Name)
-				}
-				return []byte(value), VerifyValue([]byte(value), v)
-			}
+	return CompareSide{Run: rec.Original(), Gates: rec.Gates, Archived: true,
+		Value: func(step string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
+			return ArchivedValue(rec, step, "", v)
+		}}
+}
+
+// ArchivedValue is a step's output (what "") or transcript (what "transcript") as the archive
+// kept it, checked against the size and digest the Run's status recorded.
+func ArchivedValue(rec *archive.Record, step, what string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
+	if v.Ref == nil {
+		b := []byte(v.Preview)
+		return b, VerifyValue(b, v)
+	}
+	value, ok := rec.Values[archive.ValueKey(step, what)]
+	if !ok {
+		if what == "" {
+			what = "output"
 		}
-		return nil, errors.New("the value is not one of the Run's")
-	}}
+		return nil, fmt.Errorf("the archive kept no %s of step %s: %s", what, step, strings.Join(rec.Missing, "; "))
+	}
+	return []byte(value), VerifyValue([]byte(value), v)
 }

@@ -104,6 +104,8 @@
     return { ns: parts[1], view, name: parts[3] || "", extra: parts[4] || "", query: new URLSearchParams(location.search) };
   }
   const link = (view, name) => "#/ns/" + enc(state.ns) + "/" + view + (name ? "/" + enc(name) : "");
+  // runHref is the page of a Run (a summary or a comparison's column): an archived one by its UID.
+  const runHref = (r) => "#/ns/" + enc(r.namespace || state.ns) + "/runs/" + enc(r.name) + (r.archived ? "/" + enc(r.uid) : "");
 
   function renderNav(active) {
     const nav = $("nav");
@@ -299,7 +301,6 @@
     }
     // key names a Run for the compare view: NAMESPACE/NAME, and @UID for an archived one.
     const keyOf = (r) => (r.namespace || state.ns) + "/" + r.name + (r.archived ? "@" + r.uid : "");
-    const runLink = (r) => "#/ns/" + enc(r.namespace || state.ns) + "/runs/" + enc(r.name) + (r.archived ? "/" + enc(r.uid) : "");
     async function load(append) {
       const p = new URLSearchParams();
       for (const k of ["scene", "trigger", "phase", "startedBy", "label", "since", "until", "text"]) if (f[k]) p.set(k, f[k]);
@@ -338,7 +339,7 @@
           onchange: (e) => { if (e.target.checked) picked.set(k, k); else picked.delete(k); compare.disabled = picked.size !== 2; } });
         return h("tr", { "data-run": r.name, "data-archived": r.archived ? "true" : null },
           h("td", {}, pick),
-          h("td", {}, h("a", { href: runLink(r) }, r.name), r.archived ? h("span", { class: "tag", title: "From the archive: the Run ended" }, "archived") : null),
+          h("td", {}, h("a", { href: runHref(r) }, r.name), r.archived ? h("span", { class: "tag", title: "From the archive: the Run ended" }, "archived") : null),
           f.all ? h("td", {}, r.namespace) : null,
           h("td", {}, r.scene),
           h("td", { class: "hide-sm trigger" }, r.trigger || ""),
@@ -379,7 +380,7 @@
     };
     const sa = side(a), sb = side(b);
     const c = await api("/api/compare?a=" + enc(sa.q) + "&b=" + enc(sb.q) + (sa.uid ? "&aUID=" + enc(sa.uid) : "") + (sb.uid ? "&bUID=" + enc(sb.uid) : ""));
-    const runLink = (col) => h("a", { href: "#/ns/" + enc(col.namespace) + "/runs/" + enc(col.name) + (col.archived ? "/" + enc(col.uid) : "") }, col.name);
+    const runLink = (col) => h("a", { href: runHref(col) }, col.name);
     const usage = (u) => u ? u.totalTokens + " tokens" + (u.cost ? ", $" + u.cost : "") : "";
     const secs = (x) => x === undefined || x === null ? "" : dur(x);
     const row = (label, va, vb, differs) => h("tr", { class: differs ? "differs" : null }, h("th", { scope: "row" }, label), h("td", {}, va), h("td", {}, vb));
