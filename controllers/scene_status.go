@@ -28,7 +28,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/health"
-	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/validate"
 )
 
 // maxConditionMessage bounds a Ready message built from compile errors: a Scene of a thousand
@@ -80,8 +80,8 @@ func sceneStatus(f sceneFacts, now metav1.Time) (ergonv1alpha1.SceneStatus, *sce
 // the Scenes and Workspace it names exist.
 func sceneReadiness(f sceneFacts, calls []string) (metav1.ConditionStatus, string, string) {
 	scene := f.scene
-	errs := webhookv1alpha1.ValidateSceneSpec(&scene.Spec)
-	cycleErrs, _ := webhookv1alpha1.ValidateSceneCalls(scene, f.namespace)
+	errs := validate.Scene(&scene.Spec)
+	cycleErrs, _ := validate.SceneCallsIn(scene, f.namespace)
 	if errs = append(errs, cycleErrs...); len(errs) > 0 {
 		return metav1.ConditionFalse, ergonv1alpha1.ReasonCompileFailed, truncate(
 			fmt.Sprintf("the Scene does not compile; Runs of it fail until its spec is fixed: %v", errs.ToAggregate()))

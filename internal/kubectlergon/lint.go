@@ -39,7 +39,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
-	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/validate"
 )
 
 func newLintCommand(o *Options) *cobra.Command {
@@ -249,8 +249,8 @@ func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
 	case "Trigger":
 		t := &ergonv1alpha1.Trigger{}
 		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, t); err == nil {
-			errs := webhookv1alpha1.ValidateTriggerSpec(&t.Spec)
-			errs = append(errs, webhookv1alpha1.SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name)...)
+			errs := validate.Trigger(&t.Spec)
+			errs = append(errs, validate.SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name)...)
 			if len(errs) > 0 {
 				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
 			}
@@ -258,7 +258,7 @@ func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
 	case "Workspace":
 		w := &ergonv1alpha1.Workspace{}
 		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, w); err == nil {
-			if errs := webhookv1alpha1.ValidateWorkspaceSpec(&w.Spec); len(errs) > 0 {
+			if errs := validate.Workspace(&w.Spec); len(errs) > 0 {
 				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
 			}
 		}
@@ -273,8 +273,8 @@ func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
 // wrong as the webhook does.
 func LintScene(source string, scene *ergonv1alpha1.Scene, namespace []ergonv1alpha1.Scene) LintResult {
 	res := LintResult{Source: source, Kind: "Scene", Name: scene.Name}
-	errs := webhookv1alpha1.ValidateSceneSpec(&scene.Spec)
-	callErrs, warnings := webhookv1alpha1.ValidateSceneCalls(scene, namespace)
+	errs := validate.Scene(&scene.Spec)
+	callErrs, warnings := validate.SceneCallsIn(scene, namespace)
 	errs = append(errs, callErrs...)
 	res.Warnings = warnings
 	if len(errs) > 0 {
@@ -285,7 +285,7 @@ func LintScene(source string, scene *ergonv1alpha1.Scene, namespace []ergonv1alp
 
 func lintRun(source string, run *ergonv1alpha1.Run, scenes []ergonv1alpha1.Scene) LintResult {
 	res := LintResult{Source: source, Kind: "Run", Name: run.Name}
-	if errs := webhookv1alpha1.SceneRefName(field.NewPath("spec", "sceneRef", "name"), run.Spec.SceneRef.Name); len(errs) > 0 {
+	if errs := validate.SceneRefName(field.NewPath("spec", "sceneRef", "name"), run.Spec.SceneRef.Name); len(errs) > 0 {
 		res.Err = apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Run").GroupKind(), run.Name, errs)
 		return res
 	}

@@ -15,6 +15,9 @@ limitations under the License.
 */
 
 // Package v1alpha1 holds the admission webhooks of the ergon.dev/v1alpha1 kinds: typed
-// validators and defaulters that call plain functions, for the checks one object's CRD
-// schema and CEL rules cannot make (graph cycles, templates, expressions, cron, RBAC).
+// validators and defaulters. What makes an object valid is internal/validate's, shared with
+// `kubectl ergon lint` and the controllers; what this package adds is what admission alone
+// knows: who is asking (identity stamps, RBAC checks of the Secrets, Workspaces and Runs an
+// object would use, who may answer a Gate) and how an object may change (immutable fields,
+// Gate votes that only grow).
 package v1alpha1

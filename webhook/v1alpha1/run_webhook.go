@@ -23,7 +23,6 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +32,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/identity"
+	"github.com/ergon-dev/ergon/internal/validate"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-run,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=runs,verbs=create;update,versions=v1alpha1,name=vrun.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -117,7 +117,7 @@ func (v *RunValidator) ValidateCreate(ctx context.Context, run *ergonv1alpha1.Ru
 		// The CRD refuses it first; without the name there is no Scene to look up.
 		return nil, invalid(field.ErrorList{field.Required(sceneRef, "name the Scene to run")})
 	}
-	if errs := SceneRefName(sceneRef, run.Spec.SceneRef.Name); len(errs) > 0 {
+	if errs := validate.SceneRefName(sceneRef, run.Spec.SceneRef.Name); len(errs) > 0 {
 		return nil, invalid(errs)
 	}
 	req, err := admission.RequestFromContext(ctx)
@@ -228,14 +228,4 @@ func reservedAnnotations(old, run *ergonv1alpha1.Run, stamps map[string]string) 
 // ValidateDelete allows every deletion.
 func (v *RunValidator) ValidateDelete(context.Context, *ergonv1alpha1.Run) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// SceneRefName refuses a sceneRef no Scene could ever answer: a Run of it would wait in Pending for
-// the manager's pending timeout.
-func SceneRefName(path *field.Path, name string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(path, name, "no Scene can have this name: "+msg))
-	}
-	return errs
 }

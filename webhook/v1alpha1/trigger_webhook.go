@@ -19,9 +19,6 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,9 +31,8 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/closure"
-	"github.com/ergon-dev/ergon/internal/expr"
-	"github.com/ergon-dev/ergon/internal/schedule"
 	"github.com/ergon-dev/ergon/internal/triggers"
+	"github.com/ergon-dev/ergon/internal/validate"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-trigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=triggers,verbs=create;update,versions=v1alpha1,name=vtrigger.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -131,13 +127,13 @@ func (v *TriggerValidator) ValidateDelete(context.Context, *ergonv1alpha1.Trigge
 // read every Secret it makes Ergon use: its webhook key, and the Secrets of the Scene its Runs
 // run (with the Scenes that calls), which Ergon reads for the Trigger's creator at every event.
 func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigger, specChanged bool) (admission.Warnings, error) {
-	errs := ValidateTriggerSpec(&t.Spec)
+	errs := validate.Trigger(&t.Spec)
 	if t.Spec.SceneRef.Name == "" {
 		// The CRD refuses it first; without the name there is no Scene to look up.
 		errs = append(errs, field.Required(field.NewPath("spec", "sceneRef", "name"), "name the Scene to run"))
 		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, errs)
 	}
-	if bad := SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name); len(bad) > 0 {
+	if bad := validate.SceneRefName(field.NewPath("spec", "sceneRef", "name"), t.Spec.SceneRef.Name); len(bad) > 0 {
 		return nil, apierrors.NewInvalid(ergonv1alpha1.GroupVersion.WithKind("Trigger").GroupKind(), t.Name, append(errs, bad...))
 	}
 	if specChanged {
@@ -175,7 +171,7 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 	case err != nil:
 		return nil, apierrors.NewInternalError(err)
 	default:
-		errs = append(errs, TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
+		errs = append(errs, validate.TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
 		if specChanged {
 			sceneErrs, err := sceneSecretsAt(ctx, v.Reader, v.secrets, scene, sceneRef)
 			if err != nil {
@@ -210,7 +206,7 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 // chainCycle refuses a runCompleted Trigger that closes a cycle with the namespace's other
 // runCompleted Triggers (A's Run ends and starts B, B's ends and starts A, ...): it would
 // start Runs without end. Suspended Triggers start nothing and are left out; resuming one is
-// an update and is checked then. A direct self-loop is ValidateTriggerSpec's.
+// an update and is checked then. A direct self-loop is validate.Trigger's.
 func (v *TriggerValidator) chainCycle(ctx context.Context, t *ergonv1alpha1.Trigger) (field.ErrorList, error) {
 	first, ok := chainOf(t)
 	if !ok || first.From == first.To {
@@ -245,85 +241,4 @@ func chainOf(t *ergonv1alpha1.Trigger) (triggers.Chain, bool) {
 		return triggers.Chain{}, false
 	}
 	return triggers.Chain{Trigger: t.Name, From: t.Spec.RunCompleted.SceneRef.Name, To: t.Spec.SceneRef.Name}, true
-}
-
-// ValidateTriggerSpec checks what a Trigger decides alone: its schedule, its time zone, and
-// that its param mappings compile as CEL over the event they read.
-func ValidateTriggerSpec(spec *ergonv1alpha1.TriggerSpec) field.ErrorList {
-	var errs field.ErrorList
-	if w := spec.Webhook; w != nil && w.SecretRef.Name == "" && w.SecretRef.Key == "" {
-		// The schema requires secretRef, but a mutating webhook's round trip through the Go
-		// type writes it back empty: refuse it here as the schema would have.
-		errs = append(errs, field.Required(field.NewPath("spec", "webhook", "secretRef"), ""))
-	}
-	if s := spec.Schedule; s != nil {
-		path := field.NewPath("spec", "schedule")
-		// The controller's own parser: what it would refuse (a schedule that does not parse,
-		// sets a time zone, never fires, or fires within a minute) is refused here first.
-		if _, err := schedule.Parse(s.Cron, "", time.UTC); err != nil {
-			errs = append(errs, field.Invalid(path.Child("cron"), s.Cron, err.Error()))
-		}
-		if s.TimeZone != nil {
-			if _, err := time.LoadLocation(*s.TimeZone); err != nil {
-				errs = append(errs, field.Invalid(path.Child("timeZone"), *s.TimeZone,
-					"not a known IANA time zone; use a name such as Europe/Berlin"))
-			}
-		}
-	}
-	mappings := func(path *field.Path, params map[string]string, variable string) {
-		for _, name := range slices.Sorted(maps.Keys(params)) {
-			p := path.Key(name)
-			if _, err := expr.CompileMapping(p.String(), params[name], variable); err != nil {
-				errs = append(errs, field.Invalid(p, params[name], err.Error()))
-			}
-		}
-	}
-	if spec.Webhook != nil {
-		mappings(field.NewPath("spec", "webhook", "params"), spec.Webhook.Params, "body")
-	}
-	if spec.RunCompleted != nil {
-		if spec.RunCompleted.SceneRef.Name == spec.SceneRef.Name {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "runCompleted", "sceneRef", "name"), spec.RunCompleted.SceneRef.Name,
-				"a Trigger that starts a Run of the Scene it waits for would start Runs without end; chain through another Scene"))
-		}
-		mappings(field.NewPath("spec", "runCompleted", "params"), spec.RunCompleted.Params, "run")
-	}
-	return errs
-}
-
-// TriggerParamsFitScene checks that the params a Trigger gives, its own and its source's
-// mappings together, are the Scene's and cover the ones it requires.
-func TriggerParamsFitScene(spec *ergonv1alpha1.TriggerSpec, scene *ergonv1alpha1.SceneSpec) field.ErrorList {
-	given := map[string]*field.Path{}
-	add := func(path *field.Path, params map[string]string) {
-		for name := range params {
-			given[name] = path.Key(name)
-		}
-	}
-	add(field.NewPath("spec", "params"), spec.Params)
-	if spec.Webhook != nil {
-		add(field.NewPath("spec", "webhook", "params"), spec.Webhook.Params)
-	}
-	if spec.RunCompleted != nil {
-		add(field.NewPath("spec", "runCompleted", "params"), spec.RunCompleted.Params)
-	}
-	var errs field.ErrorList
-	declared := map[string]bool{}
-	for _, p := range scene.Params {
-		declared[p.Name] = true
-		path, set := given[p.Name]
-		switch {
-		case set && p.ValueFrom != nil:
-			errs = append(errs, field.Forbidden(path, "this param comes from a Secret and cannot be set by a Trigger"))
-		case !set && p.ValueFrom == nil && p.Default == nil:
-			errs = append(errs, field.Required(field.NewPath("spec", "params").Key(p.Name),
-				"the Scene requires this param; set it here or map it from the event"))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(given)) {
-		if !declared[name] {
-			errs = append(errs, field.NotSupported(given[name], name, slices.Sorted(maps.Keys(declared))))
-		}
-	}
-	return errs
 }

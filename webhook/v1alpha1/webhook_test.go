@@ -49,6 +49,16 @@ func container(name string, command string, deps ...string) ergonv1alpha1.Step {
 		Image: "busybox:1.36", Command: []string{"sh", "-c", command}}}
 }
 
+func scene(name string, steps ...ergonv1alpha1.Step) ergonv1alpha1.Scene {
+	s := ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	s.Spec.Steps = steps
+	return s
+}
+
+func callStep(name, scene string) ergonv1alpha1.Step {
+	return ergonv1alpha1.Step{Name: name, Scene: &ergonv1alpha1.SceneCall{Name: ergonv1alpha1.SceneName(scene)}}
+}
+
 var _ = Describe("The admission webhooks", func() {
 	It("refuse a Scene whose steps form a cycle, naming it", func(ctx SpecContext) {
 		s := scene("loop", container("a", "x", "c"), container("b", "x", "a"), container("c", "x", "b"))

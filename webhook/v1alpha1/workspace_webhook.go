@@ -18,32 +18,17 @@ package v1alpha1
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/validate"
 )
 
 // +kubebuilder:webhook:path=/validate-ergon-dev-v1alpha1-workspace,mutating=false,failurePolicy=fail,sideEffects=None,groups=ergon.dev,resources=workspaces,verbs=create;update,versions=v1alpha1,name=vworkspace.ergon.dev,admissionReviewVersions=v1,timeoutSeconds=5
-
-// Bounds a Workspace must stay within. A pod below them does not start, or cannot run a
-// tool; an idle timeout below a minute would stop the pod between two turns of an agent.
-var (
-	minWorkspaceMemory  = resource.MustParse("64Mi")
-	minWorkspaceStorage = resource.MustParse("1Mi")
-)
-
-const minIdleTimeout = time.Minute
 
 // WorkspaceValidator refuses Workspaces whose pod could not start or would break its own
 // limits. The CRD schema already requires cpu and memory limits and keeps spec.user
@@ -59,12 +44,12 @@ func SetupWorkspaceWebhookWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate checks a new Workspace.
 func (v *WorkspaceValidator) ValidateCreate(_ context.Context, w *ergonv1alpha1.Workspace) (admission.Warnings, error) {
-	return nil, invalid("Workspace", w.Name, ValidateWorkspaceSpec(&w.Spec))
+	return nil, invalid("Workspace", w.Name, validate.Workspace(&w.Spec))
 }
 
 // ValidateUpdate checks a changed Workspace.
 func (v *WorkspaceValidator) ValidateUpdate(_ context.Context, old, w *ergonv1alpha1.Workspace) (admission.Warnings, error) {
-	errs := ValidateWorkspaceSpec(&w.Spec)
+	errs := validate.Workspace(&w.Spec)
 	// The schema says so too; saying it here keeps the rule with the others when the schema
 	// is bypassed by a client that does not validate (or an older CRD).
 	if old.Spec.User != w.Spec.User {
@@ -77,47 +62,6 @@ func (v *WorkspaceValidator) ValidateUpdate(_ context.Context, old, w *ergonv1al
 // ValidateDelete allows every deletion.
 func (v *WorkspaceValidator) ValidateDelete(context.Context, *ergonv1alpha1.Workspace) (admission.Warnings, error) {
 	return nil, nil
-}
-
-// ValidateWorkspaceSpec checks what the schema cannot: quantities against each other and
-// against the bounds above, names the kubelet would refuse, and env names of the step
-// contract's. (The schema refuses duplicate env names.)
-func ValidateWorkspaceSpec(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
-	var errs field.ErrorList
-	res := field.NewPath("spec", "resources")
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if _, ok := spec.Resources.Limits[name]; !ok {
-			errs = append(errs, field.Required(res.Child("limits").Key(string(name)),
-				fmt.Sprintf("set a %s limit, for example {cpu: \"1\", memory: 2Gi}", name)))
-		}
-	}
-	errs = append(errs, requestsWithinLimits(res, spec.Resources)...)
-	if memory, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && memory.Cmp(minWorkspaceMemory) < 0 {
-		errs = append(errs, field.Invalid(res.Child("limits").Key("memory"), memory.String(),
-			fmt.Sprintf("must be at least %s for the workspace's shell and tools to start", minWorkspaceMemory.String())))
-	}
-	if size := spec.Storage.Size; size.Cmp(minWorkspaceStorage) < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "storage", "size"), size.String(),
-			fmt.Sprintf("must be at least %s, for example 10Gi", minWorkspaceStorage.String())))
-	}
-	if t := spec.IdleTimeout; t != nil && t.Duration < minIdleTimeout {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "idleTimeout"), t.Duration.String(),
-			"must be at least 1m, or the pod stops between two turns of an agent"))
-	}
-	for i, env := range spec.Env {
-		name := field.NewPath("spec", "env").Index(i).Child("name")
-		for _, msg := range validation.IsEnvVarName(env.Name) {
-			errs = append(errs, field.Invalid(name, env.Name, msg))
-		}
-		// Every step pod bound to the Workspace carries its env: an ERGON_ variable there
-		// would be one of the step contract's, which Ergon sets (workspace.StepEnv puts the
-		// step's own over it, but a variable the step does not set would get through).
-		if strings.HasPrefix(env.Name, stepcontract.EnvPrefix) {
-			errs = append(errs, field.Invalid(name, env.Name, fmt.Sprintf("names beginning with %s are the step "+
-				"contract's, which Ergon sets in every step bound to the Workspace; choose another name", stepcontract.EnvPrefix)))
-		}
-	}
-	return errs
 }
 
 // invalid is the admission error for a list of field errors, or nil when there are none.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package validate
 
 import (
 	"strings"
@@ -88,7 +88,7 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, ValidateSceneSpec(&tc.spec), tc.want)
+			expectErrors(t, Scene(&tc.spec), tc.want)
 		})
 	}
 }
@@ -136,7 +136,7 @@ func TestScenesCallingEachOtherInACycleAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateSceneCalls(&tc.scene, tc.namespace)
+			errs, warnings := SceneCallsIn(&tc.scene, tc.namespace)
 			got := errs.ToAggregate()
 			switch {
 			case tc.cycle == "" && got != nil:
@@ -176,7 +176,7 @@ func TestTriggersThatCouldNeverStartARunAreRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			expectErrors(t, ValidateTriggerSpec(&tc.spec), tc.want)
+			expectErrors(t, Trigger(&tc.spec), tc.want)
 		})
 	}
 }
@@ -254,7 +254,7 @@ type toolCase struct {
 	want        []string
 }
 
-// checkToolCases runs each case's tools, in one agent step, through ValidateSceneSpec.
+// checkToolCases runs each case's tools, in one agent step, through Scene.
 func checkToolCases(t *testing.T, cases []toolCase) {
 	t.Helper()
 	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
@@ -266,7 +266,7 @@ func checkToolCases(t *testing.T, cases []toolCase) {
 			}
 			spec := ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{
 				{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: tools}}}}
-			got := ValidateSceneSpec(&spec).ToAggregate()
+			got := Scene(&spec).ToAggregate()
 			if len(c.want) == 0 {
 				if got != nil {
 					t.Fatalf("refused: %v", got)

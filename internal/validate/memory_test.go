@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package validate
 
 import (
 	"testing"
@@ -25,8 +25,8 @@ import (
 func TestTheRememberToolNeedsAMemory(t *testing.T) {
 	model := map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "m"}}
 	steps := []ergonv1alpha1.Step{agentStep("a", ergonv1alpha1.ToolHTTPFetch), agentStep("b", ergonv1alpha1.ToolRemember)}
-	expectErrors(t, ValidateSceneSpec(&ergonv1alpha1.SceneSpec{Models: model, Steps: steps}),
+	expectErrors(t, Scene(&ergonv1alpha1.SceneSpec{Models: model, Steps: steps}),
 		[]string{"spec.steps[1].agent.tools[0]", "set spec.memory"})
-	expectErrors(t, ValidateSceneSpec(&ergonv1alpha1.SceneSpec{Models: model, Steps: steps,
+	expectErrors(t, Scene(&ergonv1alpha1.SceneSpec{Models: model, Steps: steps,
 		Memory: &ergonv1alpha1.SceneMemory{Name: "notes"}}), nil)
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package validate
 
 import (
 	"testing"
@@ -45,7 +45,7 @@ func TestModelFallbacksMustNameOtherModels(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := ergonv1alpha1.SceneSpec{Models: models(tc.fallback...), Steps: []ergonv1alpha1.Step{agentStep("think")}}
-			expectErrors(t, ValidateSceneSpec(&spec), tc.want)
+			expectErrors(t, Scene(&spec), tc.want)
 		})
 	}
 }

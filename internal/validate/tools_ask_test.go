@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package validate
 
 import (
 	"strings"
@@ -78,7 +78,7 @@ func TestAConversationIsCheckedAtAdmission(t *testing.T) {
 				t.Fatal(err)
 			}
 			spec := ergonv1alpha1.SceneSpec{Models: model, Steps: []ergonv1alpha1.Step{{Name: "a", Agent: a}}}
-			got := ValidateSceneSpec(&spec).ToAggregate()
+			got := Scene(&spec).ToAggregate()
 			if len(c.want) == 0 {
 				if got != nil {
 					t.Fatalf("refused: %v", got)

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package validate
 
 import (
 	"fmt"
@@ -221,7 +221,7 @@ func validateBuiltinTool(p *field.Path, spec *ergonv1alpha1.SceneSpec, t ergonv1
 
 // validateSceneTool checks a Scene tool's entry: a valid Scene name, and a name for the model
 // that is no built-in tool's. That the Scene exists and calls no Scene that calls this one back
-// is ValidateSceneCalls's to say.
+// is SceneCallsIn's to say.
 func validateSceneTool(p *field.Path, t ergonv1alpha1.AgentTool) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(string(t.Scene)) {
