@@ -16,7 +16,7 @@ limitations under the License.
 
 package controllers
 
-import "github.com/ergon-dev/ergon/internal/testenv"
+import "github.com/ergon-dev/ergon/test/testenv"
 
 // This suite runs without admission webhooks (test/security runs them, as real users). What
 // they stamp on the objects a person writes, the suite's client stamps instead

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ergon-dev/ergon/internal/cause"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // The Run engine is tested against a real kube-apiserver and etcd. There is no kubelet in

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // benchRecord is a Run of a realistic size: four steps, a 2 KiB output, labels.

@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // The repository's tests run against both real stores: SQLite in a file, and a PostgreSQL

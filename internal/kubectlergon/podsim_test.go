@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // The simulated kubelet (internal/testenv) runs the step pods; a spec's script decides each

@@ -35,7 +35,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/closure"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // The generated attack matrix. Every reference a step can carry to an object a person may or

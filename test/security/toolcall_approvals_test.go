@@ -33,7 +33,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/outputs"
-	"github.com/ergon-dev/ergon/internal/testenv"
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // fetchCall is the tool call the agent of the specs below hands over: a URL to fetch, which

@@ -19,7 +19,6 @@ package v1alpha1
 import (
 	"testing"
 
-	"github.com/ergon-dev/ergon/internal/testenv"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
@@ -28,6 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ergon-dev/ergon/test/testenv"
 )
 
 // The webhooks are installed from config/webhook into a real API server, which calls them
