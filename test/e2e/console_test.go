@@ -29,12 +29,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -75,10 +79,37 @@ func person(ctx SpecContext, ns, name string, clusterRoles ...string) (user, tok
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
 		})).To(Succeed())
 	}
+	user = "system:serviceaccount:" + ns + ":" + name
+	waitForRBAC(ctx, ns, user, []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, clusterRoles...)
 	tr, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	return "system:serviceaccount:" + ns + ":" + name, tr.Status.Token
+	return user, tr.Status.Token
+}
+
+// waitForRBAC waits until the API server's authorizer, which learns of RoleBindings through
+// its informers a moment after they are made, grants user in ns the first resource rule of
+// each cluster role: a spec that acts as a person at once would otherwise meet a refusal
+// that is only the cache's lag.
+func waitForRBAC(ctx SpecContext, ns, user string, groups []string, clusterRoles ...string) {
+	for _, name := range clusterRoles {
+		role := &rbacv1.ClusterRole{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, role)).To(Succeed())
+		i := slices.IndexFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return len(r.Verbs) > 0 && len(r.APIGroups) > 0 && len(r.Resources) > 0 && len(r.ResourceNames) == 0
+		})
+		if i < 0 {
+			continue
+		}
+		r := role.Rules[i]
+		Eventually(func(g Gomega) {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0],
+					Resource: r.Resources[0]}}}
+			g.Expect(k8sClient.Create(ctx, sar)).To(Succeed())
+			g.Expect(sar.Status.Allowed).To(BeTrue(), "RBAC does not grant %s %s %s.%s in %s yet", user, r.Verbs[0], r.Resources[0], r.APIGroups[0], ns)
+		}).WithContext(ctx).Should(Succeed())
+	}
 }
 
 // openBrowser starts headless Chromium at 1280x800 for the spec and logs in with token.
@@ -94,10 +125,72 @@ func openBrowser(url, token string) context.Context {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancel := chromedp.NewContext(actx)
 	DeferCleanup(func() { cancel(); cancelAlloc() })
+	browserLog(bctx)
 	Expect(chromedp.Do(bctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#top")))).To(Succeed())
 	return bctx
+}
+
+// browserLog keeps what the page reports (uncaught exceptions, console errors and warnings,
+// requests that fail or are answered with an error status) and, when the spec fails, prints
+// it with where the page was and what it showed, and keeps a screenshot: a browser spec's
+// failure is otherwise only "context deadline exceeded".
+func browserLog(bctx context.Context) {
+	var mu sync.Mutex
+	var lines []string
+	add := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) < 200 {
+			lines = append(lines, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+		}
+	}
+	Expect(chromedp.Listen(bctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			text := d.Text
+			if d.Exception != nil {
+				text += " " + d.Exception.Description
+			}
+			add("exception: %s (%s:%d)", text, d.URL, d.LineNumber)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				add("console.%s: %s", ev.Type, strings.Join(args, " "))
+			}
+		case *network.EventResponseReceived:
+			if ev.Response.Status >= 400 {
+				add("%d %s", ev.Response.Status, ev.Response.URL)
+			}
+		case *network.EventLoadingFailed:
+			add("request failed: %s %s", ev.ErrorText, ev.BlockedReason)
+		}
+	})).To(Succeed())
+	DeferCleanup(func() {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		tctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+		defer cancel()
+		state, err := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify({location: location.href,
+			live: (document.querySelector("#live") || {}).className, title: document.title,
+			main: ((document.querySelector("#main") || document.body || {}).innerText || "").slice(0, 2000)})`))
+		GinkgoWriter.Printf("### the browser when the spec failed (err: %v)\n%s\n", err, state)
+		mu.Lock()
+		GinkgoWriter.Printf("### what the page reported\n%s\n", strings.Join(lines, "\n"))
+		mu.Unlock()
+		if png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot()); err == nil {
+			path := filepath.Join(artifactsDir(), "failed.png")
+			if os.WriteFile(path, png, 0o644) == nil {
+				GinkgoWriter.Printf("screenshot: %s\n", path)
+			}
+		}
+	})
 }
 
 // within runs browser actions with a time limit.
