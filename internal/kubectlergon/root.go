@@ -203,7 +203,7 @@ func NewCommand(o *Options) *cobra.Command {
 		newCancelCommand(o), newRerunCommand(o), newRetryCommand(o), newHistoryCommand(o), newDiffCommand(o),
 		newTriggerCommand(o),
 		newSuspendCommand(o, true), newSuspendCommand(o, false),
-		newLintCommand(o), newVersionCommand(o),
+		newFilesCommand(o), newLintCommand(o), newVersionCommand(o),
 	)
 	return root
 }

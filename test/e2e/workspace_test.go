@@ -105,6 +105,18 @@ var _ = Describe("Workspaces on a real cluster", func() {
 			var out bytes.Buffer
 			Expect(files.Read(ctx, ns, "desk", "../../proc/1/environ", &out)).NotTo(Succeed())
 
+			By("the plugin lists and prints them the same way")
+			code, stdout, _ := ran(ergon(ns, "files", "ls", "desk", "notes"))
+			Expect(code).To(BeZero())
+			Expect(stdout).To(HavePrefix("NAME "))
+			Expect(stdout).To(MatchRegexp(`(?m)^a\.txt\s+file\s+5\s+\d{4}-\d\d-\d\dT`))
+			code, stdout, _ = ran(ergon(ns, "files", "cat", "desk", "notes/a.txt"))
+			Expect(code).To(BeZero())
+			Expect(stdout).To(Equal("kept\n"))
+			code, _, stderr := ran(ergon(ns, "files", "cat", "desk", "../../proc/1/environ"))
+			Expect(code).NotTo(BeZero())
+			Expect(stderr).To(ContainSubstring("leaves the workspace"))
+
 			By("a new image replaces the pod and reattaches the same volume")
 			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				ws := &ergonv1alpha1.Workspace{}
@@ -140,8 +152,13 @@ var _ = Describe("Workspaces on a real cluster", func() {
 			Expect(err).NotTo(HaveOccurred())
 			var out bytes.Buffer
 			Expect(files.Read(ctx, ns, "desk", "a.txt", &out)).To(MatchError(browse.ErrNotRunning))
-			files.Wake = 90 * time.Second
-			Expect(readFile(ctx, files, ns, "desk", "a.txt")).To(Equal("kept\n"), "a touch wakes it with its volume")
+			code, _, stderr := ran(ergon(ns, "files", "cat", "desk", "a.txt"))
+			Expect(code).NotTo(BeZero())
+			Expect(stderr).To(ContainSubstring("is Idle"), "the plugin says why")
+			Expect(stderr).To(ContainSubstring("--wake"), "and how to read it anyway")
+			code, stdout, _ := ran(ergon(ns, "files", "cat", "--wake", "90s", "desk", "a.txt"))
+			Expect(code).To(BeZero())
+			Expect(stdout).To(Equal("kept\n"), "a touch wakes it with its volume")
 
 			By("deleted with Retain, its volume stays, released: no owner, and no Workspace mounts it again")
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ws), ws)).To(Succeed())

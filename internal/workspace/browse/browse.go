@@ -18,7 +18,7 @@ limitations under the License.
 // caller's own identity, so Kubernetes RBAC decides who may: it runs the read-only `files`
 // command of Ergon's entrypoint in the workspace pod by `pods/exec`. Exec goes from the API
 // server to the kubelet, not over the pod network, so the Workspace's NetworkPolicy, which
-// denies all ingress, does not stand in the way. The console and the kubectl plugin use it;
+// denies all ingress, does not stand in the way. The kubectl plugin's files command uses it;
 // docs/workspaces.md describes the design and the RBAC it needs.
 package browse
 
