@@ -98,7 +98,7 @@ var _ = Describe("An agent step", func() {
 		})
 		agentScene(ctx, ns, &ergonv1alpha1.AgentStep{
 			System: "You write for {{ .params.sprint }}.", Prompt: "Summarise sprint {{ .params.sprint }}.",
-			Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
+			Tools:      []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
 			AllowHosts: []ergonv1alpha1.Host{"tracker.tools.svc", "tracker.tools.svc:8080"},
 			Output: &ergonv1alpha1.OutputContract{Format: "json",
 				Schema: &apiextensionsv1.JSON{Raw: []byte(`{"type":"object","required":["title"]}`)}},

@@ -40,7 +40,7 @@ func memoryScene(ctx context.Context, ns, name string, m ergonv1alpha1.SceneMemo
 	scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm.models.svc/v1", Model: "small"}}
 	scene.Spec.Memory = &m
 	scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Agent: &ergonv1alpha1.AgentStep{
-		Prompt: "Write the weekly report.", Tools: ergonv1alpha1.Builtins(ergonv1alpha1.ToolRemember)}}}
+		Prompt: "Write the weekly report.", Tools: []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolRemember}}}}}
 	Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 	return scene
 }

@@ -61,7 +61,7 @@ func boundScene(ctx context.Context, ns, name, ws string, steps ...ergonv1alpha1
 
 func agentWith(name string, tools ...string) ergonv1alpha1.Step {
 	return ergonv1alpha1.Step{Name: name,
-		Agent: &ergonv1alpha1.AgentStep{Prompt: "Work in the workspace.", Tools: ergonv1alpha1.Builtins(tools...)}}
+		Agent: &ergonv1alpha1.AgentStep{Prompt: "Work in the workspace.", Tools: builtins(tools...)}}
 }
 
 func runNow(ctx context.Context, g Gomega, ns, name string) *ergonv1alpha1.Run {
@@ -277,3 +277,12 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Expect(again.Status.Workspace).To(Equal(&ergonv1alpha1.PinnedWorkspace{Name: "dev", UID: second.UID}))
 	})
 })
+
+// builtins are the AgentTools of built-in tools, by name.
+func builtins(names ...string) []ergonv1alpha1.AgentTool {
+	tools := make([]ergonv1alpha1.AgentTool, 0, len(names))
+	for _, n := range names {
+		tools = append(tools, ergonv1alpha1.AgentTool{Name: n})
+	}
+	return tools
+}

@@ -295,15 +295,6 @@ const (
 // BuiltinTools are the names of the built-in tools.
 var BuiltinTools = []string{ToolReadFile, ToolWriteFile, ToolListFiles, ToolShell, ToolHTTPFetch, ToolRemember, ToolAskHuman}
 
-// Builtins returns the AgentTools of built-in tools, by name.
-func Builtins(names ...string) []AgentTool {
-	tools := make([]AgentTool, 0, len(names))
-	for _, n := range names {
-		tools = append(tools, AgentTool{Name: n})
-	}
-	return tools
-}
-
 // IsBuiltin says whether the tool is a built-in one: a name and no other kind.
 func (t AgentTool) IsBuiltin() bool {
 	return t.Scene == "" && t.Container == nil && t.MCP == nil

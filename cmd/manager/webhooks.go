@@ -74,7 +74,7 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 		return nil
 	}
 	register := func() error {
-		if err := webhookv1alpha1.SetupWebhooksWithOptions(mgr, webhookv1alpha1.Options{Archive: o.archive}); err != nil {
+		if err := webhookv1alpha1.SetupWebhooksWithManager(mgr, webhookv1alpha1.Options{Archive: o.archive}); err != nil {
 			return err
 		}
 		if o.archive != nil {

@@ -79,13 +79,6 @@ func (s *Server) acquireStream(session string) (release func(), err error) {
 	}, nil
 }
 
-// Streams is how many live streams are open, for tests and metrics.
-func (s *Server) Streams() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streams
-}
-
 // events streams the changes of a namespace's Runs, Gates, Triggers and Workspaces as
 // server-sent events. Each stream watches with the viewer's own token: the API server decides
 // what each viewer sees, event by event, exactly as for kubectl get -w, and the console keeps

@@ -72,14 +72,6 @@ func Build(nodes []Node) (*Graph, error) {
 	return g, nil
 }
 
-// BuildAll returns every problem Build would find, in the same order, so a webhook can report
-// them all at once. It reports at most one cycle: the one starting at the earliest declared
-// step that lies on a cycle. Nil means Build succeeds.
-func BuildAll(nodes []Node) []*Error {
-	_, errs := build(nodes)
-	return errs
-}
-
 func build(nodes []Node) (*Graph, []*Error) {
 	g := &Graph{
 		names: make([]string, 0, len(nodes)),

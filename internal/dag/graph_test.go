@@ -334,3 +334,11 @@ func BenchmarkBuildChain1000(b *testing.B) {
 		}
 	}
 }
+
+// BuildAll returns every problem Build would find, in the same order, so a webhook can report
+// them all at once. It reports at most one cycle: the one starting at the earliest declared
+// step that lies on a cycle. Nil means Build succeeds.
+func BuildAll(nodes []Node) []*Error {
+	_, errs := build(nodes)
+	return errs
+}

@@ -78,13 +78,6 @@ func (b *bodySlots) take(path string, max, maxPerPath int) (release func(), stat
 	}, 0
 }
 
-// inFlight returns the bodies being read, in all and for path.
-func (b *bodySlots) inFlight(path string) (int, int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.total, b.byPath[path]
-}
-
 var copyBuffers = sync.Pool{New: func() any { return new([copyBufferBytes]byte) }}
 
 // readBody streams the request body through mac, at most MaxBodyBytes of it, and returns it

@@ -97,10 +97,3 @@ func (r *replays) forgetLocked(now time.Time) {
 		}
 	}
 }
-
-// len returns how many signatures are remembered.
-func (r *replays) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.until)
-}

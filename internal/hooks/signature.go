@@ -174,28 +174,6 @@ func Sign(key []byte, timestamp, delivery string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
-// SignGitHub returns the value of HeaderGitHubSignature for a body, as GitHub computes it:
-// sha256= and the hex HMAC-SHA256 of the raw body.
-func SignGitHub(key, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
-// Verify checks a whole delivery, signed the way format says, against key and now. The
-// server does the same while it streams the body; Verify is for callers that hold the body.
-// The refusal's message says why, for the server's log: the sender is only told 401.
-func Verify(format ergonv1alpha1.WebhookFormat, header http.Header, body, key []byte, now time.Time) (Delivery, *Refusal) {
-	c := readClaim(format, header)
-	mac := c.newMAC(key)
-	mac.Write(body)
-	d, problem := c.check(mac.Sum(nil), now)
-	if problem != "" {
-		return Delivery{}, refuse(http.StatusUnauthorized, "%s", problem)
-	}
-	return d, nil
-}
-
 // decodeSignature reads sha256=HEX, or says what is wrong with it.
 func decodeSignature(header, value string) ([]byte, string) {
 	if value == "" {

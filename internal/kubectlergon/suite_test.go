@@ -112,7 +112,7 @@ func startManager(ctx context.Context, cfg *rest.Config) {
 	}}
 	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr, webhookv1alpha1.Options{})).To(Succeed())
 	Expect((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: podLogs, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},

@@ -136,3 +136,12 @@ func copyForNobody(t *testing.T, path string) string {
 	}
 	return dest
 }
+
+// Dumpable reports whether the calling process is dumpable.
+func Dumpable() (bool, error) {
+	v, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetDumpable, 0, 0)
+	if errno != 0 {
+		return false, errno
+	}
+	return v != 0, nil
+}

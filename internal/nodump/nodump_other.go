@@ -20,6 +20,3 @@ package nodump
 
 // Set does nothing where there is no /proc to protect: step pods run on Linux.
 func Set() error { return nil }
-
-// Dumpable reports true: nothing marks a process otherwise here.
-func Dumpable() (bool, error) { return true, nil }

@@ -30,7 +30,7 @@ import (
 )
 
 func agentStep(name string, tools ...string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Tools: ergonv1alpha1.Builtins(tools...)}}
+	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "p", Tools: builtins(tools...)}}
 }
 
 func boundScene(steps ...ergonv1alpha1.Step) ergonv1alpha1.SceneSpec {
@@ -325,4 +325,13 @@ func TestAContainerToolOfAReplacedWorkspaceMakesNoPod(t *testing.T) {
 	if len(p.ToolResults) != 1 || !strings.Contains(p.ToolResults[0].Results.Results[0].Content, "ws-uid-2") {
 		t.Errorf("tool results %+v, want the call failed naming the new UID", p.ToolResults)
 	}
+}
+
+// builtins are the AgentTools of built-in tools, by name.
+func builtins(names ...string) []ergonv1alpha1.AgentTool {
+	tools := make([]ergonv1alpha1.AgentTool, 0, len(names))
+	for _, n := range names {
+		tools = append(tools, ergonv1alpha1.AgentTool{Name: n})
+	}
+	return tools
 }

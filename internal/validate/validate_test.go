@@ -30,7 +30,7 @@ import (
 )
 
 func agentStep(name string, tools ...string) ergonv1alpha1.Step {
-	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: ergonv1alpha1.Builtins(tools...)}}
+	return ergonv1alpha1.Step{Name: name, Agent: &ergonv1alpha1.AgentStep{Prompt: "hi", Tools: builtins(tools...)}}
 }
 
 func callStep(name, scene string) ergonv1alpha1.Step {
@@ -76,7 +76,7 @@ func TestSceneSpecsThatCannotRunAreRefused(t *testing.T) {
 		{"an agent finally step is checked as a step is: its model, its tools and its output",
 			ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "g", Gate: &ergonv1alpha1.GateStep{}}},
 				Finally: []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{Model: "large", Prompt: "hi",
-					Tools:  ergonv1alpha1.Builtins(ergonv1alpha1.ToolShell, ergonv1alpha1.ToolRemember),
+					Tools:  []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolShell}, {Name: ergonv1alpha1.ToolRemember}},
 					Output: &ergonv1alpha1.OutputContract{Format: "toml"}}}}},
 			[]string{`spec.finally[0].agent.model`, `no model "large"`, `spec.finally[0].agent.tools[0]`, "set spec.workspace",
 				`spec.finally[0].agent.tools[1]`, "set spec.memory", `spec.finally[0].agent.output.format: Unsupported value: "toml"`}},
@@ -283,4 +283,13 @@ func checkToolCases(t *testing.T, cases []toolCase) {
 			}
 		})
 	}
+}
+
+// builtins are the AgentTools of built-in tools, by name.
+func builtins(names ...string) []ergonv1alpha1.AgentTool {
+	tools := make([]ergonv1alpha1.AgentTool, 0, len(names))
+	for _, n := range names {
+		tools = append(tools, ergonv1alpha1.AgentTool{Name: n})
+	}
+	return tools
 }

@@ -78,7 +78,7 @@ var _ = Describe("An agent step that lasts", func() {
 			scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "read", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 				Retry: &ergonv1alpha1.RetryPolicy{Limit: 1},
 				Agent: &ergonv1alpha1.AgentStep{Prompt: "Read the whole document.",
-					Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
+					Tools:      []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
 					AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}, MaxTurns: new(int32(12))}}}
 			Expect(k8sClient.Create(ctx, scene)).To(Succeed())
 			run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "long-1", Namespace: ns},

@@ -131,7 +131,7 @@ var _ = Describe("Agent steps on a real cluster", func() {
 				{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute}, Agent: &ergonv1alpha1.AgentStep{
 					System:     "You write sprint reports.",
 					Prompt:     "Fetch sprint 43 from the tracker and report what was done.",
-					Tools:      ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
+					Tools:      []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
 					AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))},
 					Output: &ergonv1alpha1.OutputContract{Format: "json", Schema: &apiextensionsv1.JSON{Raw: []byte(
 						`{"type":"object","required":["title","done"],"properties":{"title":{"type":"string"},` +

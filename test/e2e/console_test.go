@@ -472,7 +472,7 @@ mcpTools:
 		}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{
-				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: ergonv1alpha1.Builtins(ergonv1alpha1.ToolHTTPFetch),
+				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
 				AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}, MaxTurns: new(int32(5)),
 			}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())

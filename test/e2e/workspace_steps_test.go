@@ -88,7 +88,7 @@ func agentWorkspace(ctx SpecContext, ns, name, user string) {
 
 func agentOn(name, prompt string, tools ...string) ergonv1alpha1.Step {
 	return ergonv1alpha1.Step{Name: name, Timeout: &metav1.Duration{Duration: 2 * time.Minute},
-		Agent: &ergonv1alpha1.AgentStep{Prompt: prompt, Tools: ergonv1alpha1.Builtins(tools...), MaxTurns: new(int32(5))}}
+		Agent: &ergonv1alpha1.AgentStep{Prompt: prompt, Tools: builtins(tools...), MaxTurns: new(int32(5))}}
 }
 
 func runOf(ctx SpecContext, c client.Client, ns, name, scene string) (*ergonv1alpha1.Run, error) {
@@ -175,3 +175,12 @@ var _ = Describe("Steps inside a Workspace on a real cluster", func() {
 		Expect(last).To(MatchRegexp(`^start (first|second)\nend (first|second)\nstart (first|second)\nend (first|second)\n$`))
 	})
 })
+
+// builtins are the AgentTools of built-in tools, by name.
+func builtins(names ...string) []ergonv1alpha1.AgentTool {
+	tools := make([]ergonv1alpha1.AgentTool, 0, len(names))
+	for _, n := range names {
+		tools = append(tools, ergonv1alpha1.AgentTool{Name: n})
+	}
+	return tools
+}

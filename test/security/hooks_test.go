@@ -19,6 +19,9 @@ package security
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -200,7 +203,7 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 				Webhook: &ergonv1alpha1.WebhookSource{SecretRef: corev1.SecretKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "hook-key"}, Key: "key"}}}})).To(Succeed())
 		body := []byte(`{"pr":9}`)
-		github := map[string]string{hooks.HeaderGitHubSignature: hooks.SignGitHub(stolenKey, body), hooks.HeaderGitHubDelivery: "gh-1"}
+		github := map[string]string{hooks.HeaderGitHubSignature: githubSignature(stolenKey, body), hooks.HeaderGitHubDelivery: "gh-1"}
 		Eventually(func() int { return post(base+"/hooks/"+ns+"/from-github", body, github).status }).Should(Equal(http.StatusAccepted))
 
 		github[hooks.HeaderGitHubDelivery] = "gh-2"
@@ -363,3 +366,11 @@ var _ = Describe("An unauthenticated sender at the hooks port", func() {
 		Expect(post(base+"/hooks/"+ns+"/push", body, ergonSigned(time.Now().Unix(), "after", body)).status).To(Equal(http.StatusAccepted))
 	})
 })
+
+// githubSignature is the signature header GitHub sends: sha256= and the hex HMAC-SHA256 of
+// the raw body with the webhook's key.
+func githubSignature(key, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}

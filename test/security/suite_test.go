@@ -100,7 +100,7 @@ func startManager() context.CancelFunc {
 	options.Cache = controllers.CacheOptions()
 	mgr, err := ctrl.NewManager(managerCfg, options)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr)).To(Succeed())
+	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr, webhookv1alpha1.Options{})).To(Succeed())
 	Expect((&controllers.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: kubelet.Logs,

@@ -30,12 +30,7 @@ type Options struct {
 
 // SetupWebhooksWithManager registers the admission webhooks of every kind with the manager's
 // webhook server, each refusing a field of the wrong JSON type by its name (decoding.go).
-func SetupWebhooksWithManager(mgr ctrl.Manager) error {
-	return SetupWebhooksWithOptions(mgr, Options{})
-}
-
-// SetupWebhooksWithOptions is SetupWebhooksWithManager with options.
-func SetupWebhooksWithOptions(mgr ctrl.Manager, o Options) error {
+func SetupWebhooksWithManager(mgr ctrl.Manager, o Options) error {
 	mgr = explainingManager{mgr}
 	for _, setup := range []func(ctrl.Manager) error{
 		SetupSceneWebhookWithManager, func(mgr ctrl.Manager) error { return setupRunWebhook(mgr, o) }, SetupTriggerWebhookWithManager,

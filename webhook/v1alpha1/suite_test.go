@@ -58,7 +58,7 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := ctrl.NewManager(restCfg, testEnv.ManagerOptions(scheme))
 	Expect(err).NotTo(HaveOccurred())
-	Expect(SetupWebhooksWithManager(mgr)).To(Succeed())
+	Expect(SetupWebhooksWithManager(mgr, Options{})).To(Succeed())
 	stop, err := testEnv.StartManager(mgr)
 	Expect(err).NotTo(HaveOccurred())
 	cancel = func() { Expect(stop()).To(Succeed()) }
