@@ -107,7 +107,8 @@ func waitForRBAC(ctx SpecContext, ns, user string, groups []string, clusterRoles
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0], Group: r.APIGroups[0],
 					Resource: r.Resources[0]}}}
 			g.Expect(k8sClient.Create(ctx, sar)).To(Succeed())
-			g.Expect(sar.Status.Allowed).To(BeTrue(), "RBAC does not grant %s %s %s.%s in %s yet", user, r.Verbs[0], r.Resources[0], r.APIGroups[0], ns)
+			g.Expect(sar.Status.Allowed).To(BeTrue(), "RBAC does not grant %s %s %s.%s in %s yet",
+				user, r.Verbs[0], r.Resources[0], r.APIGroups[0], ns)
 		}).WithContext(ctx).Should(Succeed())
 	}
 }
@@ -472,7 +473,8 @@ mcpTools:
 		}}
 		scene.Spec.Steps = []ergonv1alpha1.Step{{Name: "draft", Timeout: &metav1.Duration{Duration: 2 * time.Minute},
 			Agent: &ergonv1alpha1.AgentStep{
-				Prompt: "Fetch sprint 43 from the tracker and report what was done.", Tools: []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
+				Prompt:     "Fetch sprint 43 from the tracker and report what was done.",
+				Tools:      []ergonv1alpha1.AgentTool{{Name: ergonv1alpha1.ToolHTTPFetch}},
 				AllowHosts: []ergonv1alpha1.Host{ergonv1alpha1.Host(fmt.Sprintf("tracker.%s.svc:8080", ns))}, MaxTurns: new(int32(5)),
 			}}}
 		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
