@@ -30,6 +30,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
@@ -46,8 +47,6 @@ const (
 	toolResultsKey = "tool-results"
 	// annotationToolCall on a tool call's Gate is the id of the call it asks approval of.
 	annotationToolCall = ergonv1alpha1.AnnotationToolCall
-	// optionApprove and optionReject are what a tool call's Gate offers.
-	optionApprove = "approve"
 )
 
 // channelTools splits an agent step's tools for the runtime: the tools the pod runs that need
@@ -315,7 +314,7 @@ func (r *RunReconciler) storeToolResultsOf(ctx context.Context, run *ergonv1alph
 func toolCallGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gate {
 	spec := ergonv1alpha1.GateSpec{
 		RunRef: corev1.LocalObjectReference{Name: run.Name}, Step: req.Step.Name,
-		Message: req.Message, Options: []string{optionApprove, "reject"}, ForbidSelfApproval: true,
+		Message: req.Message, Options: []string{gatepolicy.OptionApprove, gatepolicy.OptionReject}, ForbidSelfApproval: true,
 	}
 	if a := toolApproval(req.Tool); a != nil {
 		spec.Approvers, spec.MinApprovals, spec.ForbidSelfApproval = a.Approvers.DeepCopy(), a.MinApprovals, !a.AllowSelfApproval

@@ -254,20 +254,35 @@ func judge(q Question, person string, a Answer, need int32, counted map[string]b
 	case !a.Vote && need > 1:
 		return Verdict{Refused: fmt.Sprintf("this Gate needs %d approvals from different people, so no single decision decides it; "+
 			"add your vote to spec.approvals instead (any rejection decides)", need)}
-	case q.Self == SelfForbidden && person != "" && a.User == person:
-		return Verdict{Refused: selfRefusal(q, person)}
-	case counted[a.User]:
+	}
+	who := Who(q, person, a.User, a.Groups)
+	if who.Refused != "" {
+		return who
+	}
+	if counted[a.User] {
 		return Verdict{Refused: fmt.Sprintf("%s has already voted on this Gate; a vote is cast once", a.User)}
 	}
 	if invalid := checkValues(q, a); len(invalid) > 0 {
 		return Verdict{Refused: invalid.ToAggregate().Error(), Invalid: invalid}
 	}
+	return who
+}
+
+// Who says whether user, in groups, may answer a Gate asking q of person (the person behind
+// its Run, "" for none), before anything of the answer is known: Refused when nothing lets
+// them, NeedsRBAC when only RBAC's verb approve on the Gate would. Decide asks it of every
+// answer; the plugin's and the console's lists of what waits on someone ask it of every
+// open Gate, so they list exactly what admission would let that person answer.
+func Who(q Question, person, user string, groups []string) Verdict {
+	if q.Self == SelfForbidden && person != "" && user == person {
+		return Verdict{Refused: selfRefusal(q, person)}
+	}
 	// An input Gate asks the person behind its Run first of all (their own gate step, their
 	// agent's question, their conversation): they answer it as a listed approver would.
-	if q.Asks() && q.Self == SelfAllowed && person != "" && a.User == person {
+	if q.Asks() && q.Self == SelfAllowed && person != "" && user == person {
 		return Verdict{}
 	}
-	return Verdict{NeedsRBAC: !listed(q.Approvers, a.User, a.Groups)}
+	return Verdict{NeedsRBAC: !listed(q.Approvers, user, groups)}
 }
 
 // checkValues says which fields of an answer's values do not fit the Gate: an answer that

@@ -286,6 +286,11 @@ func TestThePersonBehindTheRunAnswersTheirInputGate(t *testing.T) {
 		{"anyone else needs RBAC's approve", gate(false, input), "mallory", values, "", true},
 		{"the Run's person, where the Gate forbids it", gate(true, input), "vera", values, "forbids self-approval", false},
 		{"the Run's person, on a plain Gate: RBAC decides, as ever", gate(false, nil), "vera", nil, "", true},
+		{"the Run's person, listed, where a plain Gate forbids it", func() Question {
+			q := gate(true, nil)
+			q.Approvers = &ergonv1alpha1.Approvers{Users: []string{"vera", "dana"}}
+			return q
+		}(), "vera", nil, "forbids self-approval", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -293,6 +298,10 @@ func TestThePersonBehindTheRunAnswersTheirInputGate(t *testing.T) {
 			v := d.Verdicts[0]
 			if !strings.Contains(v.Refused, c.refused) || (c.refused == "" && v.Refused != "") || v.NeedsRBAC != c.needsRBAC {
 				t.Fatalf("verdict %+v, want refused %q and NeedsRBAC %v", v, c.refused, c.needsRBAC)
+			}
+			// What the lists of waiting Gates ask before anyone answers agrees with it.
+			if w := Who(c.q, "vera", c.user, nil); w.Refused != v.Refused || w.NeedsRBAC != v.NeedsRBAC {
+				t.Fatalf("Who = %+v, but the answer's verdict is %+v", w, v)
 			}
 		})
 	}

@@ -106,6 +106,27 @@ var _ = Describe("kubectl ergon approve, gates and tree", func() {
 	})
 })
 
+var _ = Describe("kubectl ergon gates", func() {
+	It("lists a Gate that forbids self-approval to its other approvers, never to the person behind the Run", func(ctx SpecContext) {
+		ns := newNamespace(ctx, echo)
+		apply(ctx, ns, `apiVersion: ergon.dev/v1alpha1
+kind: Scene
+metadata: {name: deploy}
+spec:
+  steps:
+  - {name: review, gate: {message: 'Deploy?', approvers: {users: [alice, dana]}, forbidSelfApproval: true}}
+`)
+		grant(ctx, ns, "alice", []string{"gates", "runs", "scenes"}, "get", "list", "watch", "create")
+		grant(ctx, ns, "dana", []string{"gates"}, "get", "list", "watch")
+		Eventually(func() string { return plugin(ctx, ns, "run", "deploy", "--as", "alice").err }).Should(BeEmpty())
+		name := runOf(ctx, ns, "deploy")
+		Eventually(func() string { return plugin(ctx, ns, "gates", "--as", "dana").out }).Should(ContainSubstring(name),
+			"a listed approver who is not the Run's person")
+		Expect(plugin(ctx, ns, "gates", "--as", "alice").err).To(ContainSubstring("No pending Gates you may decide."),
+			"listed too, but the Gate forbids the person behind the Run to decide it, as its webhook does")
+	})
+})
+
 var _ = Describe("kubectl ergon get", func() {
 	It("lists each kind in a table, and as json, yaml and names", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echo)

@@ -181,24 +181,50 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 	slices.SortFunc(gates.Items, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	var pending []*ergonv1alpha1.Gate
 	asked := 0
+	// spend says whether one more Gate may cost an API request.
+	spend := func() bool {
+		if asked++; limit > 0 && asked > limit {
+			asked = limit
+			return false
+		}
+		return true
+	}
+	persons := map[string]string{}
 	for i := range gates.Items {
 		g := &gates.Items[i]
 		if g.Spec.Decision != nil || !g.Status.Phase.Open() || voted(g, user) {
 			continue
 		}
-		if !listed(g.Spec.Approvers, user, groups) {
-			if asked++; limit > 0 && asked > limit {
-				asked = limit
+		// Whom the Gate asks, and whether the user may answer it, are the webhook's rule
+		// (gatepolicy.Who); the person behind the Run matters only where it changes that.
+		q := gatepolicy.QuestionOf(g, nil)
+		spent, person := false, ""
+		if user != "" && (q.Self == gatepolicy.SelfForbidden || q.Asks()) {
+			key := g.Namespace + "/" + g.Spec.RunRef.Name
+			p, known := persons[key]
+			if !known {
+				if !spend() {
+					break
+				}
+				spent, p = true, personOf(ctx, c, g)
+				persons[key] = p
+			}
+			person = p
+		}
+		who := gatepolicy.Who(q, person, user, groups)
+		if who.Refused != "" {
+			continue
+		}
+		if who.NeedsRBAC {
+			if !spent && !spend() {
 				break
 			}
-			if !ownQuestion(ctx, c, g, user) {
-				ok, err := mayApprove(ctx, c, g)
-				if err != nil {
-					return nil, asked, err
-				}
-				if !ok {
-					continue
-				}
+			ok, err := mayApprove(ctx, c, g)
+			if err != nil {
+				return nil, asked, err
+			}
+			if !ok {
+				continue
 			}
 		}
 		pending = append(pending, g)
@@ -206,18 +232,14 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 	return pending, asked, nil
 }
 
-// ownQuestion says whether an input Gate asks the user as the person behind its Run, which
-// the Gate webhook lets them answer (unless the Gate forbids it). A Run the user may not read
-// says no.
-func ownQuestion(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate, user string) bool {
-	if g.Spec.Input == nil || g.Spec.ForbidSelfApproval || user == "" {
-		return false
-	}
+// personOf is the person behind the Run that controls the Gate; empty when the user may not
+// read that Run or it does not control the Gate.
+func personOf(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate) string {
 	run := &ergonv1alpha1.Run{}
-	if c.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Spec.RunRef.Name}, run) != nil {
-		return false
+	if c.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: g.Spec.RunRef.Name}, run) != nil || !controlled(g, run) {
+		return ""
 	}
-	return controlled(g, run) && gatepolicy.PersonOf(run) == user
+	return gatepolicy.PersonOf(run)
 }
 
 // controlled says whether the Run controls the Gate, as the Run controller made it.

@@ -36,12 +36,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 )
 
 // Words used in several places.
 const (
-	optionApprove = "approve"
-	optionReject  = "reject"
+	optionApprove = gatepolicy.OptionApprove
+	optionReject  = gatepolicy.OptionReject
 	pluralGates   = "gates"
 	none          = "<none>"
 	columnAge     = "AGE"

@@ -26,6 +26,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/gatepolicy"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -230,8 +231,8 @@ func (p *planner) toolCall(step *compile.Step, call agentspec.ToolRequest, tc To
 	return res, fmt.Sprintf("%s (child Run %s of Scene %s)", call.Tool, name, tool.Scene)
 }
 
-// optionReject is the Gate option that rejects; a tool call's Gate offers approve and reject.
-const optionReject = "reject"
+// optionReject is the Gate option that rejects.
+const optionReject = gatepolicy.OptionReject
 
 // maxToolResult caps a result stored for the next attempt, as the runtime caps its own tools'.
 const maxToolResult = 64 << 10
