@@ -142,11 +142,7 @@ func (a *answerOptions) values(form *humaninput.Field, stdin io.Reader) (map[str
 
 // waitingGate finds the open Gate a step of a Run waits on: named, or the only one.
 func (o *Options) waitingGate(ctx context.Context, run, step, name string) (*ergonv1alpha1.Gate, error) {
-	c, err := o.Client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return nil, err
 	}

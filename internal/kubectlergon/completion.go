@@ -31,11 +31,7 @@ import (
 // complete resource names, step names and Scene params by asking the API server.
 
 func (o *Options) listNames(cmd *cobra.Command, list client.ObjectList, keep func(client.Object) bool) []string {
-	c, err := o.Client()
-	if err != nil {
-		return nil
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return nil
 	}
@@ -104,11 +100,7 @@ func completeParams(o *Options) cobra.CompletionFunc {
 		if len(args) == 0 || strings.Contains(toComplete, "=") {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		c, err := o.Client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		ns, err := o.Namespace()
+		c, ns, err := o.clientIn()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -41,17 +41,22 @@ func newFilesCommand(o *Options) *cobra.Command {
 	}
 	cmd.PersistentFlags().DurationVar(&wake, "wake", 0,
 		"when the Workspace is Idle, wake it and wait this long for its pod (needs patch on workspaces)")
-	client := func() (*browse.Client, error) {
+	// files is a browse client acting as the user, and the namespace to read in.
+	files := func() (*browse.Client, string, error) {
+		ns, err := o.Namespace()
+		if err != nil {
+			return nil, "", err
+		}
 		cfg, err := o.restConfig()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		c, err := browse.New(cfg)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		c.Wake = wake
-		return c, nil
+		return c, ns, nil
 	}
 	ls := &cobra.Command{
 		Use:               "ls WORKSPACE [PATH]",
@@ -60,11 +65,7 @@ func newFilesCommand(o *Options) *cobra.Command {
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeNames(o, "workspaces"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.Namespace()
-			if err != nil {
-				return err
-			}
-			c, err := client()
+			c, ns, err := files()
 			if err != nil {
 				return err
 			}
@@ -91,11 +92,7 @@ func newFilesCommand(o *Options) *cobra.Command {
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeNames(o, "workspaces"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.Namespace()
-			if err != nil {
-				return err
-			}
-			c, err := client()
+			c, ns, err := files()
 			if err != nil {
 				return err
 			}

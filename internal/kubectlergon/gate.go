@@ -83,11 +83,7 @@ func Decide(gate *ergonv1alpha1.Gate, option, comment string, values *apiextensi
 }
 
 func (o *Options) decide(ctx context.Context, name, option, comment string, values *apiextensionsv1.JSON) error {
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return err
 	}

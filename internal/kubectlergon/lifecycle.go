@@ -70,11 +70,7 @@ func newSuspendCommand(o *Options, suspend bool) *cobra.Command {
 }
 
 func (o *Options) patch(ctx context.Context, obj client.Object, name, patch string) error {
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return err
 	}
@@ -205,11 +201,7 @@ func newTriggerCommand(o *Options) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeNames(o, "triggers"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.Client()
-			if err != nil {
-				return err
-			}
-			ns, err := o.Namespace()
+			c, ns, err := o.clientIn()
 			if err != nil {
 				return err
 			}

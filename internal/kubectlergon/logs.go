@@ -103,11 +103,7 @@ func newLogsCommand(o *Options) *cobra.Command {
 }
 
 func (o *Options) getRun(ctx context.Context, name string) (*ergonv1alpha1.Run, error) {
-	c, err := o.Client()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return nil, err
 	}

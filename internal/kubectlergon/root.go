@@ -128,6 +128,16 @@ func (o *Options) restConfig() (*rest.Config, error) {
 	return o.cfg, nil
 }
 
+// clientIn is Client and the namespace the command works in.
+func (o *Options) clientIn() (client.WithWatch, string, error) {
+	c, err := o.Client()
+	if err != nil {
+		return nil, "", err
+	}
+	ns, err := o.Namespace()
+	return c, ns, err
+}
+
 // Client is a client without a cache, acting as the user.
 func (o *Options) Client() (client.WithWatch, error) {
 	if o.c != nil {

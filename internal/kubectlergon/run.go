@@ -123,11 +123,7 @@ func (o *Options) run(ctx context.Context, sceneName string, ro *runOptions) err
 	if err != nil {
 		return err
 	}
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ns, err := o.Namespace()
+	c, ns, err := o.clientIn()
 	if err != nil {
 		return err
 	}

@@ -301,14 +301,22 @@ func ArgumentParams(args string) (map[string]string, error) {
 // toolCallChildren are the child Runs a step's handed-over calls started and that still run:
 // the Run cancels them when it stops.
 func (p *planner) toolCallChildren(step string) []string {
+	return p.pendingCalls(step, func(name string) bool {
+		c, ok := p.f.Children[name]
+		return ok && !c.Phase.Finished()
+	})
+}
+
+// pendingCalls are the objects (child Runs or pods, by name) of a step's handed-over tool
+// calls for which running says yes.
+func (p *planner) pendingCalls(step string, running func(name string) bool) []string {
 	tc := p.f.ToolCalls[step]
 	if tc.Pending == nil {
 		return nil
 	}
 	var names []string
 	for _, call := range tc.Pending.Calls {
-		name := naming.ToolCallName(p.f.Run.Name, step, call.ID)
-		if c, ok := p.f.Children[name]; ok && !c.Phase.Finished() {
+		if name := naming.ToolCallName(p.f.Run.Name, step, call.ID); running(name) {
 			names = append(names, name)
 		}
 	}

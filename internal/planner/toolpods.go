@@ -23,7 +23,6 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
-	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/template"
 )
 
@@ -190,16 +189,8 @@ func toolPodFailure(name string, pod PodState, output string) string {
 // toolCallPods are the pods of a step's container tool calls that have not ended: the Run
 // deletes them when it stops.
 func (p *planner) toolCallPods(step string) []string {
-	tc := p.f.ToolCalls[step]
-	if tc.Pending == nil {
-		return nil
-	}
-	var names []string
-	for _, call := range tc.Pending.Calls {
-		name := naming.ToolCallName(p.f.Run.Name, step, call.ID)
-		if s, ok := p.f.ToolPods[name]; ok && (s.Pod.Phase == PodPending || s.Pod.Phase == PodRunning) {
-			names = append(names, name)
-		}
-	}
-	return names
+	return p.pendingCalls(step, func(name string) bool {
+		s, ok := p.f.ToolPods[name]
+		return ok && (s.Pod.Phase == PodPending || s.Pod.Phase == PodRunning)
+	})
 }

@@ -52,30 +52,31 @@ func actingAs(req admission.Request, namespace, runAs string) ergonv1alpha1.User
 func stampOnChange(req admission.Request, m manager, obj metav1.Object, old metav1.Object, key string, changed bool,
 	id ergonv1alpha1.UserIdentity) {
 	if m.is(req) {
-		if old != nil {
-			if was, ok := old.GetAnnotations()[key]; ok {
-				annotations := obj.GetAnnotations()
-				if annotations == nil {
-					annotations = map[string]string{}
-				}
-				annotations[key] = was
-				obj.SetAnnotations(annotations)
-			}
-		}
+		keepAnnotation(obj, old, key)
 		return
 	}
-	if old != nil && !changed {
-		if was, ok := old.GetAnnotations()[key]; ok {
-			annotations := obj.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			annotations[key] = was
-			obj.SetAnnotations(annotations)
-			return
-		}
+	if !changed && keepAnnotation(obj, old, key) {
+		return
 	}
 	identity.Stamp(obj, key, id)
+}
+
+// keepAnnotation sets obj's annotation key to old's, and says whether old had one.
+func keepAnnotation(obj, old metav1.Object, key string) bool {
+	if old == nil {
+		return false
+	}
+	was, ok := old.GetAnnotations()[key]
+	if !ok {
+		return false
+	}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = was
+	obj.SetAnnotations(annotations)
+	return true
 }
 
 // oldObject decodes the object an update replaces; nil on create.
