@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"

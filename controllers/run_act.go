@@ -57,7 +57,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	if err := r.actOnLease(ctx, run, f, plan); err != nil {
 		return err
 	}
-	node, err := r.workspaceNodeFor(ctx, f, plan)
+	parts, err := r.podParts(ctx, run, f, plan)
 	if err != nil {
 		return err
 	}
@@ -74,13 +74,13 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
-			return r.createStepPod(ctx, run, scene, f, req, node, kept[req.Step.Name], memoryPin, taken)
+			return r.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], memoryPin, taken)
 		})
 	}
 	if err := pods.Wait(); err != nil {
 		return err
 	}
-	if err := r.createToolPods(ctx, run, f, plan); err != nil {
+	if err := r.createToolPods(ctx, run, f, plan, parts); err != nil {
 		return err
 	}
 	for _, req := range plan.Children {
@@ -151,29 +151,16 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 
 // createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
 // agent pod pins the digests of the internal state it mounts (pinAgentState).
-func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
-	req planner.PodRequest, node string, kept *ergonv1alpha1.StepStatus, memoryPin string, taken *squatters) error {
+func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene,
+	req planner.PodRequest, parts podParts, kept *ergonv1alpha1.StepStatus, memoryPin string, taken *squatters) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
-	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
-	pod := stepPod(run, scene, req, bins)
+	pod := stepPod(run, scene, req, parts)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
 	if planner.AsksPeople(req.Step) {
 		r.pinAnswerKey(pod)
 	}
-	if req.Step.Spec.Container != nil {
-		if err := r.defaultPodResources(ctx, pod, scene); err != nil {
-			return err
-		}
-	}
-	if err := r.fillSceneSchemas(ctx, run.Namespace, pod); err != nil {
-		return err
-	}
-	var ws *ergonv1alpha1.Workspace
-	if w := f.Workspace; w != nil && w.Object != nil {
-		ws = w.Object
-		bindToWorkspace(pod, req.Step, ws, node, bins)
-	}
+	ws := parts.workspace
 	err := r.authorizePod(ctx, run, pod, ws)
 	if err == nil && ws != nil {
 		// The Workspace's write lease names the attempt's pod by its predictable name.

@@ -28,6 +28,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 // The pieces of an agent step pod.
@@ -133,9 +134,20 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 
 // agentPod builds the pod of one attempt of an agent step: Ergon's own image runs the agent
 // runtime under the step entrypoint, so the answer travels back like any step's output. The
-// image holds both binaries; no init container is needed.
-func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, ergonImage string) *corev1.Pod {
+// image holds both binaries; no init container is needed (stepPod moves a step bound to a
+// Workspace into the Workspace's image). The runtime's spec is whole before it is written
+// into the pod's annotation, once: the schemas of its Scene tools, and the variables its
+// shell tool sees in a Workspace.
+func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, parts podParts) *corev1.Pod {
 	spec := agentSpec(scene, req)
+	for i, t := range spec.CallTools {
+		if t.Kind == agentspec.RequestScene {
+			spec.CallTools[i].Parameters = parts.sceneSchema(t.Scene)
+		}
+	}
+	if parts.workspace != nil {
+		spec.ToolEnv = workspace.ToolEnv(parts.workspace)
+	}
 	pod := basePod(run, req)
 	mountMemory(pod, spec, run, scene)
 	specJSON, _ := json.Marshal(spec) // plain data: cannot fail
@@ -158,7 +170,7 @@ func agentPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReque
 			ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref.DeepCopy()}})
 	}
 	main.Env = append(main.Env, fallbackKeysEnv(scene.Spec.Models, model.Fallback)...)
-	main.Image, main.ImagePullPolicy = ergonImage, corev1.PullIfNotPresent
+	main.Image, main.ImagePullPolicy = parts.bins.Image, corev1.PullIfNotPresent
 	main.Command, main.Args = []string{EntrypointInImage}, []string{entrypointRun, "--", AgentInImage}
 	main.Resources = *agentResources.DeepCopy()
 	if own := req.Step.Spec.Agent.Resources; own != nil {

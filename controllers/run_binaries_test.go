@@ -68,7 +68,7 @@ func TestStepPodBinaries(t *testing.T) {
 	req := planner.PodRequest{Name: "r-s-1", Step: step, Attempt: 1, Rendered: &compile.Rendered{Command: []string{"true"}}}
 	for _, mode := range []StepBinaries{BinariesCopy, BinariesImageVolume} {
 		t.Run(string(mode), func(t *testing.T) {
-			pod := stepPod(run, &compile.Scene{}, req, ergonBinaries{Image: "ergon/manager:v1", Mode: mode})
+			pod := stepPod(run, &compile.Scene{}, req, podParts{bins: ergonBinaries{Image: "ergon/manager:v1", Mode: mode}})
 			main := pod.Spec.Containers[0]
 			var bin *corev1.Volume
 			for i := range pod.Spec.Volumes {

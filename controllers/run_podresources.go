@@ -18,12 +18,16 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // Step pods are never BestEffort unless a Scene asks: the resources of a step's container are,
@@ -122,17 +126,59 @@ func (r *RunReconciler) managerDefaults(ctx context.Context, namespace string) (
 	return &r.Config.StepDefaultResources, nil
 }
 
-// defaultPodResources fills in the resources of a container step's or tool call's pod that
-// sets none (see the top of this file). Agent pods are resolved where they are built.
-func (r *RunReconciler) defaultPodResources(ctx context.Context, pod *corev1.Pod, scene *compile.Scene) error {
-	main := &pod.Spec.Containers[0]
-	if !unsetResources(main.Resources) {
-		return nil
+// podParts reads what building the plan's pods needs (podParts), from the cache except the
+// Workspace's pod: the node of the Workspace's pod when the Scene binds one, the params
+// schemas of the Scenes its agent pods' Scene tools call (read now, so a Scene changed since
+// the Run started is called as it is), and the manager's default resources when a container
+// step or tool call may need them.
+func (r *RunReconciler) podParts(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts,
+	plan *planner.Plan) (podParts, error) {
+	parts := podParts{bins: ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}}
+	if len(plan.Pods) == 0 && len(plan.ToolPods) == 0 {
+		return parts, nil
 	}
-	fallback, err := r.managerDefaults(ctx, pod.Namespace)
-	if err != nil {
-		return err
+	if w := f.Workspace; w != nil && w.Object != nil {
+		parts.workspace = w.Object
+		node, err := r.workspaceNode(ctx, w.Object)
+		if err != nil {
+			return parts, err
+		}
+		parts.node = node
 	}
-	main.Resources = defaultedResources(main.Resources, sceneStepResources(scene), fallback)
-	return nil
+	containers := len(plan.ToolPods) > 0
+	for _, req := range plan.Pods {
+		a := req.Step.Spec.Agent
+		if a == nil {
+			containers = true
+			continue
+		}
+		for _, t := range a.Tools {
+			if t.Scene == "" {
+				continue
+			}
+			if _, ok := parts.schemas[string(t.Scene)]; ok {
+				continue
+			}
+			scene := &ergonv1alpha1.Scene{}
+			err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: string(t.Scene)}, scene)
+			if apierrors.IsNotFound(err) {
+				continue // an open schema: its child Run waits for it, as a scene step's does
+			}
+			if err != nil {
+				return parts, err
+			}
+			if parts.schemas == nil {
+				parts.schemas = map[string]json.RawMessage{}
+			}
+			parts.schemas[string(t.Scene)] = SceneToolSchema(&scene.Spec)
+		}
+	}
+	if containers {
+		defaults, err := r.managerDefaults(ctx, run.Namespace)
+		if err != nil {
+			return parts, err
+		}
+		parts.defaults = defaults
+	}
+	return parts, nil
 }

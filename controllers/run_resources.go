@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -24,13 +25,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/podsecurity"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -70,45 +71,57 @@ func childLabels(run *ergonv1alpha1.Run, step string) map[string]string {
 	return l
 }
 
-// restrictedPod is the pod security context of every step pod: a fixed non-root user and
-// group, and the runtime's default seccomp profile (Pod Security "restricted").
-func restrictedPod() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   new(true),
-		RunAsUser:      ptr.To[int64](stepUID),
-		RunAsGroup:     ptr.To[int64](stepUID),
-		FSGroup:        ptr.To[int64](stepUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-// restrictedContainer is the security context that meets the Pod Security "restricted"
-// profile.
-func restrictedContainer() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: new(false),
-		ReadOnlyRootFilesystem:   new(true),
-		RunAsNonRoot:             new(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
 func emptyDir(name, size string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: new(resource.MustParse(size))},
 	}}
 }
 
-// stepPod builds the pod of one attempt of a container step. The user's command runs under
+// podParts are what building a pod needs besides the Run, its Scene and the request: read
+// once for all the plan's pods (RunReconciler.podParts), so that each pod is built whole, in
+// one function of its kind, and nothing edits it afterwards.
+type podParts struct {
+	bins ergonBinaries
+	// workspace is the Workspace the Scene binds, nil for none; node is the node its pod
+	// runs on ("" when it does not run), where the step pods bound to it must run too.
+	workspace *ergonv1alpha1.Workspace
+	node      string
+	// schemas are the params schemas of the Scenes that the agent steps' Scene tools call,
+	// by name; a Scene that does not exist yet has none, and its tool takes any object.
+	schemas map[string]json.RawMessage
+	// defaults are the resources a container step or tool call that sets none gets: the
+	// manager's, nil where a LimitRange of the namespace gives containers defaults.
+	defaults *corev1.ResourceRequirements
+}
+
+// sceneSchema is the params schema a Scene tool's calls are checked against.
+func (p podParts) sceneSchema(scene string) json.RawMessage {
+	if s, ok := p.schemas[scene]; ok {
+		return s
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// stepPod builds the pod of one attempt of a step: an agent step's (agentPod) or a container
+// step's, bound to the Scene's Workspace when it has one. The user's command runs under
 // Ergon's entrypoint, out of Ergon's image (StepBinaries), which hands the output back through
 // the termination message or the log: the pod has no credentials and needs none.
-func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, bins ergonBinaries) *corev1.Pod {
-	spec := req.Step.Spec
-	if spec.Agent != nil {
-		return agentPod(run, scene, req, bins.Image)
+func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, parts podParts) *corev1.Pod {
+	var pod *corev1.Pod
+	if req.Step.Spec.Agent != nil {
+		pod = agentPod(run, scene, req, parts)
+	} else {
+		pod = containerPod(run, scene, req, parts)
 	}
-	c := spec.Container
+	if parts.workspace != nil {
+		bindToWorkspace(pod, req.Step, parts.workspace, parts.node, parts.bins)
+	}
+	return pod
+}
+
+// containerPod builds the pod of one attempt of a container step.
+func containerPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodRequest, parts podParts) *corev1.Pod {
+	c := req.Step.Spec.Container
 	pod := basePod(run, req)
 	main := &pod.Spec.Containers[0]
 	// Params come before the step's own env, which may name them as $(ERGON_PARAM_NAME); a
@@ -121,10 +134,11 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	main.Env = append(main.Env, req.Rendered.ParamEnv...)
 	main.Env = append(main.Env, req.Rendered.Env...)
 	main.Image, main.ImagePullPolicy = c.Image, c.ImagePullPolicy
-	entrypoint, _ := bins.add(pod, main, false)
+	entrypoint, _ := parts.bins.add(pod, main, false)
 	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Rendered.Command...), req.Rendered.Args...)
-	main.EnvFrom, main.WorkingDir, main.Resources = c.EnvFrom, c.WorkingDir, c.Resources
+	main.EnvFrom, main.WorkingDir = c.EnvFrom, c.WorkingDir
+	main.Resources = defaultedResources(c.Resources, sceneStepResources(scene), parts.defaults)
 	return pod
 }
 
@@ -212,7 +226,7 @@ func basePod(run *ergonv1alpha1.Run, req planner.PodRequest) *corev1.Pod {
 			RestartPolicy:                corev1.RestartPolicyNever,
 			AutomountServiceAccountToken: new(false),
 			EnableServiceLinks:           new(false),
-			SecurityContext:              restrictedPod(),
+			SecurityContext:              podsecurity.Pod(stepUID),
 			Volumes:                      []corev1.Volume{emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
 			Containers: []corev1.Container{{
 				Name: stepContainer,
@@ -226,7 +240,7 @@ func basePod(run *ergonv1alpha1.Run, req planner.PodRequest) *corev1.Pod {
 					{Name: "ergon-output", MountPath: stepcontract.OutputDir},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
-				SecurityContext:          restrictedContainer(),
+				SecurityContext:          podsecurity.Container(),
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			}},
 		},
@@ -245,7 +259,7 @@ func copyInit(ergonImage string, files ...string) corev1.Container {
 		Name: initContainer, Image: ergonImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         append([]string{EntrypointInImage, "copy", entrypointPath}, files...),
 		VolumeMounts:    []corev1.VolumeMount{{Name: binVolume, MountPath: stepcontract.BinDir}},
-		SecurityContext: restrictedContainer(),
+		SecurityContext: podsecurity.Container(),
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},

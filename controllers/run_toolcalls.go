@@ -125,38 +125,6 @@ func SceneToolSchema(spec *ergonv1alpha1.SceneSpec) json.RawMessage {
 	return b
 }
 
-// fillSceneSchemas gives the Scene tools of an agent pod's spec the schema of their Scene's
-// params, read now. A Scene that does not exist yet gets an open schema: its child Run waits
-// for it, as a scene step's does.
-func (r *RunReconciler) fillSceneSchemas(ctx context.Context, namespace string, pod *corev1.Pod) error {
-	raw, ok := pod.Annotations[annotationAgentSpec]
-	if !ok {
-		return nil
-	}
-	var spec agentspec.Spec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil || len(spec.CallTools) == 0 {
-		return err
-	}
-	for i, t := range spec.CallTools {
-		if t.Kind != agentspec.RequestScene {
-			continue
-		}
-		scene := &ergonv1alpha1.Scene{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: t.Scene}, scene)
-		switch {
-		case apierrors.IsNotFound(err):
-			spec.CallTools[i].Parameters = json.RawMessage(`{"type":"object"}`)
-		case err != nil:
-			return err
-		default:
-			spec.CallTools[i].Parameters = SceneToolSchema(&scene.Spec)
-		}
-	}
-	b, _ := json.Marshal(&spec) // plain data
-	pod.Annotations[annotationAgentSpec] = string(b)
-	return nil
-}
-
 // gatherToolCalls reads, for each agent step that waits for tool calls or whose last pod
 // failed, the requests its checkpoint lists and the results stored for them; and checks the
 // arguments of Scene calls whose child Run does not exist yet against the Scene's params.

@@ -88,47 +88,34 @@ func (r *RunReconciler) addToolPod(ctx context.Context, f *planner.Facts, pod *c
 // credentials, Pod Security "restricted", read-only root, no service links, the step
 // contract's variables) running the tool's image with its rendered command under Ergon's
 // entrypoint, bounded by the request's deadline, owned by the Run and labelled as a tool pod.
-func toolPod(run *ergonv1alpha1.Run, req planner.ToolPodRequest, bins ergonBinaries) *corev1.Pod {
+// In a Scene bound to a Workspace it mounts the Workspace's volume as a container step's pod
+// does, but read-only: the write lease is the agent step's, which waits meanwhile.
+func toolPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.ToolPodRequest, parts podParts) *corev1.Pod {
 	pod := basePod(run, planner.PodRequest{Name: req.Name, Step: req.Step, Attempt: req.Attempt})
 	pod.Labels[ergonv1alpha1.LabelToolCall] = "true"
 	pod.Annotations = map[string]string{annotationToolCall: req.CallID, annotationTool: req.Tool}
 	pod.Spec.ActiveDeadlineSeconds = new(max(int64(req.Deadline.Seconds()), 1))
 	main := &pod.Spec.Containers[0]
 	main.Image = req.Image
-	entrypoint, _ := bins.add(pod, main, false)
+	entrypoint, _ := parts.bins.add(pod, main, false)
 	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Command...), req.Args...)
+	main.Resources = defaultedResources(main.Resources, sceneStepResources(scene), parts.defaults)
+	if parts.workspace != nil {
+		// A step of no kind writes nothing: the volume is mounted read-only.
+		bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}},
+			parts.workspace, parts.node, parts.bins)
+	}
 	return pod
 }
 
-// createToolPods creates the pods the plan asks for. In a Scene bound to a Workspace the pod
-// mounts the Workspace's volume as a container step's pod does, but read-only: the write
-// lease is the agent step's, which waits meanwhile.
-func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
-	if len(plan.ToolPods) == 0 {
-		return nil
-	}
-	bins := ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}
-	var ws *ergonv1alpha1.Workspace
-	node := ""
-	if f.Workspace != nil && f.Workspace.Object != nil {
-		ws = f.Workspace.Object
-		var err error
-		if node, err = r.workspaceNode(ctx, ws); err != nil {
-			return err
-		}
-	}
+// createToolPods creates the pods the plan asks for.
+func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan,
+	parts podParts) error {
 	for _, req := range plan.ToolPods {
 		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
-		pod := toolPod(run, req, bins)
-		if err := r.defaultPodResources(ctx, pod, f.Scene); err != nil {
-			return err
-		}
-		if ws != nil {
-			// A step of no kind writes nothing: the volume is mounted read-only.
-			bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}}, ws, node, bins)
-		}
-		err := r.authorizePod(ctx, run, pod, ws)
+		pod := toolPod(run, f.Scene, req, parts)
+		err := r.authorizePod(ctx, run, pod, parts.workspace)
 		if err == nil {
 			err = r.create(ctx, pod)
 		}

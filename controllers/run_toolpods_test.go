@@ -35,6 +35,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/podsecurity"
 	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
@@ -140,11 +141,11 @@ var _ = Describe("An agent step's container tool calls", func() {
 		Expect(*podSpec.EnableServiceLinks).To(BeFalse())
 		Expect(podSpec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
 		Expect(*podSpec.ActiveDeadlineSeconds).To(Equal(int64(600)))
-		Expect(podSpec.SecurityContext).To(Equal(restrictedPod()))
+		Expect(podSpec.SecurityContext).To(Equal(podsecurity.Pod(stepUID)))
 		Expect(podSpec.Containers).To(HaveLen(1))
 		c := podSpec.Containers[0]
 		Expect(c.Image).To(Equal("lint:1"))
-		Expect(c.SecurityContext).To(Equal(restrictedContainer()))
+		Expect(c.SecurityContext).To(Equal(podsecurity.Container()))
 		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 		Expect(c.Command).To(Equal([]string{entrypointPath}))
 		Expect(c.Args).To(Equal([]string{"run", "--", "lint", "--strict", "./cmd"}))

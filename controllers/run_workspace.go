@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -234,14 +233,6 @@ func runsOfLease(_ context.Context, obj client.Object) []reconcile.Request {
 	return requests
 }
 
-// workspaceNodeFor is the node of the Workspace's pod when the plan starts pods bound to it.
-func (r *RunReconciler) workspaceNodeFor(ctx context.Context, f *planner.Facts, plan *planner.Plan) (string, error) {
-	if f.Workspace == nil || f.Workspace.Object == nil || len(plan.Pods) == 0 {
-		return "", nil
-	}
-	return r.workspaceNode(ctx, f.Workspace.Object)
-}
-
 // workspaceNode is the node a Workspace's pod runs on, where steps bound to it must run too
 // when its volume can be attached to one node only; "" when its pod does not run.
 func (r *RunReconciler) workspaceNode(ctx context.Context, ws *ergonv1alpha1.Workspace) (string, error) {
@@ -291,26 +282,10 @@ func bindToWorkspace(pod *corev1.Pod, step *compile.Step, ws *ergonv1alpha1.Work
 		}}
 	}
 	if step.Spec.Agent != nil {
-		setToolEnv(pod, workspace.ToolEnv(ws))
 		c.Image, c.ImagePullPolicy = ws.Spec.Image, corev1.PullIfNotPresent
 		entrypoint, agent := bins.add(pod, c, true)
 		c.Command, c.Args = []string{entrypoint}, []string{entrypointRun, "--", agent}
 		c.Resources = *ws.Spec.Resources.DeepCopy()
 	}
 	workspace.Harden(spec, ws)
-}
-
-// setToolEnv names, in an agent pod's spec, the variables its shell tool sees besides its
-// plain environment.
-func setToolEnv(pod *corev1.Pod, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	var spec agentspec.Spec
-	if err := json.Unmarshal([]byte(pod.Annotations[annotationAgentSpec]), &spec); err != nil {
-		return // agentPod wrote it: cannot happen
-	}
-	spec.ToolEnv = names
-	b, _ := json.Marshal(&spec) // plain data
-	pod.Annotations[annotationAgentSpec] = string(b)
 }

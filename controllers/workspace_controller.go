@@ -17,11 +17,10 @@ limitations under the License.
 package controllers
 
 import (
-	"time"
-
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"

@@ -33,6 +33,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/podsecurity"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -101,26 +102,15 @@ func Controls(ws *ergonv1alpha1.Workspace, obj metav1.Object) bool {
 // volume: uid and gid 1000, fsGroup 1000 so the volume's files are the user's, the runtime's
 // default seccomp profile (Pod Security "restricted").
 func PodSecurityContext() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:        new(true),
-		RunAsUser:           ptr.To[int64](UID),
-		RunAsGroup:          ptr.To[int64](UID),
-		FSGroup:             ptr.To[int64](UID),
-		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	sc := podsecurity.Pod(UID)
+	sc.FSGroupChangePolicy = ptr.To(corev1.FSGroupChangeOnRootMismatch)
+	return sc
 }
 
-// ContainerSecurityContext is the container security context of the same pods: read-only
-// root, no privilege escalation, every capability dropped.
+// ContainerSecurityContext is the container security context of the same pods, every Ergon
+// pod's (podsecurity.Container).
 func ContainerSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: new(false),
-		ReadOnlyRootFilesystem:   new(true),
-		RunAsNonRoot:             new(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	return podsecurity.Container()
 }
 
 // Volumes are the Workspace's volume (its claim, of the given name) and a size-limited /tmp.
