@@ -249,13 +249,6 @@ func voted(g *ergonv1alpha1.Gate, user string) bool {
 	return user != "" && slices.ContainsFunc(g.Spec.Approvals, func(a ergonv1alpha1.GateApproval) bool { return a.User == user })
 }
 
-func listed(a *ergonv1alpha1.Approvers, user string, groups []string) bool {
-	if a == nil || user == "" {
-		return false
-	}
-	return slices.Contains(a.Users, user) || slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(a.Groups, g) })
-}
-
 // mayApprove asks whether RBAC grants the verb approve on the Gate, as its webhook does.
 func mayApprove(ctx context.Context, c client.Client, g *ergonv1alpha1.Gate) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
