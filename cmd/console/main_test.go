@@ -22,12 +22,14 @@ import (
 	"testing"
 )
 
-// The console's flags parse although the packages it imports register flags of their own,
-// --kubeconfig among them, on the process-wide set: a console that defined its flags there
-// panicked at start ("flag redefined: kubeconfig") and never served.
+// The console's flags parse although the packages it imports may register flags of their
+// own, --kubeconfig among them (controller-runtime's config package does), on the
+// process-wide set: a console that defined its flags there panicked at start ("flag
+// redefined: kubeconfig") and never served. The test registers the clash itself when no
+// import does, so that it does not depend on what the console imports today.
 func TestParseFlags(t *testing.T) {
 	if flag.CommandLine.Lookup("kubeconfig") == nil {
-		t.Fatal("no imported package registers --kubeconfig any more: this test no longer tries the clash it is about")
+		flag.CommandLine.String("kubeconfig", "", "as an imported package would register it")
 	}
 	for _, tc := range []struct {
 		name    string
