@@ -40,7 +40,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // The archive controller writes every Run that ended into the archive (internal/archive)
@@ -273,7 +273,7 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 			missing("the logs of pod %s and after: the record keeps %d bytes of logs", pod.Name, archiveLogsTotal)
 			return
 		}
-		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, outputs.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
+		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, wire.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
 		if err != nil {
 			missing("the log of pod %s: %v", pod.Name, err)
 			continue

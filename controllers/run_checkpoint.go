@@ -34,7 +34,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -186,7 +186,7 @@ func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.
 
 // showProgress puts an agent step's progress into its status while it runs: the turns and
 // tokens so far, over its attempts.
-func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progress) {
+func showProgress(status *ergonv1alpha1.RunStatus, step string, p *wire.Progress) {
 	for i := range status.Steps {
 		s := &status.Steps[i]
 		if s.Name != step || s.Phase.Finished() {
@@ -206,12 +206,12 @@ func showProgress(status *ergonv1alpha1.RunStatus, step string, p *outputs.Progr
 // framed output), which the read reaches past. A checkpoint the line names that is not in the
 // log's end is an error (FindFrames), never an empty checkpoint: the one kept before stays.
 func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step string, pod planner.PodState,
-	kept string) (*outputs.Progress, error) {
-	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, outputs.ProgressTail.Plus(pod.Frames))
+	kept string) (*wire.Progress, error) {
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, wire.ProgressTail.Plus(pod.Frames))
 	if err != nil {
 		return nil, err
 	}
-	prog, err := outputs.LastProgress(rc)
+	prog, err := wire.LastProgress(rc)
 	_ = rc.Close()
 	if prog == nil || err != nil {
 		return prog, err
@@ -230,7 +230,7 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 			return prog, nil // kept by an earlier read
 		}
 	}
-	tail := outputs.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames)
+	tail := wire.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames)
 	found, err := r.findFrame(ctx, run, pod, tail, *prog.Checkpoint)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// More lines came after the checkpoint than the progress tail allows for (a tool's or
@@ -245,17 +245,17 @@ func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run
 
 // checkpointWideTail is what a second read of an agent pod's log adds to the tail it reads
 // for a checkpoint, when the first did not reach its frame.
-var checkpointWideTail = outputs.Tail{Lines: 4096, Bytes: 8 << 20}
+var checkpointWideTail = wire.Tail{Lines: 4096, Bytes: 8 << 20}
 
 // findFrame reads the end of an agent pod's log and finds one framed value in it.
-func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, pod planner.PodState, tail outputs.Tail,
-	want outputs.Part) ([]byte, error) {
+func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, pod planner.PodState, tail wire.Tail,
+	want wire.Part) ([]byte, error) {
 	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, tail)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rc.Close() }()
-	found, err := outputs.FindFrames(rc, want)
+	found, err := wire.FindFrames(rc, want)
 	return found[want.SHA256], err
 }
 

@@ -31,7 +31,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -42,7 +42,7 @@ func progressLog(turns int) ([]byte, string) {
 	var last string
 	for turn := 1; turn <= turns; turn++ {
 		last = fmt.Sprintf(`{"version":1,"turn":%d}`, turn)
-		Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: turn, PromptTokens: int64(100 * turn),
+		Expect(wire.WriteProgress(&log, wire.Progress{Turn: turn, PromptTokens: int64(100 * turn),
 			CompletionTokens: int64(10 * turn), TotalTokens: int64(110 * turn)}, []byte(last))).To(Succeed())
 		log.WriteString("agent: the model API is rate limiting (429); retrying in 1s\n")
 	}
@@ -170,7 +170,7 @@ var _ = Describe("A running agent step", func() {
 		}).Should(Succeed())
 		var reset bytes.Buffer
 		reset.Write(log)
-		Expect(outputs.WriteProgress(&reset, outputs.Progress{Turn: 3, TotalTokens: 330, Reset: true}, nil)).To(Succeed())
+		Expect(wire.WriteProgress(&reset, wire.Progress{Turn: 3, TotalTokens: 330, Reset: true}, nil)).To(Succeed())
 		logs.Write(ns, first, reset.Bytes())
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())

@@ -33,14 +33,14 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // askLog is an agent pod's log while its attempt waits on questions of its MCP servers.
 func askLog(asks ...agentspec.Ask) []byte {
 	var log bytes.Buffer
-	Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: 1, TotalTokens: 10, Asks: asks}, nil)).To(Succeed())
+	Expect(wire.WriteProgress(&log, wire.Progress{Turn: 1, TotalTokens: 10, Asks: asks}, nil)).To(Succeed())
 	return log.Bytes()
 }
 

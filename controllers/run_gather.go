@@ -36,13 +36,13 @@ import (
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // PodLogs reads the end of a container's log; the kubelet serves it through pods/log.
 type PodLogs interface {
-	Read(ctx context.Context, namespace, pod, container string, tail outputs.Tail) (io.ReadCloser, error)
+	Read(ctx context.Context, namespace, pod, container string, tail wire.Tail) (io.ReadCloser, error)
 }
 
 // KubeletLogs reads logs through the API server.
@@ -50,7 +50,7 @@ type KubeletLogs struct{ Clientset kubernetes.Interface }
 
 // Read streams the last tail.Lines lines of a container's log, at most tail.Bytes of them: the
 // kubelet sends no more, so a step that prints without end costs the manager only its frames.
-func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string, tail outputs.Tail) (io.ReadCloser, error) {
+func (k KubeletLogs) Read(ctx context.Context, namespace, pod, container string, tail wire.Tail) (io.ReadCloser, error) {
 	return k.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
 		Container: container, TailLines: &tail.Lines, LimitBytes: &tail.Bytes,
 	}).Stream(ctx)
@@ -213,7 +213,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 			message = cs.State.Terminated.Message
 		}
 	}
-	rep, err := outputs.ParseReport(message)
+	rep, err := wire.ParseReport(message)
 	if err != nil {
 		return planner.Output{Err: err.Error()}
 	}
@@ -221,9 +221,9 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
-	var want []outputs.Part
+	var want []wire.Part
 	if !inline {
-		want = append(want, outputs.Part{Size: rep.Size, SHA256: rep.SHA256})
+		want = append(want, wire.Part{Size: rep.Size, SHA256: rep.SHA256})
 	}
 	if rep.Transcript != nil {
 		want = append(want, *rep.Transcript)
@@ -234,14 +234,14 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	// The container log interleaves stderr with the frames on stdout, in whatever order the
 	// runtime read its two pipes: lines a step wrote to stderr around them count for the
 	// kubelet's tail too, so read with room for some, still bounded.
-	tail := outputs.TailOf(want...)
+	tail := wire.TailOf(want...)
 	tail.Lines += logSlackLines
 	tail.Bytes += logSlackBytes
 	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer, tail)
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
-	found, findErr := outputs.FindFrames(logs, want...)
+	found, findErr := wire.FindFrames(logs, want...)
 	_ = logs.Close()
 	if !inline {
 		var ok bool

@@ -34,7 +34,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -45,7 +45,7 @@ func handOverOutcome(attempt int32, calls ...agentspec.ToolRequest) outcome {
 		"pending": agentspec.Pending{Attempt: attempt, Calls: calls}})
 	Expect(err).NotTo(HaveOccurred())
 	var log bytes.Buffer
-	Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: 1, PromptTokens: 100, CompletionTokens: 10, TotalTokens: 110},
+	Expect(wire.WriteProgress(&log, wire.Progress{Turn: 1, PromptTokens: 100, CompletionTokens: 10, TotalTokens: 110},
 		cp)).To(Succeed())
 	return outcome{ExitCode: 7, Log: log.String(), FailReason: agentspec.ReasonToolCallsPending,
 		FailMessage: "the agent waits for 1 tool calls", Transcript: handOverTranscript}

@@ -29,7 +29,7 @@ import (
 	"testing"
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/test/fakellm"
 )
@@ -55,7 +55,7 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 	}}))
 	defer llm.Close()
 
-	run := func(t *testing.T, prompt string) (*outputs.Report, string, string) {
+	run := func(t *testing.T, prompt string) (*wire.Report, string, string) {
 		dir := t.TempDir()
 		inputs := filepath.Join(dir, "inputs")
 		if err := os.MkdirAll(inputs, 0o755); err != nil {
@@ -91,14 +91,14 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no report: %v\n%s", err, log.String())
 		}
-		r, err := outputs.ParseReport(string(msg))
+		r, err := wire.ParseReport(string(msg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.Transcript == nil {
 			t.Fatalf("the report has no transcript: %s", msg)
 		}
-		transcript, err := outputs.FindFrame(bytes.NewReader(log.Bytes()), r.Transcript.Size, r.Transcript.SHA256)
+		transcript, err := wire.FindFrame(bytes.NewReader(log.Bytes()), r.Transcript.Size, r.Transcript.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestTheRuntimeUnderTheEntrypoint(t *testing.T) {
 			t.Fatalf("exit %d, reason %q, message %q\n%s", r.ExitCode, r.Reason, r.Message, log)
 		}
 		// The repair turn left a checkpoint; the failure, which a retry would repeat, resets it.
-		p, err := outputs.LastProgress(strings.NewReader(log))
+		p, err := wire.LastProgress(strings.NewReader(log))
 		if err != nil || p == nil || !p.Reset || p.Turn != 2 {
 			t.Errorf("the last progress line = %+v, %v; want a reset after turn 2\n%s", p, err, log)
 		}

@@ -23,7 +23,7 @@ limitations under the License.
 //	entrypoint idle               wait for a stop signal (the workspace pod's command)
 //	entrypoint files ls|cat PATH  list or print a file under /workspace, read-only
 //
-// The report goes into the container's termination message (internal/outputs), so the pod
+// The report goes into the container's termination message (internal/outputs/wire), so the pod
 // needs no credentials. The exit code is CMD's, so the pod fails when the command does.
 package main
 
@@ -41,7 +41,7 @@ import (
 	"syscall"
 
 	"github.com/ergon-dev/ergon/internal/nodump"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 	"github.com/ergon-dev/ergon/internal/workspace/files"
 )
@@ -203,12 +203,12 @@ func readLimited(env string, limit int64) ([]byte, error) {
 // command ended: the controller then waits for the pod's phase to learn why it stopped.
 func report(code int, signaled bool) error {
 	// Read one byte past the limit, so an oversized output is reported as such.
-	output, err := readLimited(stepcontract.EnvOutput, outputs.MaxSize+1)
+	output, err := readLimited(stepcontract.EnvOutput, wire.MaxSize+1)
 	if err != nil {
 		return err
 	}
-	res := outputs.Result{Output: output, ExitCode: code, Signaled: signaled}
-	if res.Transcript, err = readLimited(stepcontract.EnvTranscript, outputs.MaxSize); err != nil {
+	res := wire.Result{Output: output, ExitCode: code, Signaled: signaled}
+	if res.Transcript, err = readLimited(stepcontract.EnvTranscript, wire.MaxSize); err != nil {
 		return err
 	}
 	if code != 0 {
@@ -219,7 +219,7 @@ func report(code int, signaled bool) error {
 			}
 		}
 	}
-	msg, err := outputs.WriteResult(os.Stdout, res)
+	msg, err := wire.WriteResult(os.Stdout, res)
 	if err != nil {
 		return err
 	}

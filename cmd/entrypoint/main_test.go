@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -53,7 +53,7 @@ func TestTheReportSaysWhetherTheStepWasAskedToStop(t *testing.T) {
 		}
 		return cmd, filepath.Join(dir, "termination-log")
 	}
-	report := func(t *testing.T, cmd *exec.Cmd, log string) *outputs.Report {
+	report := func(t *testing.T, cmd *exec.Cmd, log string) *wire.Report {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("the entrypoint: %v", err)
 		}
@@ -61,7 +61,7 @@ func TestTheReportSaysWhetherTheStepWasAskedToStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := outputs.ParseReport(string(msg))
+		r, err := wire.ParseReport(string(msg))
 		if err != nil {
 			t.Fatal(err)
 		}

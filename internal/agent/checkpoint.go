@@ -23,7 +23,7 @@ import (
 	"fmt"
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // CheckpointPolicy names what a checkpoint holds and when it is written; the transcript's
@@ -117,9 +117,9 @@ func (l *loop) checkpoint(turn, repairs int) bool {
 	}
 	// Everything in it is redacted already; once more, whole, costs little.
 	b = []byte(l.red.String(string(b)))
-	if len(b) > outputs.MaxSize {
+	if len(b) > wire.MaxSize {
 		l.note(turn, "the checkpoint of %d bytes is more than the %d a step may hand back; a retry resumes from an earlier one. "+
-			"A contextBudget keeps checkpoints small", len(b), outputs.MaxSize)
+			"A contextBudget keeps checkpoints small", len(b), wire.MaxSize)
 		b = nil
 	}
 	l.writeProgress(turn, b, false)
@@ -129,9 +129,9 @@ func (l *loop) checkpoint(turn, repairs int) bool {
 // writeProgress prints the progress line, after the checkpoint frame when there is one.
 func (l *loop) writeProgress(turn int, checkpoint []byte, reset bool) {
 	u := l.t.Usage
-	p := outputs.Progress{Turn: turn, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+	p := wire.Progress{Turn: turn, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		TotalTokens: u.TotalTokens, Cost: u.Cost, Reset: reset}
-	if err := outputs.WriteProgress(l.Progress, p, checkpoint); err != nil && l.Log != nil {
+	if err := wire.WriteProgress(l.Progress, p, checkpoint); err != nil && l.Log != nil {
 		l.Log(fmt.Sprintf("writing the progress: %v", err))
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/test/fakellm"
 )
 
@@ -51,17 +51,17 @@ func (p *progressLog) Write(b []byte) (int, error) {
 }
 
 // lastCheckpoint reads the log as the controller does: the last progress line, then its frame.
-func (p *progressLog) lastCheckpoint(t *testing.T) (*outputs.Progress, []byte) {
+func (p *progressLog) lastCheckpoint(t *testing.T) (*wire.Progress, []byte) {
 	t.Helper()
 	log := p.buf.Bytes()
-	prog, err := outputs.LastProgress(bytes.NewReader(log))
+	prog, err := wire.LastProgress(bytes.NewReader(log))
 	if err != nil || prog == nil {
 		t.Fatalf("no progress line in the log (%v):\n%s", err, log)
 	}
 	if prog.Checkpoint == nil {
 		return prog, nil
 	}
-	found, err := outputs.FindFrames(bytes.NewReader(outputs.CheckpointTail(*prog.Checkpoint).Of(log)), *prog.Checkpoint)
+	found, err := wire.FindFrames(bytes.NewReader(wire.CheckpointTail(*prog.Checkpoint).Of(log)), *prog.Checkpoint)
 	if err != nil {
 		t.Fatalf("the checkpoint frame of the last progress line: %v", err)
 	}

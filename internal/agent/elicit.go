@@ -34,7 +34,7 @@ import (
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/humaninput"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // An MCP server's question (elicitation): while one of its tools runs, a server the step lets
@@ -171,9 +171,9 @@ func (l *loop) printAsks(asks []agentspec.Ask) {
 	l.asks.mu.Lock()
 	turn, u := l.asks.turn, l.asks.usage
 	l.asks.mu.Unlock()
-	p := outputs.Progress{Turn: turn, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+	p := wire.Progress{Turn: turn, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		TotalTokens: u.TotalTokens, Cost: u.Cost, Asks: asks}
-	if err := outputs.WriteProgress(l.Progress, p, nil); err != nil && l.Log != nil {
+	if err := wire.WriteProgress(l.Progress, p, nil); err != nil && l.Log != nil {
 		l.Log(fmt.Sprintf("writing the progress: %v", err))
 	}
 }

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/test/fakellm"
 )
 
@@ -45,7 +45,7 @@ type askLog struct {
 func (p *askLog) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	p.buf.Write(b)
-	prog, _ := outputs.LastProgress(bytes.NewReader(b))
+	prog, _ := wire.LastProgress(bytes.NewReader(b))
 	var fresh []agentspec.Ask
 	if prog != nil {
 		for _, a := range prog.Asks {
@@ -172,7 +172,7 @@ func TestAnMCPServersQuestionIsListedAndItsAnswerIsTheElicitationsResult(t *test
 		}
 	}
 	// Once answered, the last progress line lists no question.
-	if last, _ := outputs.LastProgress(bytes.NewReader(progress.buf.Bytes())); last == nil || len(last.Asks) != 0 {
+	if last, _ := wire.LastProgress(bytes.NewReader(progress.buf.Bytes())); last == nil || len(last.Asks) != 0 {
 		t.Errorf("the last progress line = %+v, want one without questions", last)
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 func newOutputCommand(o *Options) *cobra.Command {
@@ -111,7 +111,7 @@ func VerifyValue(b []byte, v *ergonv1alpha1.OutputValue) error {
 	if int64(len(b)) != v.Size && (v.Size != 0 || v.Ref != nil) {
 		return fmt.Errorf("the output read is %d bytes, but the Run's status records %d; it was not printed", len(b), v.Size)
 	}
-	if v.SHA256 != "" && outputs.Digest(b) != v.SHA256 {
+	if v.SHA256 != "" && wire.Digest(b) != v.SHA256 {
 		return fmt.Errorf("the output read does not match the SHA-256 the Run's status records (%s); it was not printed", v.SHA256)
 	}
 	return nil

@@ -34,7 +34,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 func TestParseParams(t *testing.T) {
@@ -148,7 +148,7 @@ func TestVersionWithoutACluster(t *testing.T) {
 func TestStripFramesHidesWhatTheEntrypointFrames(t *testing.T) {
 	var log bytes.Buffer
 	log.WriteString("starting\n")
-	if _, err := outputs.Write(&log, bytes.Repeat([]byte("x"), 10_000), 0); err != nil {
+	if _, err := wire.Write(&log, bytes.Repeat([]byte("x"), 10_000), 0); err != nil {
 		t.Fatal(err)
 	}
 	log.WriteString("done\n\n")
@@ -284,7 +284,7 @@ func TestInstancePods(t *testing.T) {
 
 func TestVerifyValue(t *testing.T) {
 	data := []byte("hello\x00world")
-	ok := &ergonv1alpha1.OutputValue{Size: int64(len(data)), SHA256: outputs.Digest(data),
+	ok := &ergonv1alpha1.OutputValue{Size: int64(len(data)), SHA256: wire.Digest(data),
 		Ref: &ergonv1alpha1.OutputRef{ConfigMap: "c", Key: "output"}}
 	if err := VerifyValue(data, ok); err != nil {
 		t.Errorf("a matching value: %v", err)

@@ -26,7 +26,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // Facts is everything the planner knows about one Run at one moment.
@@ -120,7 +120,7 @@ type PodState struct {
 	TerminatingUntil time.Time
 	// Frames is the end of the step container's log that its entrypoint's frames take,
 	// after the lines the command printed: zero until the container ended with a report.
-	Frames outputs.Tail
+	Frames wire.Tail
 }
 
 // PodPhase is the observed phase of a step pod.

@@ -25,7 +25,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // flow is one planning pass over a fan-out or looping step.
@@ -242,7 +242,7 @@ func (f *flow) settle() {
 	if size > MaxStoredValue {
 		p.fail(s, f.step, ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is more than the %s bytes one ConfigMap keeps: "+
 			"have each instance hand back less, or keep large data elsewhere, such as a Workspace, and hand back where it is",
-			what, outputs.Thousands(MaxStoredValue)))
+			what, wire.Thousands(MaxStoredValue)))
 		return
 	}
 	s.Output = OutputValue(p.f.Run.Name, s.Name, value)

@@ -21,7 +21,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // The limits on what one Run makes and keeps: the units a step makes, and the outputs its
@@ -57,7 +57,7 @@ const (
 
 // MaxStoredValue is the most one ConfigMap keeps: a step's output and its transcript
 // together, a unit's output, or a fan-in's or loop's value. It is what a step may hand back.
-const MaxStoredValue = outputs.MaxSize
+const MaxStoredValue = wire.MaxSize
 
 // MaxRendered bounds what a step's templates render into one object (a pod's command, args
 // and env; a child Run's params; a Gate's message): the API server stores no object larger
@@ -76,21 +76,21 @@ func (p *planner) storable(s *ergonv1alpha1.StepStatus, cm, what string, size in
 	case size > MaxStoredValue:
 		return ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is %s bytes, more than the %s one ConfigMap keeps: "+
 			"hand back less (fewer or smaller outputs), or keep large data elsewhere, such as a Workspace, and hand back where it is",
-			what, outputs.Thousands(int(size)), outputs.Thousands(MaxStoredValue))
+			what, wire.Thousands(int(size)), wire.Thousands(MaxStoredValue))
 	case l.StepOutputBytes > 0 && s.StoredBytes+size > l.StepOutputBytes:
 		return ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is %s bytes and step %s keeps %s already: "+
 			"more than the %s bytes one step may keep; raise %s, or hand back less",
-			what, outputs.Thousands(int(size)), s.Name, outputs.Thousands(int(s.StoredBytes)),
-			outputs.Thousands(int(l.StepOutputBytes)), stepBytesLimitName)
+			what, wire.Thousands(int(size)), s.Name, wire.Thousands(int(s.StoredBytes)),
+			wire.Thousands(int(l.StepOutputBytes)), stepBytesLimitName)
 	case l.RunOutputBytes > 0 && p.storage.Bytes+size > l.RunOutputBytes:
 		return ergonv1alpha1.ReasonOutputTooLarge, fmt.Sprintf("%s is %s bytes and the Run keeps %s already: "+
 			"more than the %s bytes one Run may keep; raise %s, or hand back less",
-			what, outputs.Thousands(int(size)), outputs.Thousands(int(p.storage.Bytes)),
-			outputs.Thousands(int(l.RunOutputBytes)), runBytesLimitName)
+			what, wire.Thousands(int(size)), wire.Thousands(int(p.storage.Bytes)),
+			wire.Thousands(int(l.RunOutputBytes)), runBytesLimitName)
 	case l.ConfigMapsPerRun > 0 && int(p.storage.ConfigMaps) >= l.ConfigMapsPerRun:
 		return ergonv1alpha1.ReasonConfigMapLimitReached, fmt.Sprintf("keeping %s would take a ConfigMap more than the %s "+
 			"one Run may create for its outputs; raise %s, or split the work into more Runs",
-			what, outputs.Thousands(l.ConfigMapsPerRun), configMapLimitName)
+			what, wire.Thousands(l.ConfigMapsPerRun), configMapLimitName)
 	}
 	return "", ""
 }
@@ -155,7 +155,7 @@ func (p *planner) keepStepOutput(s *ergonv1alpha1.StepStatus, cm string, out Out
 		// The ConfigMap that keeps a transcript keeps the output beside it, however small.
 		if r, m := p.storable(s, cm, "the output and transcript of step "+s.Name, value+int64(len(transcript))); r != "" {
 			p.event(true, ergonv1alpha1.ReasonOutputTooLarge, "Step %s: its transcript of %s bytes is not kept: %s",
-				s.Name, outputs.Thousands(len(transcript)), m)
+				s.Name, wire.Thousands(len(transcript)), m)
 			transcript = ""
 		}
 	}
@@ -197,7 +197,7 @@ func (f *flow) unitAllowed(i int) string {
 	}
 	return fmt.Sprintf("step %s has made %s units (fan-out instances times loop iterations), the most one step may make; "+
 		"raise %s, or split the work, for example with a sub-scene per chunk",
-		f.s.Name, outputs.Thousands(f.made), unitsLimitName)
+		f.s.Name, wire.Thousands(f.made), unitsLimitName)
 }
 
 // instancesAllowed says why a fan-out of n instances may not start at all: each instance is
@@ -209,7 +209,7 @@ func (p *planner) instancesAllowed(n int) string {
 	}
 	return fmt.Sprintf("forEach yields %s items, and each is a unit: more than the %s units one step may make; "+
 		"raise %s, or split the list, for example with a sub-scene per chunk",
-		outputs.Thousands(n), outputs.Thousands(limit), unitsLimitName)
+		wire.Thousands(n), wire.Thousands(limit), unitsLimitName)
 }
 
 // renderedSize is how many bytes a step's templates rendered into the object they go into.
@@ -243,5 +243,5 @@ func renderedProblem(r *compile.Rendered) string {
 	}
 	return fmt.Sprintf("the step's templates render %s bytes (command, args, env, params or message), more than the %s "+
 		"that fit in the object they go into: hand large outputs over as inputs ($ERGON_INPUTS) instead of through a template",
-		outputs.Thousands(n), outputs.Thousands(MaxRendered))
+		wire.Thousands(n), wire.Thousands(MaxRendered))
 }

@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // maxPodMessage bounds a message taken from the kubelet or the scheduler: an image pull's
@@ -60,7 +60,7 @@ func ObservePod(pod *corev1.Pod, container string) PodState {
 		if t := step.State.Terminated; t != nil {
 			s.ExitCode = &t.ExitCode
 			s.StartedAt, s.FinishedAt = t.StartedAt.Time, t.FinishedAt.Time
-			if rep, err := outputs.ParseReport(t.Message); err == nil {
+			if rep, err := wire.ParseReport(t.Message); err == nil {
 				s.Frames = rep.Frames()
 			}
 		} else if r := step.State.Running; r != nil {
@@ -107,7 +107,7 @@ func endedOnItsOwn(pod *corev1.Pod, step *corev1.ContainerStatus) bool {
 			return false
 		}
 	}
-	rep, err := outputs.ParseReport(step.State.Terminated.Message)
+	rep, err := wire.ParseReport(step.State.Terminated.Message)
 	return err == nil && rep.ExitCode == 0 && !rep.Signaled
 }
 
@@ -251,7 +251,7 @@ func failedReason(pod *corev1.Pod, step *corev1.ContainerStatus) (string, string
 		}
 	}
 	if step != nil && step.State.Terminated != nil {
-		if rep, err := outputs.ParseReport(step.State.Terminated.Message); err == nil {
+		if rep, err := wire.ParseReport(step.State.Terminated.Message); err == nil {
 			switch {
 			case rep.Error != "":
 				return "", rep.Error

@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // stepPod is a step pod as the Run controller creates it: Ergon's init container and the
@@ -67,9 +67,9 @@ func terminated(name string, code int32, reason, message string) corev1.Containe
 }
 
 func TestObservePod(t *testing.T) {
-	report := func(res outputs.Result) string {
+	report := func(res wire.Result) string {
 		var log strings.Builder
-		b, err := outputs.WriteResult(&log, res)
+		b, err := wire.WriteResult(&log, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestObservePod(t *testing.T) {
 			pod: func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: initDone,
 					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 137, "OOMKilled",
-						report(outputs.Result{ExitCode: 137}))}}
+						report(wire.Result{ExitCode: 137}))}}
 			},
 			phase:   PodFailed,
 			reason:  ergonv1alpha1.ReasonOOMKilled,
@@ -253,7 +253,7 @@ func TestObservePod(t *testing.T) {
 			name: "a failed command is told by its exit code",
 			pod: func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 2, "Error", report(outputs.Result{ExitCode: 2}))}}
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 2, "Error", report(wire.Result{ExitCode: 2}))}}
 			},
 			phase: PodFailed,
 			exit:  new(int32(2)),
@@ -262,7 +262,7 @@ func TestObservePod(t *testing.T) {
 			name: "the agent runtime's reason is kept",
 			pod: func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: initDone,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 1, "Error", report(outputs.Result{
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 1, "Error", report(wire.Result{
 						ExitCode: 1, Reason: "MaxTurnsExceeded", Message: "the model used its 20 turns"}))}}
 			},
 			phase:   PodFailed,
@@ -346,7 +346,7 @@ func TestObservePod(t *testing.T) {
 			name: "a pod that fails on the stop signal of its deletion was deleted, whatever it reports",
 			pod: func(p *corev1.Pod) {
 				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &deleting, new(int64(30)) // deleted at 1m30s
-				stopped := terminated("step", 3, "Error", report(outputs.Result{ExitCode: 3,
+				stopped := terminated("step", 3, "Error", report(wire.Result{ExitCode: 3,
 					Reason: "AgentCancelled", Message: "the agent was stopped: terminated"}))
 				stopped.State.Terminated.FinishedAt = metav1.NewTime(t0.Add(105 * time.Second))
 				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{stopped}}
@@ -361,7 +361,7 @@ func TestObservePod(t *testing.T) {
 			pod: func(p *corev1.Pod) {
 				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &deleting, new(int64(30))
 				p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
-					terminated("step", 1, "Error", report(outputs.Result{ExitCode: 1,
+					terminated("step", 1, "Error", report(wire.Result{ExitCode: 1,
 						Reason: "MaxTurnsExceeded", Message: "the model used its 20 turns"}))}} // ended at 1m
 			},
 			phase:   PodFailed,
@@ -373,7 +373,7 @@ func TestObservePod(t *testing.T) {
 			name: "a succeeded pod is succeeded",
 			pod: func(p *corev1.Pod) {
 				p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded,
-					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(outputs.Result{}))}}
+					ContainerStatuses: []corev1.ContainerStatus{terminated("step", 0, "Completed", report(wire.Result{}))}}
 			},
 			phase: PodSucceeded,
 			exit:  new(int32(0)),
@@ -383,7 +383,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command ended on its own with exit code 0 has succeeded before the kubelet says so",
 			pod: func(p *corev1.Pod) {
-				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{Output: []byte("ok")})))
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(wire.Result{Output: []byte("ok")})))
 			},
 			phase: PodSucceeded,
 			exit:  new(int32(0)),
@@ -391,7 +391,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command exited 0 when asked to stop waits for the kubelet's phase",
 			pod: func(p *corev1.Pod) {
-				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{Signaled: true})))
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(wire.Result{Signaled: true})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -399,7 +399,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod whose command failed waits for the kubelet's phase and reason",
 			pod: func(p *corev1.Pod) {
-				lingering(p, corev1.RestartPolicyNever, terminated("step", 2, "Error", report(outputs.Result{ExitCode: 2})))
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 2, "Error", report(wire.Result{ExitCode: 2})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(2)),
@@ -416,7 +416,7 @@ func TestObservePod(t *testing.T) {
 			name: "a pod with another container still running has not succeeded",
 			pod: func(p *corev1.Pod) {
 				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "proxy", Image: "proxy:1"})
-				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{})),
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(wire.Result{})),
 					corev1.ContainerStatus{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
 			},
 			phase: PodRunning,
@@ -425,7 +425,7 @@ func TestObservePod(t *testing.T) {
 		{
 			name: "a pod that restarts its containers has not succeeded when one ends",
 			pod: func(p *corev1.Pod) {
-				lingering(p, corev1.RestartPolicyOnFailure, terminated("step", 0, "Completed", report(outputs.Result{})))
+				lingering(p, corev1.RestartPolicyOnFailure, terminated("step", 0, "Completed", report(wire.Result{})))
 			},
 			phase: PodRunning,
 			exit:  new(int32(0)),
@@ -434,7 +434,7 @@ func TestObservePod(t *testing.T) {
 			name: "a pod deleted after its command succeeded stays succeeded",
 			pod: func(p *corev1.Pod) {
 				p.DeletionTimestamp = &deleting
-				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(outputs.Result{})))
+				lingering(p, corev1.RestartPolicyNever, terminated("step", 0, "Completed", report(wire.Result{})))
 			},
 			phase: PodSucceeded,
 			exit:  new(int32(0)),

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // kubelet moves step pods along and records when each was created and finished.
@@ -140,7 +140,7 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod) {
 // succeed ends a running pod as Ergon's entrypoint would, with a small output.
 func (k *kubelet) succeed(ctx context.Context, pod *corev1.Pod) {
 	now := pod.Status.ContainerStatuses[0].State.Running.StartedAt
-	report, _ := outputs.Write(nil, []byte("ok "+pod.Name), 0)
+	report, _ := wire.Write(nil, []byte("ok "+pod.Name), 0)
 	pod.Status.Phase = corev1.PodSucceeded
 	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 		Message: string(report), StartedAt: now, FinishedAt: metav1.Now()}}

@@ -61,7 +61,7 @@ import (
 	"github.com/ergon-dev/ergon/controllers"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/slots"
 	"github.com/ergon-dev/ergon/test/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
@@ -263,7 +263,7 @@ func (w *writeCounter) reset() map[string]int {
 
 type noLogs struct{}
 
-func (noLogs) Read(context.Context, string, string, string, outputs.Tail) (io.ReadCloser, error) {
+func (noLogs) Read(context.Context, string, string, string, wire.Tail) (io.ReadCloser, error) {
 	return nil, fmt.Errorf("the bench kubelet keeps outputs inline")
 }
 

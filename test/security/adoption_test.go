@@ -31,7 +31,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // Item 5 of the hardening issue: no object is adopted by name. Ergon's names are
@@ -105,7 +105,7 @@ func impostorPod(ns, name, run, step string) *corev1.Pod {
 // succeedPod plays the kubelet: the step pod ends Succeeded and hands back output inline in
 // its termination message, as Ergon's entrypoint does for outputs up to 2 KiB.
 func succeedPod(ns, name, output string) {
-	msg, err := outputs.Write(io.Discard, []byte(output), 0)
+	msg, err := wire.Write(io.Discard, []byte(output), 0)
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func() error {
 		pod := &corev1.Pod{}

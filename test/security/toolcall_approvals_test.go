@@ -32,7 +32,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/test/testenv"
 )
 
@@ -58,7 +58,7 @@ func handOver(call agentspec.ToolRequest) testenv.Outcome {
 		"pending": agentspec.Pending{Attempt: 1, Calls: []agentspec.ToolRequest{call}}})
 	Expect(err).NotTo(HaveOccurred())
 	var log bytes.Buffer
-	Expect(outputs.WriteProgress(&log, outputs.Progress{Turn: 1, TotalTokens: 10}, cp)).To(Succeed())
+	Expect(wire.WriteProgress(&log, wire.Progress{Turn: 1, TotalTokens: 10}, cp)).To(Succeed())
 	return testenv.Outcome{ExitCode: 7, Log: log.String(), FailReason: agentspec.ReasonToolCallsPending,
 		FailMessage: "the agent waits for 1 tool calls"}
 }

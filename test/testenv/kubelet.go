@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // Outcome is what the simulated kubelet does with a running step pod.
@@ -69,7 +69,7 @@ type Holding func(pod *corev1.Pod) *corev1.PodStatus
 
 // Kubelet plays the kubelet, which envtest lacks, for the step pods of the namespaces it has
 // a Script for: it moves them from Pending to Running to an end, and writes their log and
-// termination message exactly as Ergon's entrypoint does (internal/outputs).
+// termination message exactly as Ergon's entrypoint does (internal/outputs/wire).
 type Kubelet struct {
 	// Client moves the pods; set it before Run.
 	Client client.Client
@@ -189,12 +189,12 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 		o.Log = "the command's own output\n"
 	}
 	log.WriteString(o.Log)
-	res := outputs.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage,
+	res := wire.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage,
 		Signaled: o.Signaled}
 	if o.Transcript != "" {
 		res.Transcript = []byte(o.Transcript)
 	}
-	report, err := outputs.WriteResult(&log, res)
+	report, err := wire.WriteResult(&log, res)
 	if err != nil {
 		return false
 	}
@@ -256,7 +256,7 @@ func (l *Logs) Whole(namespace, pod string) ([]byte, error) {
 }
 
 // Read serves the end of a log as the kubelet does for PodLogOptions TailLines and LimitBytes.
-func (l *Logs) Read(_ context.Context, namespace, pod, _ string, tail outputs.Tail) (io.ReadCloser, error) {
+func (l *Logs) Read(_ context.Context, namespace, pod, _ string, tail wire.Tail) (io.ReadCloser, error) {
 	l.mu.Lock()
 	failing := l.fail[namespace+"/"+pod] > 0
 	if failing {

@@ -14,12 +14,19 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package outputs is how a step pod hands its output back without credentials. The step's
-// entrypoint writes a small report into the container's termination message; an output that
-// fits goes inside it, a larger one is printed to the container log between two frame lines
-// and the report carries its size and digest. The controller reads the report from the pod's
-// status and, for a framed output, the log through pods/log, and checks the digest.
-package outputs
+// Package wire is the step pod's half of the output contract: how a step pod hands its output
+// back without credentials. The step's entrypoint writes a small report into the container's
+// termination message; an output that fits goes inside it, a larger one is printed to the
+// container log between two frame lines and the report carries its size and digest. The
+// controller reads the report from the pod's status and, for a framed output, the log through
+// pods/log, and checks the digest. An agent runtime prints its progress and checkpoints into
+// the same log in the same way.
+//
+// The entrypoint is copied into every step pod, so this package imports no Kubernetes
+// libraries and stays small. What becomes of an output once the controller has it (the Run's
+// status, the ConfigMap that keeps it, reading and checking it again) is the parent package,
+// outputs.
+package wire
 
 import (
 	"bufio"
