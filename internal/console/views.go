@@ -38,6 +38,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/kubectlergon"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 const (
@@ -318,7 +319,7 @@ func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
 			writeError(w, http.StatusNotFound, errors.New("the archive kept no log of the pod "+pod+": it was gone when the Run was archived"))
 			return
 		}
-		writeText(w, []byte(strings.Join(kubectlergon.StripFrames(strings.NewReader(text)), "\n")))
+		writeText(w, []byte(strings.Join(wire.StripFrames(strings.NewReader(text)), "\n")))
 		return
 	}
 	tail, limit := int64(logTailLines), int64(logLimitBytes)
@@ -333,7 +334,7 @@ func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	defer func() { _ = rc.Close() }()
-	writeText(w, []byte(strings.Join(kubectlergon.StripFrames(rc), "\n")))
+	writeText(w, []byte(strings.Join(wire.StripFrames(rc), "\n")))
 }
 
 func (s *Server) gates(w http.ResponseWriter, r *http.Request, v *viewer) {

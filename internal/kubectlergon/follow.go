@@ -17,7 +17,6 @@ limitations under the License.
 package kubectlergon
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // progress remembers what was printed of a Run, to print only what changed.
@@ -243,41 +243,13 @@ func (o *Options) printTail(ctx context.Context, namespace, pod string, logs *ta
 			return
 		}
 		defer func() { _ = rc.Close() }()
-		last = Tail(StripFrames(rc), logs.n)
+		last = Tail(wire.StripFrames(rc), logs.n)
 	}
 	_, _ = fmt.Fprintf(o.Streams.Out, "last %d lines of the log of pod %s:\n", len(last), pod)
 	for _, l := range last {
 		_, _ = fmt.Fprintln(o.Streams.Out, "  "+l)
 	}
 }
-
-// StripFrames reads a step log without the framed outputs the entrypoint prints (see
-// internal/outputs): base64 meant for Ergon, not for people. Each frame becomes one line.
-func StripFrames(r io.Reader) []string {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	var lines []string
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, frameBegin):
-			in = true
-			lines = append(lines, "[a framed output: read it with kubectl ergon output]")
-		case in && line == frameEnd:
-			in = false
-		case !in:
-			lines = append(lines, line)
-		}
-	}
-	return lines
-}
-
-// The frame lines of internal/outputs.
-const (
-	frameBegin = "----- ERGON OUTPUT BEGIN "
-	frameEnd   = "----- ERGON OUTPUT END -----"
-)
 
 // Tail is the last n lines, without trailing empty ones.
 func Tail(lines []string, n int) []string {
@@ -335,7 +307,7 @@ func (t *tails) follow(ctx context.Context, run *ergonv1alpha1.Run) {
 				return // gone, or the command ends: read again at the end
 			}
 			defer func() { _ = rc.Close() }()
-			last := Tail(StripFrames(rc), t.n)
+			last := Tail(wire.StripFrames(rc), t.n)
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.lines[pod] = last

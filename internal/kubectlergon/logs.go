@@ -34,6 +34,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agent"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // stepContainer is the container of a step pod that runs the step.
@@ -292,7 +293,7 @@ func (o *Options) copyLog(ctx context.Context, namespace, pod, prefix string, fo
 		}
 		return sc.Err()
 	}
-	for _, line := range StripFrames(rc) {
+	for _, line := range wire.StripFrames(rc) {
 		_, _ = fmt.Fprintln(o.Streams.Out, prefix+line)
 	}
 	return nil

@@ -152,7 +152,7 @@ func TestStripFramesHidesWhatTheEntrypointFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.WriteString("done\n\n")
-	got := StripFrames(&log)
+	got := wire.StripFrames(&log)
 	want := []string{"starting", "", "[a framed output: read it with kubectl ergon output]", "done", ""}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %q, want %q", got, want)

@@ -309,6 +309,29 @@ func FindFrames(log io.Reader, want ...Part) (map[string][]byte, error) {
 	return found, nil
 }
 
+// StripFrames reads a step log without the framed outputs the entrypoint prints: base64 meant
+// for Ergon, not for people. Each frame becomes one line that says where to read the output;
+// kubectl ergon logs and the console show logs through it.
+func StripFrames(r io.Reader) []string {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	var lines []string
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, frameBegin):
+			in = true
+			lines = append(lines, "[a framed output: read it with kubectl ergon output]")
+		case in && line == frameEnd:
+			in = false
+		case !in:
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
 // Thousands writes n with a comma between groups of three digits, as people read sizes:
 // 1,047,552.
 func Thousands(n int) string {
