@@ -29,6 +29,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -130,7 +131,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 		case err != nil:
 			return err
 		}
-		want := runWants(run, "the output", planner.OutputKey)
+		want := runWants(run, "the output", outputs.KeyOutput)
 		if it, ok := recorded[name]; ok {
 			want.sha256, want.size = it.SHA256, it.Size
 		}
@@ -139,7 +140,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			f.Conflicts[name] = err.Error()
 			continue
 		}
-		if _, ok := configMapKey(cm, planner.OutputKey); ok {
+		if _, ok := configMapKey(cm, outputs.KeyOutput); ok {
 			f.Stored[name] = value
 		}
 	}
@@ -253,7 +254,7 @@ func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 			return err
 		}
-		value, err := verifyInternal(existing, runWants(run, "the output of step "+req.Step, planner.OutputKey))
+		value, err := verifyInternal(existing, runWants(run, "the output of step "+req.Step, outputs.KeyOutput))
 		if err != nil {
 			return err
 		}

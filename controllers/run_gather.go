@@ -36,6 +36,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -191,7 +192,7 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 				Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	default:
-		if _, err := verifyInternal(cm, runWants(run, "the output", planner.OutputKey)); err != nil {
+		if _, err := verifyInternal(cm, runWants(run, "the output", outputs.KeyOutput)); err != nil {
 			return planner.Output{Err: err.Error(), Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	}
@@ -229,7 +230,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 		want = append(want, *rep.Transcript)
 	}
 	if len(want) == 0 {
-		return planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+		return planner.Output{Value: string(value), Stored: len(value) > outputs.PreviewSize}
 	}
 	// The container log interleaves stderr with the frames on stdout, in whatever order the
 	// runtime read its two pipes: lines a step wrote to stderr around them count for the
@@ -249,7 +250,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", findErr)}
 		}
 	}
-	out := planner.Output{Value: string(value), Stored: len(value) > planner.PreviewSize}
+	out := planner.Output{Value: string(value), Stored: len(value) > outputs.PreviewSize}
 	if t := rep.Transcript; t != nil {
 		if transcript, ok := found[t.SHA256]; ok {
 			out.Transcript, out.Usage = string(transcript), transcriptUsage(transcript)

@@ -27,6 +27,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -61,7 +62,7 @@ func notOwned(kind, name string, owner *ergonv1alpha1.Run) *conflictError {
 // state of the Run that wrote it, and the value has the recorded size and SHA-256.
 func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
 	return verifyInternal(cm, internalWant{what: "the output", owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
-		key: planner.OutputKey, sha256: out.SHA256, size: out.Size})
+		key: outputs.KeyOutput, sha256: out.SHA256, size: out.Size})
 }
 
 // getLive reads an object from the cache or, when the cache does not have it, from the API

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +29,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/podsecurity"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
@@ -352,27 +352,11 @@ func gateFor(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1.Gat
 	}
 }
 
-// outputConfigMap keeps a step's whole output and, for an agent step, its transcript.
+// outputConfigMap keeps a step's whole output and, for an agent step, its transcript
+// (outputs.ConfigMap), as internal state of the Run.
 func outputConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: naming.OutputConfigMapName(run.Name, step), Namespace: run.Namespace,
-			Labels:          childLabels(run, step),
-			OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
-		},
-		Immutable: new(true),
-	}
-	markInternal(cm)
-	if utf8.ValidString(value) {
-		cm.Data = map[string]string{planner.OutputKey: value}
-	} else {
-		cm.BinaryData = map[string][]byte{planner.OutputKey: []byte(value)}
-	}
-	if transcript != "" {
-		if cm.Data == nil {
-			cm.Data = map[string]string{}
-		}
-		cm.Data[planner.TranscriptKey] = transcript // JSON: valid UTF-8
-	}
-	return cm
+	cm := outputs.ConfigMap(run, step, value, transcript)
+	cm.Labels = childLabels(run, step)
+	cm.OwnerReferences = []metav1.OwnerReference{ownerRef(run)}
+	return markInternal(cm)
 }

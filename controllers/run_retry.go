@@ -30,6 +30,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -205,7 +206,7 @@ func (r *RunReconciler) reuse(ctx context.Context, run *ergonv1alpha1.Run, src *
 			if err != nil {
 				return nil, err
 			}
-			copied.Output = planner.OutputValue(run.Name, s.Name, value)
+			copied.Output = outputs.Value(run.Name, s.Name, value)
 			if copied.Output.Ref != nil {
 				if err := r.keepOutput(ctx, run, s.Name, value, copied.Output); err != nil {
 					return nil, err

@@ -23,6 +23,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // Unit is one run of a fan-out or looping step: a fan-out instance (Index from 0, -1 when the
@@ -33,8 +34,8 @@ type Unit struct {
 }
 
 // StoreRequest asks for a value (and an agent step's transcript) to be kept in a ConfigMap
-// owned by the Run, under the keys OutputKey and TranscriptKey, before the status that
-// relies on it is written.
+// owned by the Run, under the keys outputs.KeyOutput and outputs.KeyTranscript, before the
+// status that relies on it is written.
 type StoreRequest struct {
 	ConfigMap  string
 	Step       string
@@ -205,7 +206,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return Preview(s[:n-3]) + "..."
+	return outputs.Preview(s[:n-3]) + "..."
 }
 
 func plural(n int, one, many string) string {

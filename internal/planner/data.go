@@ -17,25 +17,12 @@ limitations under the License.
 package planner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"unicode/utf8"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/expr"
-	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/template"
 )
-
-// PreviewSize is how much of an output the Run's status shows inline.
-const PreviewSize = 1024
-
-// OutputKey is the ConfigMap key that holds a step's whole output.
-const OutputKey = "output"
-
-// TranscriptKey is the ConfigMap key that holds an agent step's transcript.
-const TranscriptKey = "transcript"
 
 // ResolveParams returns the Run's params with the Scene's defaults filled in. Params taken
 // from Secrets are not among them: they exist only inside pods.
@@ -138,40 +125,4 @@ func jsonFields(value string) any {
 		return nil
 	}
 	return fields
-}
-
-// OutputValue describes a whole output for the Run's status: a preview and its size and, when
-// the preview does not hold it all, its digest and where the whole value is kept.
-func OutputValue(run, step, value string) *ergonv1alpha1.OutputValue {
-	out := &ergonv1alpha1.OutputValue{Preview: Preview(value), Size: int64(len(value))}
-	if len(value) > len(out.Preview) {
-		sum := sha256.Sum256([]byte(value))
-		out.SHA256 = hex.EncodeToString(sum[:])
-		out.Ref = &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: OutputKey}
-	}
-	return out
-}
-
-// TranscriptValue describes an agent step's transcript for the Run's status: its size and
-// digest, and the output ConfigMap that keeps it. It has no preview: it is a record for
-// people and tools, not data for later steps. Nil when the step left none.
-func TranscriptValue(run, step, transcript string) *ergonv1alpha1.OutputValue {
-	if transcript == "" {
-		return nil
-	}
-	sum := sha256.Sum256([]byte(transcript))
-	return &ergonv1alpha1.OutputValue{Size: int64(len(transcript)), SHA256: hex.EncodeToString(sum[:]),
-		Ref: &ergonv1alpha1.OutputRef{ConfigMap: naming.OutputConfigMapName(run, step), Key: TranscriptKey}}
-}
-
-// Preview is the start of a value, at most PreviewSize bytes, cut at a rune boundary.
-func Preview(value string) string {
-	if len(value) <= PreviewSize {
-		return value
-	}
-	cut := PreviewSize
-	for cut > 0 && !utf8.RuneStart(value[cut]) {
-		cut--
-	}
-	return value[:cut]
 }

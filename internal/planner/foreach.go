@@ -25,6 +25,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
@@ -245,7 +246,7 @@ func (f *flow) settle() {
 			what, wire.Thousands(MaxStoredValue)))
 		return
 	}
-	s.Output = OutputValue(p.f.Run.Name, s.Name, value)
+	s.Output = outputs.Value(p.f.Run.Name, s.Name, value)
 	if s.Output.Ref != nil {
 		if reason, message := p.keep(s, what, StoreRequest{ConfigMap: s.Output.Ref.ConfigMap, Step: s.Name, Value: value}); reason != "" {
 			s.Output = nil

@@ -21,6 +21,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
@@ -159,7 +160,7 @@ func (p *planner) keepStepOutput(s *ergonv1alpha1.StepStatus, cm string, out Out
 			transcript = ""
 		}
 	}
-	if transcript == "" && value <= PreviewSize {
+	if transcript == "" && value <= outputs.PreviewSize {
 		return "", "", "" // the status holds it all
 	}
 	if reason, message = p.storable(s, cm, "the output of step "+s.Name, value); reason != "" {

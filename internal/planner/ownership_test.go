@@ -23,6 +23,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 func sceneStep(name string) ergonv1alpha1.Step {
@@ -105,7 +106,7 @@ func TestObjectsOfOthersAreNeverUsed(t *testing.T) {
 
 func TestAnInputWhoseConfigMapIsNotTheRunsFailsTheStepThatNeedsIt(t *testing.T) {
 	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a"), step("b", "a")}}, succeed)
-	out := OutputValue("r", "a", strings.Repeat("x", PreviewSize+1))
+	out := outputs.Value("r", "a", strings.Repeat("x", outputs.PreviewSize+1))
 	w.run.Status.Steps = []ergonv1alpha1.StepStatus{{Name: "a", Phase: ergonv1alpha1.StepSucceeded, Attempts: 1,
 		PodName: naming.StepPodName("r", "a", 1), Output: out}}
 	f := &Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: map[string][]PodState{}, Outputs: map[string]Output{},

@@ -28,6 +28,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/expr"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // Plan is what the Run controller does next: create these children, delete those, write
@@ -552,14 +553,14 @@ func (p *planner) decideGateStep(step *compile.Step, s *ergonv1alpha1.StepStatus
 	s.Decision = gate.Option
 	if gate.Values != "" {
 		// An input Gate's answer is the step's output, kept as a pod step's is.
-		if len(gate.Values) > PreviewSize {
+		if len(gate.Values) > outputs.PreviewSize {
 			if reason, message := p.keep(s, "the answer to step "+s.Name, StoreRequest{
 				ConfigMap: naming.OutputConfigMapName(p.f.Run.Name, step.Name), Step: step.Name, Value: gate.Values}); reason != "" {
 				p.fail(s, step, reason, message)
 				return
 			}
 		}
-		s.Output = OutputValue(p.f.Run.Name, step.Name, gate.Values)
+		s.Output = outputs.Value(p.f.Run.Name, step.Name, gate.Values)
 	}
 	p.end(s, ergonv1alpha1.StepSucceeded, ergonv1alpha1.ReasonDecided, fmt.Sprintf("%s decided %s", gate.DecidedBy, gate.Option))
 }

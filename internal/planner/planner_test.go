@@ -28,6 +28,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -408,20 +409,6 @@ func TestAPodTheStatusLostIsAdoptedNotStartedAgain(t *testing.T) {
 	}
 }
 
-func TestOutputsStayPreviewsInTheStatus(t *testing.T) {
-	small := OutputValue("r", "s", "hello")
-	if small.Ref != nil || small.Preview != "hello" || small.Size != 5 {
-		t.Fatalf("small output: %+v", small)
-	}
-	big := OutputValue("r", "s", string(make([]byte, 5000)))
-	if big.Ref == nil || len(big.Preview) != PreviewSize || big.Size != 5000 {
-		t.Fatalf("big output: preview %d bytes, ref %v", len(big.Preview), big.Ref)
-	}
-	if p := Preview("ab" + string(make([]byte, PreviewSize-3)) + "€"); len(p) != PreviewSize-1 {
-		t.Fatalf("a preview cut inside a rune has %d bytes, want %d", len(p), PreviewSize-1)
-	}
-}
-
 func BenchmarkDecideFanOut1000(b *testing.B) {
 	steps := []ergonv1alpha1.Step{step("root")}
 	for i := 1; i < 1000; i++ {
@@ -435,7 +422,7 @@ func BenchmarkDecideFanOut1000(b *testing.B) {
 	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
 	run.Status.SceneSnapshot = &spec
 	run.Status.Steps = []ergonv1alpha1.StepStatus{{Name: "root", Phase: ergonv1alpha1.StepSucceeded,
-		Output: OutputValue("r", "root", "x"), History: []ergonv1alpha1.AttemptStatus{{Attempt: 1}}}}
+		Output: outputs.Value("r", "root", "x"), History: []ergonv1alpha1.AttemptStatus{{Attempt: 1}}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		p := Decide(&Facts{Now: t0, Run: run, Scene: scene, PodBudget: -1, MaxDepth: 5})
@@ -467,7 +454,7 @@ func TestAnAgentStepRunsAsAPodAndRecordsItsTranscriptAndUsage(t *testing.T) {
 	if s.Phase != ergonv1alpha1.StepSucceeded || s.Usage == nil || *s.Usage != *usage {
 		t.Fatalf("status = %+v", s)
 	}
-	if s.Transcript == nil || s.Transcript.Size != 14 || s.Transcript.Ref == nil || s.Transcript.Ref.Key != TranscriptKey {
+	if s.Transcript == nil || s.Transcript.Size != 14 || s.Transcript.Ref == nil || s.Transcript.Ref.Key != outputs.KeyTranscript {
 		t.Fatalf("transcript = %+v", s.Transcript)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // decidePodStep moves a container or agent step: start an attempt, follow its pod, retry or
@@ -216,8 +217,8 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 			p.fail(s, step, reason, message)
 			return
 		}
-		s.Output = OutputValue(p.f.Run.Name, step.Name, out.Value)
-		s.Usage, s.Transcript = out.Usage, TranscriptValue(p.f.Run.Name, step.Name, transcript)
+		s.Output = outputs.Value(p.f.Run.Name, step.Name, out.Value)
+		s.Usage, s.Transcript = out.Usage, outputs.Transcript(p.f.Run.Name, step.Name, transcript)
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:
 		if pod.Phase == PodFailed && pod.Reason == agentspec.ReasonToolCallsPending {
