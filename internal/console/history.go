@@ -37,6 +37,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/archiveapi"
 	"github.com/ergon-dev/ergon/internal/kubectlergon"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // The Runs view lists live and archived Runs together. The archive is read through the API
@@ -276,9 +277,9 @@ func loadRunAt(ctx context.Context, v *viewer, ns, name, uid string) (*loadedRun
 // digest: from its ConfigMap, or from the archive's record.
 func (l *loadedRun) value(ctx context.Context, v *viewer, step string, val *ergonv1alpha1.OutputValue, what string) ([]byte, error) {
 	if l.rec == nil {
-		return readValue(ctx, v, l.run.Namespace, val)
+		return outputs.Read(ctx, v.c, l.run.Namespace, val)
 	}
-	return kubectlergon.ArchivedValue(l.rec, step, what, val)
+	return outputs.Archived(l.rec, step, what, val)
 }
 
 // gates are the Run's Gates: those it controls in the cluster, or the record's.

@@ -38,6 +38,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/kubectlergon"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
@@ -209,7 +210,7 @@ func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv
 	if err := v.c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, &cm); err != nil {
 		return nil, err
 	}
-	b, ok := kubectlergon.ConfigMapValue(&cm, ref.Key)
+	b, ok := outputs.ConfigMapValue(&cm, ref.Key)
 	if !ok {
 		return nil, fmt.Errorf("the snapshot ConfigMap %s has no key %q", ref.ConfigMap, ref.Key)
 	}
@@ -229,23 +230,6 @@ func stepOf(run *ergonv1alpha1.Run, name string) (*ergonv1alpha1.StepStatus, err
 	}
 	return nil, apierrors.NewNotFound(ergonv1alpha1.GroupVersion.WithResource("runs").GroupResource(),
 		run.Name+": step "+name+" has not started")
-}
-
-// readValue reads a whole output or transcript, checked against its recorded size and digest.
-func readValue(ctx context.Context, v *viewer, ns string, val *ergonv1alpha1.OutputValue) ([]byte, error) {
-	if val.Ref == nil {
-		b := []byte(val.Preview)
-		return b, kubectlergon.VerifyValue(b, val)
-	}
-	var cm corev1.ConfigMap
-	if err := v.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: val.Ref.ConfigMap}, &cm); err != nil {
-		return nil, err
-	}
-	b, ok := kubectlergon.ConfigMapValue(&cm, val.Ref.Key)
-	if !ok {
-		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, val.Ref.Key)
-	}
-	return b, kubectlergon.VerifyValue(b, val)
 }
 
 // writeText answers with text the browser can only show as text: text/plain, no sniffing,

@@ -23,7 +23,6 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -39,6 +38,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/archiveapi"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 type historyOptions struct {
@@ -266,23 +266,6 @@ func (o *Options) compareSide(ctx context.Context, name string) (CompareSide, er
 func ArchivedSide(rec *archive.Record) CompareSide {
 	return CompareSide{Run: rec.Original(), Gates: rec.Gates, Archived: true,
 		Value: func(step string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
-			return ArchivedValue(rec, step, "", v)
+			return outputs.Archived(rec, step, "", v)
 		}}
-}
-
-// ArchivedValue is a step's output (what "") or transcript (what "transcript") as the archive
-// kept it, checked against the size and digest the Run's status recorded.
-func ArchivedValue(rec *archive.Record, step, what string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
-	if v.Ref == nil {
-		b := []byte(v.Preview)
-		return b, VerifyValue(b, v)
-	}
-	value, ok := rec.Values[archive.ValueKey(step, what)]
-	if !ok {
-		if what == "" {
-			what = "output"
-		}
-		return nil, fmt.Errorf("the archive kept no %s of step %s: %s", what, step, strings.Join(rec.Missing, "; "))
-	}
-	return []byte(value), VerifyValue([]byte(value), v)
 }

@@ -37,6 +37,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/dag"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // maxTreeDepth bounds how deep child Runs are followed.
@@ -130,7 +131,7 @@ func snapshot(ctx context.Context, c client.Client, run *ergonv1alpha1.Run) (*er
 	if err := c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	raw, _ := ConfigMapValue(cm, ref.Key)
+	raw, _ := outputs.ConfigMapValue(cm, ref.Key)
 	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != run.Status.SceneSnapshotSHA256 {
 		return nil, fmt.Errorf("ConfigMap %s does not hold the snapshot Run %s recorded (SHA-256 %s)",
 			cm.Name, run.Name, run.Status.SceneSnapshotSHA256)

@@ -282,29 +282,6 @@ func TestInstancePods(t *testing.T) {
 	}
 }
 
-func TestVerifyValue(t *testing.T) {
-	data := []byte("hello\x00world")
-	ok := &ergonv1alpha1.OutputValue{Size: int64(len(data)), SHA256: wire.Digest(data),
-		Ref: &ergonv1alpha1.OutputRef{ConfigMap: "c", Key: "output"}}
-	if err := VerifyValue(data, ok); err != nil {
-		t.Errorf("a matching value: %v", err)
-	}
-	if err := VerifyValue(data[:5], ok); err == nil || !strings.Contains(err.Error(), "records 11") {
-		t.Errorf("a short value: %v", err)
-	}
-	flipped := []byte("hello\x00worle")
-	if err := VerifyValue(flipped, ok); err == nil || !strings.Contains(err.Error(), "SHA-256") {
-		t.Errorf("a changed value: %v", err)
-	}
-	noDigest := &ergonv1alpha1.OutputValue{Size: 5, Preview: "hello"}
-	if err := VerifyValue([]byte("hello"), noDigest); err != nil {
-		t.Errorf("without a digest the size is checked: %v", err)
-	}
-	if err := VerifyValue([]byte("hell"), noDigest); err == nil {
-		t.Error("without a digest a wrong size is refused")
-	}
-}
-
 func TestDecide(t *testing.T) {
 	gate := func(min int32) *ergonv1alpha1.Gate {
 		return &ergonv1alpha1.Gate{Spec: ergonv1alpha1.GateSpec{Options: []string{"approve", "reject"}, MinApprovals: &min}}

@@ -17,9 +17,11 @@ limitations under the License.
 package outputs
 
 import (
+	"strings"
 	"testing"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 func TestOutputsStayPreviewsInTheStatus(t *testing.T) {
@@ -50,5 +52,27 @@ func TestAConfigMapKeepsAnOutputByteForByte(t *testing.T) {
 	binary := ConfigMap(run, "s", "\xff\x00", "")
 	if string(binary.BinaryData[KeyOutput]) != "\xff\x00" || binary.Data != nil {
 		t.Fatalf("an output that is not UTF-8: %+v", binary)
+	}
+}
+func TestVerifyChecksTheRecordedSizeAndDigest(t *testing.T) {
+	data := []byte("hello\x00world")
+	ok := &ergonv1alpha1.OutputValue{Size: int64(len(data)), SHA256: wire.Digest(data),
+		Ref: &ergonv1alpha1.OutputRef{ConfigMap: "c", Key: "output"}}
+	if err := Verify(data, ok); err != nil {
+		t.Errorf("a matching value: %v", err)
+	}
+	if err := Verify(data[:5], ok); err == nil || !strings.Contains(err.Error(), "records 11") {
+		t.Errorf("a short value: %v", err)
+	}
+	flipped := []byte("hello\x00worle")
+	if err := Verify(flipped, ok); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("a changed value: %v", err)
+	}
+	noDigest := &ergonv1alpha1.OutputValue{Size: 5, Preview: "hello"}
+	if err := Verify([]byte("hello"), noDigest); err != nil {
+		t.Errorf("without a digest the size is checked: %v", err)
+	}
+	if err := Verify([]byte("hell"), noDigest); err == nil {
+		t.Error("without a digest a wrong size is refused")
 	}
 }
