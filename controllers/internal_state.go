@@ -17,8 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -26,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -84,23 +84,42 @@ type internalWant struct {
 // verifyInternal returns the content of an internal ConfigMap when it is the one the reader
 // expects, and a conflictError naming the ConfigMap and what is wrong otherwise.
 func verifyInternal(cm *corev1.ConfigMap, want internalWant) (string, error) {
+	if err := trustInternal(cm, want); err != nil {
+		return "", err
+	}
+	value, ok := outputs.ConfigMapValue(cm, want.key)
+	if !ok && (want.sha256 != "" || want.size >= 0) {
+		return "", want.missing(cm)
+	}
+	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && wire.Digest(value) != want.sha256) {
+		return "", want.mismatch(cm)
+	}
+	return string(value), nil
+}
+
+// trustInternal checks that a ConfigMap is internal state the manager wrote for the expected
+// owner, whatever it holds.
+func trustInternal(cm *corev1.ConfigMap, want internalWant) error {
 	if want.owner != "" && !controlledBy(cm, want.owner) {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s exists but %s %s did not create it (it is not its controlling owner); "+
+		return &conflictError{fmt.Sprintf("ConfigMap %s exists but %s %s did not create it (it is not its controlling owner); "+
 			"Ergon does not adopt objects by name: delete or rename it", cm.Name, want.ownerKind, want.ownerName)}
 	}
 	if cm.Labels[ergonv1alpha1.LabelInternal] != internalTrue {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not carry the label %s=true that Ergon puts on what it writes; "+
+		return &conflictError{fmt.Sprintf("ConfigMap %s does not carry the label %s=true that Ergon puts on what it writes; "+
 			"Ergon does not use it: delete or rename it", cm.Name, ergonv1alpha1.LabelInternal)}
 	}
-	value, ok := configMapKey(cm, want.key)
-	if !ok && (want.sha256 != "" || want.size >= 0) {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s (no key %s)", cm.Name, want.what, want.key)}
-	}
-	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && digest(value) != want.sha256) {
-		return "", &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s that %s %s recorded (SHA-256 %s); Ergon does not use it",
-			cm.Name, want.what, want.ownerKind, want.ownerName, want.sha256)}
-	}
-	return value, nil
+	return nil
+}
+
+// missing is the conflict of an internal ConfigMap without the key that holds the content.
+func (want internalWant) missing(cm *corev1.ConfigMap) *conflictError {
+	return &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s (no key %s)", cm.Name, want.what, want.key)}
+}
+
+// mismatch is the conflict of an internal ConfigMap whose content is not what was recorded.
+func (want internalWant) mismatch(cm *corev1.ConfigMap) *conflictError {
+	return &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s that %s %s recorded (SHA-256 %s); Ergon does not use it",
+		cm.Name, want.what, want.ownerKind, want.ownerName, want.sha256)}
 }
 
 // runWants is what a Run's reader expects of one of its ConfigMaps: controlled by the Run,
@@ -112,19 +131,9 @@ func runWants(run interface {
 	return internalWant{what: what, owner: run.GetUID(), ownerKind: kindRun, ownerName: run.GetName(), key: key, size: -1}
 }
 
-// configMapKey reads one key of a ConfigMap, from Data or BinaryData.
-func configMapKey(cm *corev1.ConfigMap, key string) (string, bool) {
-	if v, ok := cm.Data[key]; ok {
-		return v, true
-	}
-	b, ok := cm.BinaryData[key]
-	return string(b), ok
-}
-
 // digest is the hex SHA-256 of a value, as the status records it.
 func digest(value string) string {
-	sum := sha256.Sum256([]byte(value))
-	return hex.EncodeToString(sum[:])
+	return wire.Digest([]byte(value))
 }
 
 // pinAgentState pins, in an agent pod's environment, the digests of the internal state the

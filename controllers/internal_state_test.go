@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
@@ -97,6 +98,32 @@ func TestInternalStateIsTrustedOnlyWhenVerified(t *testing.T) {
 				t.Fatalf("got %v; want a conflict naming ConfigMap nightly-cm: %q", err, c.refuse)
 			}
 		})
+	}
+}
+
+// TestAnOutputIsCheckedAsEveryReaderChecksIt: the controller reads an output back only from
+// its Run's own ConfigMap, and only when it passes outputs.Verify, as the plugin, the console
+// and the archive check it.
+func TestAnOutputIsCheckedAsEveryReaderChecksIt(t *testing.T) {
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "ns", UID: "run-uid"}}
+	value := strings.Repeat("report ", 500)
+	out := outputs.Value(run.Name, "s", value)
+	cm := outputConfigMap(run, "s", value, "")
+	if got, err := checkOutput(cm, run.UID, run.Name, out); err != nil || got != value {
+		t.Fatalf("the Run's own output: %v", err)
+	}
+	cm.Data[outputs.KeyOutput] = strings.Repeat("r3port ", 500)
+	if _, err := checkOutput(cm, run.UID, run.Name, out); err == nil ||
+		!strings.Contains(err.Error(), "does not hold the output that Run nightly recorded") {
+		t.Fatalf("a changed output of the same size: %v", err)
+	}
+	delete(cm.Data, outputs.KeyOutput)
+	if _, err := checkOutput(cm, run.UID, run.Name, out); err == nil || !strings.Contains(err.Error(), "no key output") {
+		t.Fatalf("an output ConfigMap without the output: %v", err)
+	}
+	if _, err := checkOutput(outputConfigMap(run, "s", value, ""), "another-run", "other", out); err == nil ||
+		!strings.Contains(err.Error(), "Run other did not create it") {
+		t.Fatalf("another Run's output: %v", err)
 	}
 }
 

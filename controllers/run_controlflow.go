@@ -140,7 +140,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 			f.Conflicts[name] = err.Error()
 			continue
 		}
-		if _, ok := configMapKey(cm, outputs.KeyOutput); ok {
+		if _, ok := outputs.ConfigMapValue(cm, outputs.KeyOutput); ok {
 			f.Stored[name] = value
 		}
 	}

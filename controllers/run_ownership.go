@@ -59,10 +59,22 @@ func notOwned(kind, name string, owner *ergonv1alpha1.Run) *conflictError {
 }
 
 // checkOutput verifies that a ConfigMap holds the output the status recorded: it is internal
-// state of the Run that wrote it, and the value has the recorded size and SHA-256.
+// state of the Run that wrote it, and the value passes outputs.Verify, as it must for every
+// reader of an output.
 func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
-	return verifyInternal(cm, internalWant{what: "the output", owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
-		key: outputs.KeyOutput, sha256: out.SHA256, size: out.Size})
+	want := internalWant{what: "the output", owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
+		key: outputs.KeyOutput, sha256: out.SHA256, size: out.Size}
+	if err := trustInternal(cm, want); err != nil {
+		return "", err
+	}
+	value, ok := outputs.ConfigMapValue(cm, want.key)
+	if !ok {
+		return "", want.missing(cm)
+	}
+	if outputs.Verify(value, out) != nil {
+		return "", want.mismatch(cm)
+	}
+	return string(value), nil
 }
 
 // getLive reads an object from the cache or, when the cache does not have it, from the API

@@ -233,7 +233,7 @@ func (r *RunReconciler) reusedValue(ctx context.Context, src *retrySource, step 
 		switch {
 		case !ok:
 			return "", &retryError{fmt.Sprintf("the archive holds no output of step %s of Run %s; it cannot be reused", step, original.Name)}
-		case int64(len(value)) != out.Size || digest(value) != out.SHA256:
+		case outputs.Verify([]byte(value), out) != nil:
 			return "", &retryError{fmt.Sprintf("the archived output of step %s of Run %s does not have the size and SHA-256 "+
 				"its status records; it cannot be reused", step, original.Name)}
 		}
