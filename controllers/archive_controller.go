@@ -40,6 +40,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
@@ -237,7 +238,7 @@ func (r *ArchiveReconciler) record(ctx context.Context, run *ergonv1alpha1.Run) 
 	for i := range run.Status.Steps {
 		s := &run.Status.Steps[i]
 		value(archive.ValueKey(s.Name, ""), s.Output)
-		value(archive.ValueKey(s.Name, "transcript"), s.Transcript)
+		value(archive.ValueKey(s.Name, outputs.KeyTranscript), s.Transcript)
 	}
 	gates := &ergonv1alpha1.GateList{}
 	if err := r.List(ctx, gates, client.InNamespace(run.Namespace),

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs"
 )
 
 // The tool calls of a chat step, for the conversation's cards: read, as the viewer, from the
@@ -77,7 +78,7 @@ func (s *Server) stepCalls(w http.ResponseWriter, r *http.Request, v *viewer) {
 	var raw []byte
 	switch {
 	case st.Transcript != nil:
-		raw, err = l.value(r.Context(), v, st.Name, st.Transcript, "transcript")
+		raw, err = l.value(r.Context(), v, st.Name, st.Transcript, outputs.KeyTranscript)
 	case st.CheckpointSHA256 != "" && l.rec == nil:
 		var cm corev1.ConfigMap
 		err = v.c.Get(r.Context(), client.ObjectKey{Namespace: run.Namespace,

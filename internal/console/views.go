@@ -274,7 +274,7 @@ func (s *Server) stepOutput(w http.ResponseWriter, r *http.Request, v *viewer) {
 
 // stepTranscript is an agent step's transcript as its JSON; the page renders it as text.
 func (s *Server) stepTranscript(w http.ResponseWriter, r *http.Request, v *viewer) {
-	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Transcript }, "transcript")
+	s.stepValue(w, r, v, func(st *ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue { return st.Transcript }, outputs.KeyTranscript)
 }
 
 // stepLog is the end of the log of a step's pod, of the last attempt or ?attempt=N, while
