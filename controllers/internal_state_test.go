@@ -125,6 +125,12 @@ func TestAnOutputIsCheckedAsEveryReaderChecksIt(t *testing.T) {
 		!strings.Contains(err.Error(), "Run other did not create it") {
 		t.Fatalf("another Run's output: %v", err)
 	}
+	// A transcript is read from its own key: the archive keeps it beside the output.
+	transcript := `{"entries":[]}`
+	if got, err := checkOutput(outputConfigMap(run, "s", value, transcript), run.UID, run.Name,
+		outputs.Transcript(run.Name, "s", transcript)); err != nil || got != transcript {
+		t.Fatalf("the Run's own transcript: %q, %v", got, err)
+	}
 }
 
 // TestAgentPodsPinTheirInternalState: the digests of what the kubelet mounts by name travel in

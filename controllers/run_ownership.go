@@ -58,12 +58,12 @@ func notOwned(kind, name string, owner *ergonv1alpha1.Run) *conflictError {
 		"Ergon does not adopt objects by name: delete or rename it", kind, name, owner.Name)}
 }
 
-// checkOutput verifies that a ConfigMap holds the output the status recorded: it is internal
-// state of the Run that wrote it, and the value passes outputs.Verify, as it must for every
-// reader of an output.
+// checkOutput verifies that a ConfigMap holds the output (or transcript) the status recorded:
+// it is internal state of the Run that wrote it, and the value under the key the status names
+// passes outputs.Verify, as it must for every reader of an output.
 func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
-	want := internalWant{what: "the output", owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
-		key: outputs.KeyOutput, sha256: out.SHA256, size: out.Size}
+	want := internalWant{what: "the " + out.Ref.Key, owner: ownerUID, ownerKind: kindRun, ownerName: ownerName,
+		key: out.Ref.Key, sha256: out.SHA256, size: out.Size}
 	if err := trustInternal(cm, want); err != nil {
 		return "", err
 	}
