@@ -91,10 +91,10 @@ func verifyInternal(cm *corev1.ConfigMap, want internalWant) (string, error) {
 	if !ok && (want.sha256 != "" || want.size >= 0) {
 		return "", want.missing(cm)
 	}
-	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && wire.Digest(value) != want.sha256) {
+	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && digest(value) != want.sha256) {
 		return "", want.mismatch(cm)
 	}
-	return string(value), nil
+	return value, nil
 }
 
 // trustInternal checks that a ConfigMap is internal state the manager wrote for the expected

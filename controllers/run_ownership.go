@@ -71,10 +71,10 @@ func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out
 	if !ok {
 		return "", want.missing(cm)
 	}
-	if outputs.Verify(value, out) != nil {
+	if outputs.Verify([]byte(value), out) != nil {
 		return "", want.mismatch(cm)
 	}
-	return string(value), nil
+	return value, nil
 }
 
 // getLive reads an object from the cache or, when the cache does not have it, from the API

@@ -210,10 +210,11 @@ func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv
 	if err := v.c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, &cm); err != nil {
 		return nil, err
 	}
-	b, ok := outputs.ConfigMapValue(&cm, ref.Key)
+	value, ok := outputs.ConfigMapValue(&cm, ref.Key)
 	if !ok {
 		return nil, fmt.Errorf("the snapshot ConfigMap %s has no key %q", ref.ConfigMap, ref.Key)
 	}
+	b := []byte(value)
 	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != run.Status.SceneSnapshotSHA256 {
 		return nil, fmt.Errorf("the snapshot ConfigMap %s does not hold the snapshot Run %s recorded (SHA-256 %s)",
 			ref.ConfigMap, run.Name, run.Status.SceneSnapshotSHA256)

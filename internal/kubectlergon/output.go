@@ -81,9 +81,9 @@ func (o *Options) readValue(ctx context.Context, namespace string, v *ergonv1alp
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v.Ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	b, ok := outputs.ConfigMapValue(cm, key)
+	value, ok := outputs.ConfigMapValue(cm, key)
 	if !ok {
 		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, key)
 	}
-	return b, nil
+	return []byte(value), nil
 }

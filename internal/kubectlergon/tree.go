@@ -131,7 +131,8 @@ func snapshot(ctx context.Context, c client.Client, run *ergonv1alpha1.Run) (*er
 	if err := c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	raw, _ := outputs.ConfigMapValue(cm, ref.Key)
+	value, _ := outputs.ConfigMapValue(cm, ref.Key)
+	raw := []byte(value)
 	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != run.Status.SceneSnapshotSHA256 {
 		return nil, fmt.Errorf("ConfigMap %s does not hold the snapshot Run %s recorded (SHA-256 %s)",
 			cm.Name, run.Name, run.Status.SceneSnapshotSHA256)

@@ -100,13 +100,14 @@ func ConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *corev1.C
 	return cm
 }
 
-// ConfigMapValue is a key of a ConfigMap, text or binary.
-func ConfigMapValue(cm *corev1.ConfigMap, key string) ([]byte, bool) {
+// ConfigMapValue is a key of a ConfigMap, text or binary. It is a string so that the
+// controller, which reads whole outputs on every pass, does not copy one it only checks.
+func ConfigMapValue(cm *corev1.ConfigMap, key string) (string, bool) {
 	if s, ok := cm.Data[key]; ok {
-		return []byte(s), true
+		return s, true
 	}
 	b, ok := cm.BinaryData[key]
-	return b, ok
+	return string(b), ok
 }
 
 // Verify checks a value against the size, and the SHA-256 when there is one, that the Run's
@@ -134,10 +135,11 @@ func Read(ctx context.Context, c client.Reader, namespace string, v *ergonv1alph
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: v.Ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	b, ok := ConfigMapValue(cm, v.Ref.Key)
+	s, ok := ConfigMapValue(cm, v.Ref.Key)
 	if !ok {
 		return nil, fmt.Errorf("the ConfigMap %s has no key %q", cm.Name, v.Ref.Key)
 	}
+	b := []byte(s)
 	return b, Verify(b, v)
 }
 
