@@ -123,9 +123,10 @@ func Verify(b []byte, v *ergonv1alpha1.OutputValue) error {
 }
 
 // Read reads a whole output or transcript of a Run in namespace: the status's preview when it
-// holds it all, else the key of the ConfigMap it refers to. Either is checked with Verify.
-// Read does not check who wrote the ConfigMap: the controller, which acts on what it reads,
-// does that as well (it trusts only ConfigMaps its Run controls).
+// holds it all, else the key of the ConfigMap it refers to. Either is checked with Verify, so a
+// reader never gets a value the status did not record. Read does not check who wrote the
+// ConfigMap; the controller, which acts on what it reads, also requires its Run to control it
+// before it checks the value with Verify (checkOutput in package controllers).
 func Read(ctx context.Context, c client.Reader, namespace string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
 	if v.Ref == nil {
 		b := []byte(v.Preview)
