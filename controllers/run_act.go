@@ -125,7 +125,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		return err
 	}
 	// After the deletions, which forget a waiting pod whose attempt this plan ends.
-	if err := r.retryQuota(ctx, key, plan); err != nil {
+	if err := r.retryQuota(ctx, run, f, plan); err != nil {
 		return err
 	}
 	for _, name := range plan.CancelChildren {

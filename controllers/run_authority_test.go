@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,6 +118,66 @@ var _ = Describe("One authority at the effect", func() {
 		runAs(ctx, ns, "allowed", "reads", alice)
 		Expect(finished(ctx, ns, "allowed").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 	})
+
+	It("asks again when a pod that waited for room in a quota is created, and fails its attempt once the person lost the right",
+		func(ctx SpecContext) {
+			ns := newNamespace(ctx, echoLastArg)
+			// No quota controller runs here: the quota's status, which admission counts
+			// against, is written by hand. It is full.
+			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+			Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+			setUsed := func(used string) {
+				quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard,
+					Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
+				Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+			}
+			setUsed("1")
+			Eventually(func() error {
+				probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
+				return k8sClient.Create(ctx, probe, client.DryRunAll)
+			}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("exceeded quota")))
+
+			createScene(ctx, ns, "reads", secretStep("read", "team-token"))
+			secretRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "team-token", Namespace: ns},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+					ResourceNames: []string{"team-token"}, Verbs: []string{"get"}}}}
+			Expect(k8sClient.Create(ctx, secretRole)).To(Succeed())
+			secretBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "team-token", Namespace: ns},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: secretRole.Name},
+				Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: alice.Username}}}
+			Expect(k8sClient.Create(ctx, secretBinding)).To(Succeed())
+			grant(ctx, ns, ergonv1alpha1.GroupVersion.Group, []string{"runs", "scenes"}, nil, []string{"get", "create"})
+			mayRead := func(g Gomega) bool {
+				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: alice.Username,
+					Groups: alice.Groups, ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get",
+						Resource: "secrets", Name: "team-token"}}}
+				g.Expect(k8sClient.Create(ctx, sar)).To(Succeed())
+				return sar.Status.Allowed
+			}
+			Eventually(mayRead).Should(BeTrue(), "RBAC sees the new binding")
+			runAs(ctx, ns, "waits", "reads", alice)
+			Eventually(func(g Gomega) {
+				read := stepOf(g, getRun(ctx, ns, "waits"), "read")
+				g.Expect(read.Reason).To(Equal(ergonv1alpha1.ReasonExceededQuota))
+			}).WithTimeout(20 * time.Second).Should(Succeed())
+
+			By("alice loses the right while her pod waits; then there is room")
+			Expect(k8sClient.Delete(ctx, secretBinding)).To(Succeed())
+			Eventually(mayRead).Should(BeFalse(), "RBAC sees the binding gone")
+			time.Sleep(authz.DefaultTTL) // what the manager decided before is reused no longer
+			setUsed("0")
+			Eventually(func(g Gomega) {
+				read := stepOf(g, getRun(ctx, ns, "waits"), "read")
+				g.Expect(read.Phase).To(Equal(ergonv1alpha1.StepFailed))
+				g.Expect(read.Reason).To(Equal(ergonv1alpha1.ReasonNotAuthorized))
+				g.Expect(read.Message).To(ContainSubstring("get secrets team-token in namespace " + ns))
+			}).WithTimeout(40 * time.Second).Should(Succeed())
+			for _, p := range podsOf(ctx, ns) {
+				Expect(p.Labels[ergonv1alpha1.LabelStep]).NotTo(Equal("read"), "the pod was created for a right she no longer has")
+			}
+		})
 
 	It("refuses what the Run's person may do when the Scene's last editor may not", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -201,15 +202,36 @@ func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt 
 }
 
 // retryQuota creates again the Run's pods a full quota refused, but those the plan just tried.
-// One that fits is observed as any pod on the next pass; one still refused waits on; one
-// refused otherwise now fails its attempt on the next pass.
-func (r *RunReconciler) retryQuota(ctx context.Context, key string, plan *planner.Plan) error {
+// Each is authorized again first, as at its first try: the pod is created now, for the Run's
+// person as they are now, who may have lost a right meanwhile. One that fits is observed as
+// any pod on the next pass; one still refused waits on; one refused otherwise, or not
+// authorized now, fails its attempt on the next pass.
+func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+	key := client.ObjectKeyFromObject(run).String()
 	for name, pod := range r.refused.waitingPods(key) {
 		if slices.ContainsFunc(plan.Pods, func(req planner.PodRequest) bool { return req.Name == name }) {
 			continue
 		}
-		err := r.Create(ctx, pod.DeepCopy())
+		var ws *ergonv1alpha1.Workspace
+		var err error
+		if uid := pod.Labels[ergonv1alpha1.LabelWorkspaceUID]; uid != "" {
+			if w := f.Workspace; w != nil && w.Object != nil && string(w.Object.UID) == uid {
+				ws = w.Object
+			} else {
+				// Its Workspace's volume is vouched for by the verb use on that Workspace,
+				// which cannot be asked of one that is gone or was replaced.
+				err = &notAuthorized{err: fmt.Errorf("the Workspace the pod was bound to is gone or was replaced")}
+			}
+		}
+		if err == nil {
+			err = r.authorizePod(ctx, run, pod, ws)
+		}
+		if err == nil {
+			err = r.Create(ctx, pod.DeepCopy())
+		}
 		switch {
+		case isNotAuthorized(err):
+			r.podRefused(run, key, pod, err, fmt.Sprintf("Pod %s, which waited for room in a ResourceQuota", name))
 		case err == nil || apierrors.IsAlreadyExists(err):
 			r.refused.drop(key, name)
 		case refused(err):
