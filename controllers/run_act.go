@@ -39,7 +39,8 @@ import (
 // act carries a plan out, before its status is written: outputs are stored first, so a
 // status that points at a ConfigMap never points at nothing; children are created by
 // deterministic names, so doing it twice creates nothing twice.
-func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan) error {
+func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan,
+	parts podParts) error {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(run).String()
 	taken := &squatters{}
@@ -55,10 +56,6 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		return err
 	}
 	if err := r.actOnLease(ctx, run, f, plan); err != nil {
-		return err
-	}
-	parts, err := r.podParts(ctx, run, f, plan)
-	if err != nil {
 		return err
 	}
 	memoryPin, err := r.memoryPin(ctx, run, scene, plan)

@@ -292,7 +292,12 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if wait := r.observeAgents(ctx, run, scene, facts, plan); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
 		plan.RequeueAfter = wait
 	}
-	if err := r.act(ctx, run, scene, facts, plan); err != nil {
+	// What the plan's pods are built from, read before act so that act only writes.
+	parts, err := r.podParts(ctx, run, facts, plan)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.act(ctx, run, scene, facts, plan, parts); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {
