@@ -19,7 +19,6 @@ package controllers
 import (
 	"context"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,11 +32,6 @@ import (
 	"github.com/ergon-dev/ergon/internal/slots"
 )
 
-// slotRetry is how often a Run that waits for a step pod slot is planned again even when no
-// freed slot woke it: the allocator wakes waiting Runs when slots free, and this only bounds
-// how long a lost wake-up could keep one waiting.
-const slotRetry = 30 * time.Second
-
 // slotWakeBuffer is how many wake-ups may wait for the Run controller's queue.
 const slotWakeBuffer = 4096
 
@@ -50,7 +44,7 @@ func (r *RunReconciler) newSlots() <-chan event.GenericEvent {
 			select {
 			case wake <- event.GenericEvent{Object: &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}:
 			default:
-				// A full buffer drops the wake-up; the Run's own retry (slotRetry) comes.
+				// A full buffer drops the wake-up; the Run's own retry (planner.SlotRetry) comes.
 			}
 		}
 	})

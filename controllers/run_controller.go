@@ -272,12 +272,6 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 			return ctrl.Result{}, err
 		}
 	}
-	if r.refused.waiting(key) && (plan.RequeueAfter == 0 || plan.RequeueAfter > quotaRetry) {
-		plan.RequeueAfter = quotaRetry // a pod waits for room in a quota (run_refusals.go)
-	}
-	if plan.WaitingForSlots > 0 && (plan.RequeueAfter == 0 || plan.RequeueAfter > slotRetry) {
-		plan.RequeueAfter = slotRetry // woken sooner when a slot frees (run_budget.go)
-	}
 	if wait := r.holdWrite(key, &base.Status, plan); wait > 0 {
 		// Nothing to do but record what the pods did, and the last write was a moment
 		// ago: a burst of pod changes (a fan-out's steps starting and ending) becomes one

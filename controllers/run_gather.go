@@ -69,6 +69,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		Conflicts: map[string]string{},
 		PodBudget: -1, Depth: cause.Of(run).Depth,
 		Limits: r.Config.Limits, Refused: r.refused.messages(client.ObjectKeyFromObject(run).String()),
+		QuotaWaiting: r.refused.waiting(client.ObjectKeyFromObject(run).String()),
 	}
 	inRun := client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}
 	pods := &corev1.PodList{}

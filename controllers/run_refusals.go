@@ -19,7 +19,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,9 +59,6 @@ type refusal struct {
 	since         time.Time
 	pod           *corev1.Pod
 }
-
-// quotaRetry is how often a pod that a full ResourceQuota refused is tried again.
-const quotaRetry = 10 * time.Second
 
 // podRefused remembers a pod the API server refused, for the Run whose key is run: its
 // attempt or call fails on the next pass, or waits for room in a quota. A refusal for good is
@@ -147,30 +143,18 @@ func (r *refusals) drop(run, name string) {
 	delete(r.byRun[run], name)
 }
 
-// waiting reports whether any pod of the Run waits for room in a quota. Every pass asks, so it
-// allocates nothing.
-func (r *refusals) waiting(run string) bool {
+// waiting names the Run's pods that wait for room in a quota (planner.Facts.QuotaWaiting); nil
+// when none does, so that most passes allocate nothing.
+func (r *refusals) waiting(run string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, f := range r.byRun[run] {
-		if f.pod != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// waitingPods are the Run's pods that wait for room in a quota, by name.
-func (r *refusals) waitingPods(run string) map[string]*corev1.Pod {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	pods := map[string]*corev1.Pod{}
+	var names []string
 	for name, f := range r.byRun[run] {
 		if f.pod != nil {
-			pods[name] = f.pod
+			names = append(names, name)
 		}
 	}
-	return pods
+	return names
 }
 
 // forget drops what is remembered of a Run that finished or is gone.
@@ -201,16 +185,18 @@ func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt 
 		Message: "the API server refused the pod: " + f.message, FinishedAt: r.Clock.Now()}, true
 }
 
-// retryQuota creates again the Run's pods a full quota refused, but those the plan just tried.
+// retryQuota creates again the pods a full quota refused that the plan retries (RetryPods).
 // Each is authorized again first, as at its first try: the pod is created now, for the Run's
 // person as they are now, who may have lost a right meanwhile. One that fits is observed as
 // any pod on the next pass; one still refused waits on; one refused otherwise, or not
 // authorized now, fails its attempt on the next pass.
 func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
 	key := client.ObjectKeyFromObject(run).String()
-	for name, pod := range r.refused.waitingPods(key) {
-		if slices.ContainsFunc(plan.Pods, func(req planner.PodRequest) bool { return req.Name == name }) {
-			continue
+	for _, name := range plan.RetryPods {
+		waiting, ok := r.refused.get(key, name)
+		pod := waiting.pod
+		if !ok || pod == nil {
+			continue // created or given up meanwhile
 		}
 		var ws *ergonv1alpha1.Workspace
 		var err error

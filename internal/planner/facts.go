@@ -83,6 +83,9 @@ type Facts struct {
 	// or forbidden by a quota or policy), by name: why. Their step fails instead of asking
 	// for them again.
 	Refused map[string]string
+	// QuotaWaiting are the Run's pods a full ResourceQuota refused, by name, which wait to be
+	// created again (RetryPods).
+	QuotaWaiting []string
 	// Limits bound the units a step makes and the outputs a Run keeps (limits.go).
 	Limits Limits
 	// Workspace is what is known of the Workspace the Scene is bound to; nil when it is

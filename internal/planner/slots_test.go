@@ -17,6 +17,7 @@ limitations under the License.
 package planner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +112,34 @@ func TestASceneStepWaitsForASlotThenStartsItsChildRun(t *testing.T) {
 	w.budget = 1
 	if p := w.plan(); len(p.Children) != 1 || w.status("sub").Phase != ergonv1alpha1.StepRunning {
 		t.Fatalf("with a slot: %d children, step %+v", len(p.Children), w.status("sub"))
+	}
+}
+
+func TestPodsThatWaitForAQuotaAreRetriedButThoseThePlanCreatesAnew(t *testing.T) {
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
+	facts := func(waiting ...string) *Facts {
+		return &Facts{Now: w.now, Run: w.run.DeepCopy(), Scene: w.scene, Pods: w.pods, Outputs: w.outputs, MaxDepth: 5,
+			PodBudget: -1, QuotaWaiting: waiting}
+	}
+	first := Decide(facts())
+	if len(first.Pods) != 1 || first.RetryPods != nil {
+		t.Fatalf("without waiting pods: %d pods, retries %v", len(first.Pods), first.RetryPods)
+	}
+	created := first.Pods[0].Name
+	p := Decide(facts("z-waits", created, "b-waits"))
+	if !slices.Equal(p.RetryPods, []string{"b-waits", "z-waits"}) {
+		t.Fatalf("RetryPods %v, want the waiting pods but the one the plan creates anew, sorted", p.RetryPods)
+	}
+	if p.RequeueAfter == 0 || p.RequeueAfter > QuotaRetry {
+		t.Fatalf("planned again in %s, want at most %s", p.RequeueAfter, QuotaRetry)
+	}
+}
+
+func TestARunThatWaitsForASlotIsPlannedAgainWithinSlotRetry(t *testing.T) {
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
+	p := Decide(&Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: w.pods, Outputs: w.outputs, MaxDepth: 5,
+		Slots: func(int) (int, string) { return 0, namespaceFull }})
+	if p.WaitingForSlots != 1 || p.RequeueAfter == 0 || p.RequeueAfter > SlotRetry {
+		t.Fatalf("waiting %d, planned again in %s; want 1 and at most %s", p.WaitingForSlots, p.RequeueAfter, SlotRetry)
 	}
 }
