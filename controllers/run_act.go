@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,10 +28,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/authz"
+	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -39,26 +44,26 @@ import (
 // act carries a plan out, before its status is written: outputs are stored first, so a
 // status that points at a ConfigMap never points at nothing; children are created by
 // deterministic names, so doing it twice creates nothing twice.
-func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan,
+func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts, plan *planner.Plan,
 	parts podParts) error {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(run).String()
 	taken := &squatters{}
 	// Told once the pass has acted, whether it ends well or not: the objects were created.
-	defer tellSquatters(r.Recorder, run, &plan.Status.Conditions, run.Generation, taken)
-	if err := r.storeOutputs(ctx, run, plan, taken); err != nil {
+	defer tellSquatters(a.Recorder, run, &plan.Status.Conditions, run.Generation, taken)
+	if err := a.storeOutputs(ctx, run, plan, taken); err != nil {
 		return err
 	}
-	if err := r.applyMemory(ctx, run, scene, plan); err != nil {
+	if err := a.applyMemory(ctx, run, scene, plan); err != nil {
 		return err
 	}
-	if err := r.storeToolResults(ctx, run, plan); err != nil {
+	if err := a.storeToolResults(ctx, run, plan); err != nil {
 		return err
 	}
-	if err := r.actOnLease(ctx, run, f, plan); err != nil {
+	if err := a.actOnLease(ctx, run, f, plan); err != nil {
 		return err
 	}
-	memoryPin, err := r.memoryPin(ctx, run, scene, plan)
+	memoryPin, err := a.memoryPin(ctx, run, scene, plan)
 	if err != nil {
 		return err
 	}
@@ -71,40 +76,40 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
-			return r.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], memoryPin, taken)
+			return a.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], memoryPin, taken)
 		})
 	}
 	if err := pods.Wait(); err != nil {
 		return err
 	}
-	if err := r.createToolPods(ctx, run, f, plan, parts); err != nil {
+	if err := a.createToolPods(ctx, run, f, plan, parts); err != nil {
 		return err
 	}
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
 		child := childRun(run, req, f.Depth)
-		err := r.authorizeChild(ctx, run, child)
+		err := a.authorizeChild(ctx, run, child)
 		if err == nil {
-			err = r.createChild(ctx, run, child, req.Step, kept[req.Step], taken)
+			err = a.createChild(ctx, run, child, req.Step, kept[req.Step], taken)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			reason := ergonv1alpha1.ReasonRunRefused
 			if isNotAuthorized(err) {
 				reason = ergonv1alpha1.ReasonNotAuthorized
 			}
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreateRun",
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreateRun",
 				"Step %s cannot create its child Run %s: %v", req.Step, req.Name, err)
-			r.refused.add(key, req.Name, err, r.Clock.Now(), nil)
+			a.refused.add(key, req.Name, err, a.Clock.Now(), nil)
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		r.recordChild(run, child)
+		a.recordChild(run, child)
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := r.createGate(ctx, run, scene, req, kept[req.Step.Name], taken); err != nil {
+		if err := a.createGate(ctx, run, scene, req, kept[req.Step.Name], taken); err != nil {
 			return err
 		}
 	}
@@ -115,14 +120,14 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 	deletes, _ := errgroup.WithContext(ctx)
 	deletes.SetLimit(podCreators)
 	for _, name := range slices.Concat(plan.DeletePods, plan.CleanupPods) {
-		r.refused.drop(key, name) // a pod waiting for quota waits no more
-		deletes.Go(func() error { return r.deletePod(ctx, run.Namespace, name, owned[name]) })
+		a.refused.drop(key, name) // a pod waiting for quota waits no more
+		deletes.Go(func() error { return a.deletePod(ctx, run.Namespace, name, owned[name]) })
 	}
 	if err := deletes.Wait(); err != nil {
 		return err
 	}
 	// After the deletions, which forget a waiting pod whose attempt this plan ends.
-	if err := r.retryQuota(ctx, run, f, plan); err != nil {
+	if err := a.retryQuota(ctx, run, f, plan); err != nil {
 		return err
 	}
 	for _, name := range plan.CancelChildren {
@@ -138,7 +143,7 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 		patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"cancel":true}}`, child.UID)
 		obj := &ergonv1alpha1.Run{}
 		obj.Name, obj.Namespace = name, run.Namespace
-		if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); client.IgnoreNotFound(err) != nil &&
+		if err := a.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch))); client.IgnoreNotFound(err) != nil &&
 			!apierrors.IsInvalid(err) {
 			return err
 		}
@@ -148,28 +153,28 @@ func (r *RunReconciler) act(ctx context.Context, run *ergonv1alpha1.Run, scene *
 
 // createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
 // agent pod pins the digests of the internal state it mounts (pinAgentState).
-func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene,
+func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene,
 	req planner.PodRequest, parts podParts, kept *ergonv1alpha1.StepStatus, memoryPin string, taken *squatters) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 	pod := stepPod(run, scene, req, parts)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
 	if planner.AsksPeople(req.Step) {
-		r.pinAnswerKey(pod)
+		a.pinAnswerKey(pod)
 	}
 	ws := parts.workspace
-	err := r.authorizePod(ctx, run, pod, ws)
+	err := a.authorizePod(ctx, run, pod, ws)
 	if err == nil && ws != nil {
 		// The Workspace's write lease names the attempt's pod by its predictable name.
-		err = r.create(ctx, pod)
+		err = a.create(ctx, pod)
 	} else if err == nil {
-		err = r.createStepPodOwned(ctx, run, pod, req, kept, taken)
+		err = a.createStepPodOwned(ctx, run, pod, req, kept, taken)
 	}
 	if refused(err) || isNotAuthorized(err) {
 		// Not authorized, or the pod is invalid, or a LimitRange or Pod Security forbids it:
 		// its attempt fails on the next pass; a full quota makes it wait (run_refusals.go).
 		// The rest of the Run goes on. The planner tells a wait for quota (ExceededQuota).
-		r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
+		a.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
 			fmt.Sprintf("Step %s cannot create its pod %s", req.Step.Name, req.Name))
 		return nil
 	}
@@ -180,9 +185,9 @@ func (r *RunReconciler) createStepPod(ctx context.Context, run *ergonv1alpha1.Ru
 // it, under an alternate (run_squatters.go), which a single attempt's status records as its
 // podName; a unit's pod is found by its labels. When every name is held, it creates nothing:
 // the attempt fails on the next pass with NameConflict, naming the pod that holds its name.
-func (r *RunReconciler) createStepPodOwned(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod,
+func (a *runActor) createStepPodOwned(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod,
 	req planner.PodRequest, kept *ergonv1alpha1.StepStatus, taken *squatters) error {
-	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "pod", pod, naming.MaxLabelLength)
+	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "pod", pod, naming.MaxLabelLength)
 	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
 		return nil
 	}
@@ -201,10 +206,10 @@ func (r *RunReconciler) createStepPodOwned(ctx context.Context, run *ergonv1alph
 // step's status records as its childRun (a unit's child is found by its labels and
 // AnnotationStandsFor). When every name is held, it creates nothing: the step fails on the
 // next pass with NameConflict, naming the Run that holds its name.
-func (r *RunReconciler) createChild(ctx context.Context, run, child *ergonv1alpha1.Run, step string,
+func (a *runActor) createChild(ctx context.Context, run, child *ergonv1alpha1.Run, step string,
 	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
 	predictable := child.Name
-	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, kindRun, child, naming.MaxLabelLength)
+	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, kindRun, child, naming.MaxLabelLength)
 	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
 		return nil
 	}
@@ -223,19 +228,19 @@ func (r *RunReconciler) createChild(ctx context.Context, run, child *ergonv1alph
 // records as its gate. A tool call's Gate keeps its name: it is shared with the call's pod or
 // child Run (naming.ToolCallName). When every name is held, it creates nothing: the step fails
 // on the next pass with NameConflict, naming the Gate that holds its name.
-func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, req planner.GateRequest,
+func (a *runActor) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, req planner.GateRequest,
 	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
 	gate := gateOf(run, req)
 	// A Gate made now has the UID the API server gave it; one found made already has none.
 	defer func() {
 		if gate.UID != "" && scene.Spec.Notify != nil {
-			r.notifyGate(run, gate, scene.Spec.Notify.Channel)
+			a.notifyGate(run, gate, scene.Spec.Notify.Channel)
 		}
 	}()
 	if req.ToolCall != "" {
-		return r.create(ctx, gate)
+		return a.create(ctx, gate)
 	}
-	held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "Gate", gate, naming.MaxLabelLength)
+	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "Gate", gate, naming.MaxLabelLength)
 	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
 		return nil
 	}
@@ -254,8 +259,8 @@ func (r *RunReconciler) createGate(ctx context.Context, run *ergonv1alpha1.Run, 
 const podCreators = 64
 
 // create creates a child; one that exists already is what was wanted.
-func (r *RunReconciler) create(ctx context.Context, obj client.Object) error {
-	if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+func (a *runActor) create(ctx context.Context, obj client.Object) error {
+	if err := a.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return nil
@@ -278,7 +283,7 @@ func (r *RunReconciler) cleanupFinished(ctx context.Context, run *ergonv1alpha1.
 		}
 	}
 	for _, name := range planner.EndedPods(&run.Status, map[string][]planner.PodState{"": pods}, nil, r.Config.KeepFailedPods) {
-		if err := r.deletePod(ctx, run.Namespace, name, uids[name]); err != nil {
+		if err := r.actor().deletePod(ctx, run.Namespace, name, uids[name]); err != nil {
 			return err
 		}
 	}
@@ -314,16 +319,73 @@ func podUIDs(f *planner.Facts) map[string]string {
 
 // deletePod deletes the pod name if it is still the one with uid; with no uid, the pod is not
 // known to be the Run's, and is left alone.
-func (r *RunReconciler) deletePod(ctx context.Context, namespace, name, uid string) error {
+func (a *runActor) deletePod(ctx context.Context, namespace, name, uid string) error {
 	if uid == "" {
 		return nil
 	}
 	pod := &corev1.Pod{}
 	pod.Name, pod.Namespace = name, namespace
 	u := types.UID(uid)
-	err := r.Delete(ctx, pod, client.Preconditions{UID: &u})
+	err := a.Delete(ctx, pod, client.Preconditions{UID: &u})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone, or replaced by another pod that is not ours to delete
 	}
 	return err
+}
+
+// actClient is all that act may ask of the API server: writes. It has no Get or List, so
+// act carries out what the plan decided and cannot decide anything on a read of its own.
+type actClient interface {
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
+	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
+}
+
+// writeOnly hides a client behind actClient, so that act cannot turn it back into a reader
+// by a type assertion either.
+type writeOnly struct{ c client.Client }
+
+func (w writeOnly) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return w.c.Create(ctx, obj, opts...)
+}
+
+func (w writeOnly) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	return w.c.Update(ctx, obj, opts...)
+}
+
+func (w writeOnly) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return w.c.Patch(ctx, obj, patch, opts...)
+}
+
+func (w writeOnly) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	return w.c.Delete(ctx, obj, opts...)
+}
+
+// actReads are the reads act still makes, through the cache and around it, each one named in
+// docs/design.md (Code map) until it moves into gather. Every use is a reads.cache or
+// reads.live the compiler shows; none may be added.
+type actReads struct {
+	cache, live client.Reader
+}
+
+// runActor carries a Run's plan out (act): the writes it lists, each effect authorized first.
+// It holds what act needs of the reconciler and nothing that reads but reads.
+type runActor struct {
+	actClient
+	reads     actReads
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	Notifier  Notifier
+	refused   *refusals
+	authz     *authz.Authorizer
+	calls     *cause.Ledger
+	answerKey ed25519.PrivateKey
+}
+
+// actor is the reconciler's runActor.
+func (r *RunReconciler) actor() *runActor {
+	return &runActor{actClient: writeOnly{r.Client}, reads: actReads{cache: r.Client, live: r.APIReader},
+		Recorder: r.Recorder, Clock: r.Clock, Notifier: r.Notifier, refused: &r.refused, authz: r.authorizer(),
+		calls: r.ledger(), answerKey: r.signingKey()}
 }

@@ -67,12 +67,12 @@ func actors(run *ergonv1alpha1.Run) ([]authz.Actor, error) {
 
 // authorize asks whether everyone the Run acts for may do every one of the questions. The error
 // is a *authz.Denied for a refusal, or the reason nobody could be asked.
-func (r *RunReconciler) authorize(ctx context.Context, run *ergonv1alpha1.Run, questions []authz.Attributes) error {
+func (a *runActor) authorize(ctx context.Context, run *ergonv1alpha1.Run, questions []authz.Attributes) error {
 	who, err := actors(run)
 	if err != nil {
 		return &notAuthorized{err: err}
 	}
-	if err := r.authorizer().Check(ctx, who, questions); err != nil {
+	if err := a.authz.Check(ctx, who, questions); err != nil {
 		if denied, ok := errors.AsType[*authz.Denied](err); ok {
 			return &notAuthorized{err: denied}
 		}
@@ -84,7 +84,7 @@ func (r *RunReconciler) authorize(ctx context.Context, run *ergonv1alpha1.Run, q
 // authorizePod authorizes a pod about to be created for the Run: every Secret, ConfigMap and
 // claim it makes the kubelet read, and, for a pod bound to a Workspace, the verb use on it
 // (which vouches for the Workspace's own claim).
-func (r *RunReconciler) authorizePod(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod, ws *ergonv1alpha1.Workspace) error {
+func (a *runActor) authorizePod(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod, ws *ergonv1alpha1.Workspace) error {
 	var questions []authz.Attributes
 	if ws != nil {
 		questions = append(questions, authz.Attributes{Verb: verbUse, Group: ergonv1alpha1.GroupVersion.Group,
@@ -94,7 +94,7 @@ func (r *RunReconciler) authorizePod(ctx context.Context, run *ergonv1alpha1.Run
 	if err != nil {
 		return &notAuthorized{err: err}
 	}
-	return r.authorize(ctx, run, append(questions, refs...))
+	return a.authorize(ctx, run, append(questions, refs...))
 }
 
 // ownVolumes vouches for what the manager itself mounts in a pod, in volumes it names
@@ -126,8 +126,8 @@ func ownVolumes(pod *corev1.Pod) func(resource, name string) bool {
 // authorizeChild authorizes a child Run about to be created: the person behind the parent must
 // be allowed to create Runs themselves, as with a Run of their own (a role that may only create
 // Runs is enough: reading the Scene is not needed to run it).
-func (r *RunReconciler) authorizeChild(ctx context.Context, run *ergonv1alpha1.Run, child *ergonv1alpha1.Run) error {
-	return r.authorize(ctx, run, []authz.Attributes{
+func (a *runActor) authorizeChild(ctx context.Context, run *ergonv1alpha1.Run, child *ergonv1alpha1.Run) error {
+	return a.authorize(ctx, run, []authz.Attributes{
 		{Verb: "create", Group: ergonv1alpha1.GroupVersion.Group, Resource: resourceRuns, Namespace: child.Namespace},
 	})
 }

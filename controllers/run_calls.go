@@ -95,8 +95,8 @@ func causedBy(ctx context.Context, reader client.Reader, namespace, root string)
 }
 
 // recordChild remembers a child Run the Run created, under its parent and its root.
-func (r *RunReconciler) recordChild(run, child *ergonv1alpha1.Run) {
-	now := r.Clock.Now()
-	r.ledger().Record(cause.ChildrenKey(run), child.Name, now)
-	r.ledger().Record(cause.RootLedgerKey(cause.Of(child).Root), child.Name, now)
+func (a *runActor) recordChild(run, child *ergonv1alpha1.Run) {
+	now := a.Clock.Now()
+	a.calls.Record(cause.ChildrenKey(run), child.Name, now)
+	a.calls.Record(cause.RootLedgerKey(cause.Of(child).Root), child.Name, now)
 }

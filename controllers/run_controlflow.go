@@ -226,12 +226,12 @@ func podSeen(states []planner.PodState, name string) bool {
 // policy) can never be written: it is remembered, and the plan fails with an error so that its
 // status is not written; the next pass fails the step that needs it instead of asking again
 // (planner.Facts.Refused).
-func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan, taken *squatters) error {
+func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan, taken *squatters) error {
 	key := client.ObjectKeyFromObject(run).String()
 	for _, req := range plan.Store {
 		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
-		held, err := createOwned(ctx, r.Client, r.APIReader, run.UID, "ConfigMap", cm, naming.MaxSubdomainLength)
+		held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "ConfigMap", cm, naming.MaxSubdomainLength)
 		if len(held) > 0 && err == nil {
 			moveOutputRefs(&plan.Status, req.ConfigMap, cm.Name)
 			taken.add(fmt.Sprintf("Step %s: %s holds the name of its output ConfigMap; Ergon leaves it alone and uses "+
@@ -239,8 +239,8 @@ func (r *RunReconciler) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run
 		}
 		if refused(err) {
 			// Remembered under the name the planner asked for, which is how it looks it up.
-			r.refused.add(key, req.ConfigMap, err, r.Clock.Now(), nil)
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
+			a.refused.add(key, req.ConfigMap, err, a.Clock.Now(), nil)
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)
 		}

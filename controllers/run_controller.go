@@ -291,7 +291,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.act(ctx, run, scene, facts, plan, parts); err != nil {
+	if err := r.actor().act(ctx, run, scene, facts, plan, parts); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {

@@ -61,8 +61,8 @@ func (r *RunReconciler) signingKey() ed25519.PrivateKey {
 
 // pinAnswerKey gives an agent pod whose MCP servers may ask (planner.AsksPeople) the public
 // key its answers are signed with, and its own UID, which each signature covers.
-func (r *RunReconciler) pinAnswerKey(pod *corev1.Pod) {
-	pub := r.signingKey().Public().(ed25519.PublicKey)
+func (a *runActor) pinAnswerKey(pod *corev1.Pod) {
+	pub := a.answerKey.Public().(ed25519.PublicKey)
 	c := &pod.Spec.Containers[0]
 	c.Env = append(c.Env, corev1.EnvVar{Name: stepcontract.EnvAnswerKey, Value: base64.StdEncoding.EncodeToString(pub)},
 		corev1.EnvVar{Name: stepcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{

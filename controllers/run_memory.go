@@ -100,7 +100,7 @@ func checkStore(cm *corev1.ConfigMap, name string) error {
 // (read nothing) when there is no store, and when a ConfigMap that is not the store has its
 // name, which is told in an Event. The kubelet mounts the store by name; the pin keeps the
 // runtime from reading anything else under it.
-func (r *RunReconciler) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) (string, error) {
+func (a *runActor) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) (string, error) {
 	m := scene.Spec.Memory
 	if m == nil || !slices.ContainsFunc(plan.Pods, func(p planner.PodRequest) bool { return p.Step.Spec.Agent != nil }) {
 		return "", nil
@@ -110,7 +110,7 @@ func (r *RunReconciler) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, s
 		return "", nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
@@ -118,7 +118,7 @@ func (r *RunReconciler) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, s
 		return "", err
 	}
 	if err := checkStore(cm, string(m.Name)); err != nil {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
+		a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
 			"The agent steps of this Run do not read memory %s: %s", m.Name, err.Error())
 		return "", nil
 	}
@@ -141,7 +141,7 @@ func transcriptMemory(transcript string) []memory.Write {
 // carry its source (the Run's UID and the step, hashed), so that a pass whose status write
 // was lost applies nothing twice. The writes come from the transcript, which the runtime
 // redacted; the store redacts what looks like a secret once more.
-func (r *RunReconciler) applyMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) error {
+func (a *runActor) applyMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) error {
 	m := scene.Spec.Memory
 	if m == nil {
 		return nil
@@ -157,14 +157,14 @@ func (r *RunReconciler) applyMemory(ctx context.Context, run *ergonv1alpha1.Run,
 		}
 		name, ok := memoryStore(run, m)
 		if !ok {
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
 				"Step %s proposed %d memory writes, but the Run has no person behind it to keep User memory %s for", req.Step, len(writes), m.Name)
 			continue
 		}
-		err := r.writeMemory(ctx, run, scene, name, req.Step, writes)
+		err := a.writeMemory(ctx, run, scene, name, req.Step, writes)
 		if conflict, ok := errors.AsType[*conflictError](err); ok {
 			// Someone else's ConfigMap under the store's name does not stop the Run.
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
 				"Step %s proposed %d memory writes, which were not kept: %s", req.Step, len(writes), conflict.Error())
 			continue
 		}
@@ -177,14 +177,14 @@ func (r *RunReconciler) applyMemory(ctx context.Context, run *ergonv1alpha1.Run,
 
 // writeMemory applies one step's writes to the store ConfigMap name, creating it, owned by
 // the Run's Scene, when it does not exist yet.
-func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, name, step string,
+func (a *runActor) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, name, step string,
 	writes []memory.Write) error {
 	m := scene.Spec.Memory
 	owner := &ergonv1alpha1.Scene{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, owner); err != nil {
+	if err := a.reads.cache.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Nothing would own the store: it would outlive everything that reads it.
-			r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
 				"Step %s proposed memory writes, but Scene %s is gone", step, run.Spec.SceneRef.Name)
 			return nil
 		}
@@ -195,7 +195,7 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 	var res memory.Result
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+		err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 		create := apierrors.IsNotFound(err)
 		switch {
 		case create:
@@ -213,7 +213,7 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 			return fmt.Errorf("ConfigMap %s: %w", name, err)
 		}
 		var next memory.Store
-		next, res = memory.Apply(store, writes, source, r.Clock.Now(), m.EffectiveMaxBytes())
+		next, res = memory.Apply(store, writes, source, a.Clock.Now(), m.EffectiveMaxBytes())
 		if !res.Applied {
 			return nil
 		}
@@ -222,15 +222,15 @@ func (r *RunReconciler) writeMemory(ctx context.Context, run *ergonv1alpha1.Run,
 			cm.OwnerReferences = append(cm.OwnerReferences, ref)
 		}
 		if create {
-			return r.Create(ctx, cm)
+			return a.Create(ctx, cm)
 		}
-		return r.Update(ctx, cm)
+		return a.Update(ctx, cm)
 	})
 	if err != nil {
 		return err // AlreadyExists too: another Run created the store first, the next pass updates it
 	}
 	if res.Applied {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "MemoryUpdated", "ApplyMemory",
+		a.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "MemoryUpdated", "ApplyMemory",
 			"Step %s kept %d entries in memory %s (%d replaced, %d evicted, %d redacted)",
 			step, res.Added, m.Name, res.Replaced, res.Evicted, res.Redacted)
 	}

@@ -40,15 +40,15 @@ const reasonNotificationFailed = "NotificationFailed"
 // notifyGate queues the notification that a Gate the Run made now waits for a person. What
 // cannot be queued is said in a Warning Event on the Run, naming the field; what the receiver
 // never took, the notifier's outcome says (NotifyOutcome).
-func (r *RunReconciler) notifyGate(run *ergonv1alpha1.Run, gate *ergonv1alpha1.Gate, channel string) {
-	if r.Notifier == nil {
-		r.Recorder.Eventf(run, gate, corev1.EventTypeWarning, reasonNotificationFailed, "Notify",
+func (a *runActor) notifyGate(run *ergonv1alpha1.Run, gate *ergonv1alpha1.Gate, channel string) {
+	if a.Notifier == nil {
+		a.Recorder.Eventf(run, gate, corev1.EventTypeWarning, reasonNotificationFailed, "Notify",
 			"spec.notify.channel: no notification channel %q: the manager defines none (--notification-channels)", channel)
 		return
 	}
 	m := notify.Message{Event: "GateOpened", Namespace: run.Namespace, Run: run.Name, Step: gate.Spec.Step,
 		Gate: gate.Name, GateUID: string(gate.UID), Question: gate.Spec.Message, Asks: "decision",
-		Options: gate.Spec.Options, Link: r.Notifier.Link(run.Namespace, run.Name), At: time.Now().UTC()}
+		Options: gate.Spec.Options, Link: a.Notifier.Link(run.Namespace, run.Name), At: time.Now().UTC()}
 	if gate.Spec.Input != nil {
 		m.Asks, m.Options = "input", nil
 		if form, errs := humaninput.Parse(gate.Spec.Input.Raw, nil); len(errs) == 0 {
@@ -58,8 +58,8 @@ func (r *RunReconciler) notifyGate(run *ergonv1alpha1.Run, gate *ergonv1alpha1.G
 	if len(m.Options) == 0 && m.Asks == "decision" {
 		m.Options = []string{gatepolicy.OptionApprove, gatepolicy.OptionReject}
 	}
-	if err := r.Notifier.Send(channel, m); err != nil {
-		r.Recorder.Eventf(run, gate, corev1.EventTypeWarning, reasonNotificationFailed, "Notify",
+	if err := a.Notifier.Send(channel, m); err != nil {
+		a.Recorder.Eventf(run, gate, corev1.EventTypeWarning, reasonNotificationFailed, "Notify",
 			"spec.notify.channel: the notification that Gate %s waits was not sent: %v", gate.Name, err)
 	}
 }

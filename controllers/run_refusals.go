@@ -63,13 +63,13 @@ type refusal struct {
 // podRefused remembers a pod the API server refused, for the Run whose key is run: its
 // attempt or call fails on the next pass, or waits for room in a quota. A refusal for good is
 // told once, in a Warning Event that begins with what.
-func (r *RunReconciler) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Pod, err error, what string) {
-	if r.refused.add(key, pod.Name, err, r.Clock.Now(), pod) && !exceededQuota(err) {
+func (a *runActor) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Pod, err error, what string) {
+	if a.refused.add(key, pod.Name, err, a.Clock.Now(), pod) && !exceededQuota(err) {
 		reason := ergonv1alpha1.ReasonPodRefused
 		if isNotAuthorized(err) {
 			reason = ergonv1alpha1.ReasonNotAuthorized
 		}
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreatePod", "%s: %v", what, err)
+		a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reason, "CreatePod", "%s: %v", what, err)
 	}
 }
 
@@ -190,10 +190,10 @@ func (r *RunReconciler) refusedPod(run *ergonv1alpha1.Run, name string, attempt 
 // person as they are now, who may have lost a right meanwhile. One that fits is observed as
 // any pod on the next pass; one still refused waits on; one refused otherwise, or not
 // authorized now, fails its attempt on the next pass.
-func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+func (a *runActor) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
 	key := client.ObjectKeyFromObject(run).String()
 	for _, name := range plan.RetryPods {
-		waiting, ok := r.refused.get(key, name)
+		waiting, ok := a.refused.get(key, name)
 		pod := waiting.pod
 		if !ok || pod == nil {
 			continue // created or given up meanwhile
@@ -210,18 +210,18 @@ func (r *RunReconciler) retryQuota(ctx context.Context, run *ergonv1alpha1.Run, 
 			}
 		}
 		if err == nil {
-			err = r.authorizePod(ctx, run, pod, ws)
+			err = a.authorizePod(ctx, run, pod, ws)
 		}
 		if err == nil {
-			err = r.Create(ctx, pod.DeepCopy())
+			err = a.Create(ctx, pod.DeepCopy())
 		}
 		switch {
 		case isNotAuthorized(err):
-			r.podRefused(run, key, pod, err, fmt.Sprintf("Pod %s, which waited for room in a ResourceQuota", name))
+			a.podRefused(run, key, pod, err, fmt.Sprintf("Pod %s, which waited for room in a ResourceQuota", name))
 		case err == nil || apierrors.IsAlreadyExists(err):
-			r.refused.drop(key, name)
+			a.refused.drop(key, name)
 		case refused(err):
-			r.refused.add(key, name, err, r.Clock.Now(), pod)
+			a.refused.add(key, name, err, a.Clock.Now(), pod)
 		default:
 			return err
 		}

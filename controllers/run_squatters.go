@@ -70,7 +70,7 @@ func takenBy(kind string, obj client.Object) string {
 // owner's. obj's name is then the one used, and an alternate's AnnotationStandsFor names the
 // predictable one. taken describes each object that held a name on the way; the error is a
 // *conflictError when every name was held.
-func createOwned(ctx context.Context, c client.Client, reader client.Reader, owner types.UID, kind string,
+func createOwned(ctx context.Context, c actClient, reader client.Reader, owner types.UID, kind string,
 	obj client.Object, maxLen int) (taken []string, err error) {
 	predictable := obj.GetName()
 	for k := 0; k <= naming.MaxAlternates; k++ {

@@ -239,10 +239,10 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 
 // storeToolResults writes the results of steps' tool calls to their results ConfigMaps, before
 // the next attempts' pods, which mount them, are created.
-func (r *RunReconciler) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+func (a *runActor) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.ToolResults {
 		b, _ := json.Marshal(req.Results) // plain data
-		if err := r.storeToolResultsOf(ctx, run, req.Step, b); err != nil {
+		if err := a.storeToolResultsOf(ctx, run, req.Step, b); err != nil {
 			return err
 		}
 		// The next attempt reads them, and the controller trusts them, by this digest.
@@ -256,13 +256,13 @@ func (r *RunReconciler) storeToolResults(ctx context.Context, run *ergonv1alpha1
 }
 
 // storeToolResultsOf writes one step's results ConfigMap, the Run's internal state.
-func (r *RunReconciler) storeToolResultsOf(ctx context.Context, run *ergonv1alpha1.Run, step string, results []byte) error {
+func (a *runActor) storeToolResultsOf(ctx context.Context, run *ergonv1alpha1.Run, step string, results []byte) error {
 	name := naming.ToolResultsConfigMapName(run.Name, step)
 	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+		return a.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
 			Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
 			Data: map[string]string{toolResultsKey: string(results)}}))
 	case err != nil:
@@ -272,7 +272,7 @@ func (r *RunReconciler) storeToolResultsOf(ctx context.Context, run *ergonv1alph
 		return fmt.Errorf("storing tool results: %w", err)
 	}
 	cm.Data = map[string]string{toolResultsKey: string(results)}
-	return r.Update(ctx, cm)
+	return a.Update(ctx, cm)
 }
 
 // toolCallGate builds the Gate that asks approval of an agent's tool call: its approvers and

@@ -110,19 +110,19 @@ func toolPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.ToolPodRe
 }
 
 // createToolPods creates the pods the plan asks for.
-func (r *RunReconciler) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan,
+func (a *runActor) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan,
 	parts podParts) error {
 	for _, req := range plan.ToolPods {
 		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
 		pod := toolPod(run, f.Scene, req, parts)
-		err := r.authorizePod(ctx, run, pod, parts.workspace)
+		err := a.authorizePod(ctx, run, pod, parts.workspace)
 		if err == nil {
-			err = r.create(ctx, pod)
+			err = a.create(ctx, pod)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			// As a step's pod (run_refusals.go): the call fails with the API server's
 			// message, which the model reads, or waits for room in a quota.
-			r.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
+			a.podRefused(run, client.ObjectKeyFromObject(run).String(), pod, err,
 				fmt.Sprintf("Step %s cannot create the pod %s of a call of its tool %s", req.Step.Name, req.Name, req.Tool))
 			continue
 		}

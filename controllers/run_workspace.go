@@ -138,14 +138,14 @@ func setLeaseState(lease *coordinationv1.Lease, s wslease.State) {
 // actOnLease takes the Workspace's lease for the attempts that ask for it, or puts them in
 // line, and gives back the one this Run no longer needs. A write that loses a race with
 // another Run's is dropped: the waiting step asks again when the lease changes.
-func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+func (a *runActor) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
 	w := f.Workspace
 	if w == nil || w.Object == nil || w.LeaseConflict != "" || (len(plan.TakeLeases) == 0 && plan.ReleaseLease == "") {
 		return nil
 	}
 	key := client.ObjectKey{Namespace: run.Namespace, Name: workspace.ObjectName(w.Object)}
 	lease := &coordinationv1.Lease{}
-	err := r.Get(ctx, key, lease)
+	err := a.reads.cache.Get(ctx, key, lease)
 	create := apierrors.IsNotFound(err)
 	switch {
 	case create && len(plan.TakeLeases) == 0:
@@ -164,12 +164,12 @@ func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, 
 		state, released = wslease.Release(state, plan.ReleaseLease)
 		changed = changed || released
 	}
-	now := r.Clock.Now()
+	now := a.Clock.Now()
 	for _, req := range plan.TakeLeases {
 		before := fmt.Sprint(state)
 		var took bool
 		state, took, _ = wslease.Take(state, wslease.Claim{Pod: req.Pod, Run: run.Name, RunUID: string(run.UID)}, now,
-			func(c wslease.Claim) bool { return r.claimLive(ctx, run.Namespace, c) })
+			func(c wslease.Claim) bool { return a.claimLive(ctx, run.Namespace, c) })
 		changed = changed || fmt.Sprint(state) != before
 		if took {
 			log.FromContext(ctx).V(1).Info("Took the Workspace's lease", "step", req.Step, "workspace", w.Name)
@@ -180,9 +180,9 @@ func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, 
 	}
 	setLeaseState(lease, state)
 	if create {
-		err = r.Create(ctx, lease)
+		err = a.Create(ctx, lease)
 	} else {
-		err = r.Update(ctx, lease)
+		err = a.Update(ctx, lease)
 	}
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		log.FromContext(ctx).V(1).Info("The Workspace's lease changed meanwhile; asking again later", "workspace", w.Name)
@@ -192,9 +192,9 @@ func (r *RunReconciler) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, 
 }
 
 // claimLive reports whether the Run of a claim still holds or waits for it.
-func (r *RunReconciler) claimLive(ctx context.Context, namespace string, c wslease.Claim) bool {
+func (a *runActor) claimLive(ctx context.Context, namespace string, c wslease.Claim) bool {
 	other := &ergonv1alpha1.Run{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Run}, other); err != nil {
+	if err := a.reads.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Run}, other); err != nil {
 		return !apierrors.IsNotFound(err) // unknown: keep it
 	}
 	return string(other.UID) == c.RunUID && wslease.Holds(other, c.Pod)

@@ -85,6 +85,11 @@ type Actor struct {
 	Role     string
 }
 
+// Creator creates objects: all an Authorizer asks of the API server.
+type Creator interface {
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error
+}
+
 // DefaultTTL is how long a decision is reused: a permission revoked takes at most this long to
 // be refused.
 const DefaultTTL = 10 * time.Second
@@ -92,7 +97,8 @@ const DefaultTTL = 10 * time.Second
 // Authorizer asks SubjectAccessReviews and caches their answers.
 type Authorizer struct {
 	// Client creates SubjectAccessReviews (never cached: a create goes to the API server).
-	Client client.Client
+	// It reads nothing, so an Authorizer gives whoever holds it no way to read.
+	Client Creator
 	// Clock tells when a cached answer is too old; the real clock when nil.
 	Clock clock.PassiveClock
 	// TTL bounds how long an answer is reused; DefaultTTL when zero, at most DefaultTTL.
