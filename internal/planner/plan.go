@@ -18,7 +18,6 @@ package planner
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -75,14 +74,6 @@ type Plan struct {
 	// anew nor stops. They do not count in OnlyObserves: a pass held back retries nothing.
 	RetryPods []string
 }
-
-// QuotaRetry is how often a pod that a full ResourceQuota refused is tried again, as
-// Kubernetes' Job controller does; SlotRetry is how often a Run that waits for a step pod
-// slot is planned again even when no slot frees to wake it sooner.
-const (
-	QuotaRetry = 10 * time.Second
-	SlotRetry  = 30 * time.Second
-)
 
 // OnlyObserves reports whether the plan does nothing but record what the Run's pods did
 // since stored: it creates, stores, stops and hands over nothing, and the Run's phase and
@@ -235,39 +226,6 @@ func Decide(f *Facts) *Plan {
 	}
 	p.decideRetries()
 	return p.plan
-}
-
-// decideRetries creates again the pods that wait for room in a quota, but those the plan
-// creates anew or stops, and plans the Run again soon enough for them and for the steps that
-// wait for a slot.
-func (p *planner) decideRetries() {
-	planned := map[string]bool{}
-	for _, req := range p.plan.Pods {
-		planned[req.Name] = true
-	}
-	for _, name := range slices.Concat(p.plan.DeletePods, p.plan.CleanupPods) {
-		planned[name] = true
-	}
-	for _, name := range p.f.QuotaWaiting {
-		if !planned[name] {
-			p.plan.RetryPods = append(p.plan.RetryPods, name)
-		}
-	}
-	slices.Sort(p.plan.RetryPods)
-	if len(p.f.QuotaWaiting) > 0 {
-		p.plan.RequeueAfter = sooner(p.plan.RequeueAfter, QuotaRetry)
-	}
-	if p.plan.WaitingForSlots > 0 {
-		p.plan.RequeueAfter = sooner(p.plan.RequeueAfter, SlotRetry)
-	}
-}
-
-// sooner is the earlier of two waits, zero meaning none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
-		return b
-	}
-	return a
 }
 
 // stopping says why the Run stops everything, or "" when it does not.
