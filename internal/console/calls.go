@@ -64,17 +64,12 @@ type entries struct {
 
 // stepCalls answers with the tool calls of an agent step, in order.
 func (s *Server) stepCalls(w http.ResponseWriter, r *http.Request, v *viewer) {
-	l, err := loadRun(r, v)
+	l, st, err := loadStep(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
 	run := l.run
-	st, err := stepOf(run, r.PathValue("step"))
-	if err != nil {
-		writeAPIError(w, err)
-		return
-	}
 	var raw []byte
 	switch {
 	case st.Transcript != nil:

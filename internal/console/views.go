@@ -223,6 +223,17 @@ func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv
 	return spec, json.Unmarshal(b, spec)
 }
 
+// loadStep loads the Run the request names, live or archived (loadRun), and the status of its
+// step the path names.
+func loadStep(r *http.Request, v *viewer) (*loadedRun, *ergonv1alpha1.StepStatus, error) {
+	l, err := loadRun(r, v)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := stepOf(l.run, r.PathValue("step"))
+	return l, st, err
+}
+
 func stepOf(run *ergonv1alpha1.Run, name string) (*ergonv1alpha1.StepStatus, error) {
 	for i := range run.Status.Steps {
 		if run.Status.Steps[i].Name == name {
@@ -242,12 +253,7 @@ func writeText(w http.ResponseWriter, b []byte) {
 }
 
 func (s *Server) stepValue(w http.ResponseWriter, r *http.Request, v *viewer, pick func(*ergonv1alpha1.StepStatus) *ergonv1alpha1.OutputValue, what string) {
-	l, err := loadRun(r, v)
-	if err != nil {
-		writeAPIError(w, err)
-		return
-	}
-	st, err := stepOf(l.run, r.PathValue("step"))
+	l, st, err := loadStep(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
@@ -281,17 +287,12 @@ func (s *Server) stepTranscript(w http.ResponseWriter, r *http.Request, v *viewe
 // stepLog is the end of the log of a step's pod, of the last attempt or ?attempt=N, while
 // the pod exists; framed outputs are shown as one line each.
 func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, v *viewer) {
-	l, err := loadRun(r, v)
+	l, st, err := loadStep(r, v)
 	if err != nil {
 		writeAPIError(w, err)
 		return
 	}
 	run := l.run
-	st, err := stepOf(run, r.PathValue("step"))
-	if err != nil {
-		writeAPIError(w, err)
-		return
-	}
 	attempt, _ := strconv.Atoi(r.URL.Query().Get("attempt"))
 	pod, err := kubectlergon.PodOfAttempt(st, int32(attempt))
 	if err != nil {
