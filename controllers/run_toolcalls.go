@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -136,7 +137,7 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 			continue
 		}
 		waiting := s.Phase == ergonv1alpha1.StepWaiting && s.Reason == planner.ReasonToolCallPending
-		checkpoint, err := r.readInternal(ctx, reader, run, naming.CheckpointConfigMapName(run.Name, s.Name),
+		checkpoint, _, err := r.readInternal(ctx, reader, run, naming.CheckpointConfigMapName(run.Name, s.Name),
 			checkpointWants(run, s.Name, r.keptCheckpoint(run, &s)), waiting, f)
 		if err != nil {
 			return err
@@ -147,10 +148,11 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 		}
 		want := runWants(run, "the tool results of step "+s.Name, toolResultsKey)
 		want.sha256 = s.ToolResultsSHA256
-		results, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
+		results, uid, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
 		if err != nil {
 			return err
 		}
+		tc.ResultsUID = string(uid)
 		var stored agentspec.Results
 		if s.ToolResultsSHA256 != "" && json.Unmarshal([]byte(results), &stored) == nil {
 			tc.Stored = stored.Attempt
@@ -171,12 +173,12 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 
 // readInternal reads a ConfigMap of the Run's internal state that may not exist: "" when it
 // does not, or when it holds no content with the digest want records (none recorded yet, or
-// a status write lost). One that is not the Run's is a conflict the planner fails the step
+// a status write lost); and the UID of the Run's own ConfigMap under that name, "" for none. One that is not the Run's is a conflict the planner fails the step
 // for (looked for around the cache too when live: the step waits for it). One of the Run's
 // that holds other content than recorded is told in an Event and read as absent, so the
 // content is kept again or the step starts afresh.
 func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, name string,
-	want internalWant, live bool, f *planner.Facts) (string, error) {
+	want internalWant, live bool, f *planner.Facts) (string, types.UID, error) {
 	cm := &corev1.ConfigMap{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) && live {
@@ -184,24 +186,24 @@ func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, 
 		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	}
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if _, err := verifyInternal(cm, runWants(run, want.what, want.key)); err != nil {
 		f.Conflicts[name] = err.Error()
-		return "", nil
+		return "", "", nil
 	}
 	if want.sha256 == "" {
-		return "", nil
+		return "", cm.UID, nil
 	}
 	value, err := verifyInternal(cm, want)
 	if err != nil {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reasonUntrustedState, "ReadInternal", "%s", err.Error())
-		return "", nil
+		return "", cm.UID, nil
 	}
-	return value, nil
+	return value, cm.UID, nil
 }
 
 // checkSceneCall checks the arguments of a Scene call whose child Run does not exist yet
@@ -237,42 +239,30 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 	return nil
 }
 
-// storeToolResults writes the results of steps' tool calls to their results ConfigMaps, before
-// the next attempts' pods, which mount them, are created.
+// storeToolResults keeps the results of the plan's steps' tool calls for their next
+// attempts, in each step's results ConfigMap, the Run's internal state: a new one, or the one
+// gather found the Run's, by its UID (so a ConfigMap that replaced it under the name is
+// never written).
 func (a *runActor) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.ToolResults {
-		b, _ := json.Marshal(req.Results) // plain data
-		if err := a.storeToolResultsOf(ctx, run, req.Step, b); err != nil {
-			return err
-		}
-		// The next attempt reads them, and the controller trusts them, by this digest.
-		for i := range plan.Status.Steps {
-			if plan.Status.Steps[i].Name == req.Step {
-				plan.Status.Steps[i].ToolResultsSHA256 = digest(string(b))
+		name := naming.ToolResultsConfigMapName(run.Name, req.Step)
+		if req.UID == "" {
+			err := a.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+				Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+				Data: map[string]string{toolResultsKey: string(req.JSON)}}))
+			if err != nil {
+				return fmt.Errorf("storing the tool results of step %s: %w", req.Step, err)
 			}
+			continue
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": req.UID},
+			"data": map[string]string{toolResultsKey: string(req.JSON)}}) // plain data
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace}}
+		if err := a.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("storing the tool results of step %s: %w", req.Step, err)
 		}
 	}
 	return nil
-}
-
-// storeToolResultsOf writes one step's results ConfigMap, the Run's internal state.
-func (a *runActor) storeToolResultsOf(ctx context.Context, run *ergonv1alpha1.Run, step string, results []byte) error {
-	name := naming.ToolResultsConfigMapName(run.Name, step)
-	cm := &corev1.ConfigMap{}
-	err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		return a.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-			Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-			Data: map[string]string{toolResultsKey: string(results)}}))
-	case err != nil:
-		return err
-	}
-	if _, err := verifyInternal(cm, runWants(run, "the tool results of step "+step, toolResultsKey)); err != nil {
-		return fmt.Errorf("storing tool results: %w", err)
-	}
-	cm.Data = map[string]string{toolResultsKey: string(results)}
-	return a.Update(ctx, cm)
 }
 
 // toolCallGate builds the Gate that asks approval of an agent's tool call: its approvers and

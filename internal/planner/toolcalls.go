@@ -28,6 +28,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/gatepolicy"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // The controller's side of the request channel (docs/step-contract.md): an agent attempt that
@@ -59,16 +60,24 @@ type ToolCallFacts struct {
 	Pending *agentspec.Pending
 	// Stored is the attempt whose results the step's results ConfigMap holds; 0 for none.
 	Stored int32
+	// ResultsUID is the UID of the step's results ConfigMap, the Run's own; "" when none
+	// exists yet.
+	ResultsUID string
 	// Invalid says why the arguments of a Scene tool's call do not fit the Scene's params,
 	// by call id.
 	Invalid map[string]string
 }
 
 // ToolResultsRequest asks the controller to store the results of a step's tool calls for its
-// next attempt, before that attempt's pod is created.
+// next attempt, before that attempt's pod is created: in a new ConfigMap when UID is empty,
+// else in the one of that UID. The step's status records their digest already, which the
+// next attempt's pod pins.
 type ToolResultsRequest struct {
 	Step    string
 	Results agentspec.Results
+	// JSON is Results as stored; UID is ToolCallFacts.ResultsUID.
+	JSON []byte
+	UID  string
 }
 
 // toolCallsHandedOver records an attempt that ended handing tool calls over: no failure, the
@@ -143,8 +152,12 @@ func (p *planner) decideToolCalls(step *compile.Step, s *ergonv1alpha1.StepStatu
 	s.Message = fmt.Sprintf("the results of the %d tool calls of attempt %d are in; attempt %d waits for room to start",
 		len(results), s.Attempts, s.Attempts+1)
 	if tc.Stored != s.Attempts {
-		p.plan.ToolResults = append(p.plan.ToolResults, ToolResultsRequest{Step: step.Name,
-			Results: agentspec.Results{Attempt: s.Attempts, Results: results}})
+		stored := agentspec.Results{Attempt: s.Attempts, Results: results}
+		b, _ := json.Marshal(stored) // plain data
+		p.plan.ToolResults = append(p.plan.ToolResults, ToolResultsRequest{Step: step.Name, Results: stored, JSON: b,
+			UID: tc.ResultsUID})
+		// The next attempt reads them, and the controller trusts them, by this digest.
+		s.ToolResultsSHA256 = wire.Digest(b)
 	}
 	p.startAttempt(step, s, s.Attempts+1)
 }

@@ -17,6 +17,8 @@ limitations under the License.
 package planner
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // toolWorld is an agent step whose attempts hand tool calls over, and what the controller
@@ -137,6 +140,14 @@ func TestASceneToolCallRunsAChildRunAndItsOutputIsStoredForTheNextAttempt(t *tes
 	}
 	if len(p.Pods) != 1 || p.Pods[0].Attempt != 2 {
 		t.Fatalf("pods = %+v, want attempt 2", p.Pods)
+	}
+	var stored agentspec.Results
+	if err := json.Unmarshal(p.ToolResults[0].JSON, &stored); err != nil || !reflect.DeepEqual(stored, p.ToolResults[0].Results) {
+		t.Fatalf("the results as stored %s do not read back as the results (%v)", p.ToolResults[0].JSON, err)
+	}
+	if got := w.step().ToolResultsSHA256; got != wire.Digest(p.ToolResults[0].JSON) || p.ToolResults[0].UID != "" {
+		t.Fatalf("the status records digest %q for results %s, UID %q; want their digest and a new ConfigMap", got,
+			p.ToolResults[0].JSON, p.ToolResults[0].UID)
 	}
 	// The handed-over attempt used no retry: attempt 2 failing retries, attempt 3 fails.
 	w.calls.Stored = 1
