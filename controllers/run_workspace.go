@@ -102,8 +102,19 @@ func (r *RunReconciler) gatherWorkspace(ctx context.Context, run *ergonv1alpha1.
 			"Ergon leaves it alone: delete it, or delete the Workspace and create it again", lease.Name, ws.Name)
 		return nil
 	}
-	if h := leaseState(lease).Holder; h != nil {
+	state := leaseState(lease)
+	if h := state.Holder; h != nil {
 		w.Holder, w.HolderRun, w.HolderIsThisRun = h.Pod, h.Run, h.RunUID == string(run.UID)
+	}
+	w.Lease = planner.LeaseFacts{Exists: true, State: state, Object: lease, Live: map[string]bool{}}
+	claims := state.Queue
+	if state.Holder != nil {
+		claims = append([]wslease.Claim{*state.Holder}, claims...)
+	}
+	for _, c := range claims {
+		if f.Now.Sub(c.Since) >= wslease.Grace {
+			w.Lease.Live[c.Pod] = r.claimLive(ctx, run.Namespace, c)
+		}
 	}
 	return nil
 }
@@ -135,54 +146,29 @@ func setLeaseState(lease *coordinationv1.Lease, s wslease.State) {
 	}
 }
 
-// actOnLease takes the Workspace's lease for the attempts that ask for it, or puts them in
-// line, and gives back the one this Run no longer needs. A write that loses a race with
-// another Run's is dropped: the waiting step asks again when the lease changes.
+// actOnLease writes the Workspace's lease in the state the plan decided (LeaseWrite): over
+// the Lease gathered, guarded by its resourceVersion, or into a new one. A write that loses a
+// race with another Run's is dropped: the waiting step asks again when the lease changes.
 func (a *runActor) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
 	w := f.Workspace
-	if w == nil || w.Object == nil || w.LeaseConflict != "" || (len(plan.TakeLeases) == 0 && plan.ReleaseLease == "") {
+	if plan.LeaseWrite == nil || w == nil || w.Object == nil {
 		return nil
 	}
-	key := client.ObjectKey{Namespace: run.Namespace, Name: workspace.ObjectName(w.Object)}
-	lease := &coordinationv1.Lease{}
-	err := a.reads.cache.Get(ctx, key, lease)
-	create := apierrors.IsNotFound(err)
-	switch {
-	case create && len(plan.TakeLeases) == 0:
-		return nil
-	case create:
-		lease = workspaceLease(key, w.Object)
-	case err != nil:
-		return err
-	case !workspace.Controls(w.Object, lease):
-		return nil // made meanwhile by someone else: the next pass says so
+	var lease *coordinationv1.Lease
+	if w.Lease.Object != nil {
+		lease = w.Lease.Object.DeepCopy()
+	} else {
+		lease = workspaceLease(client.ObjectKey{Namespace: run.Namespace, Name: workspace.ObjectName(w.Object)}, w.Object)
 	}
-	state := leaseState(lease)
-	changed := false
-	if plan.ReleaseLease != "" {
-		var released bool
-		state, released = wslease.Release(state, plan.ReleaseLease)
-		changed = changed || released
-	}
-	now := a.Clock.Now()
-	for _, req := range plan.TakeLeases {
-		before := fmt.Sprint(state)
-		var took bool
-		state, took, _ = wslease.Take(state, wslease.Claim{Pod: req.Pod, Run: run.Name, RunUID: string(run.UID)}, now,
-			func(c wslease.Claim) bool { return a.claimLive(ctx, run.Namespace, c) })
-		changed = changed || fmt.Sprint(state) != before
-		if took {
-			log.FromContext(ctx).V(1).Info("Took the Workspace's lease", "step", req.Step, "workspace", w.Name)
-		}
-	}
-	if !changed {
-		return nil
-	}
-	setLeaseState(lease, state)
-	if create {
+	setLeaseState(lease, plan.LeaseWrite.State)
+	var err error
+	if w.Lease.Object == nil {
 		err = a.Create(ctx, lease)
 	} else {
 		err = a.Update(ctx, lease)
+	}
+	if err == nil {
+		log.FromContext(ctx).V(1).Info("Wrote the Workspace's lease", "workspace", w.Name, "holder", lease.Spec.HolderIdentity)
 	}
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		log.FromContext(ctx).V(1).Info("The Workspace's lease changed meanwhile; asking again later", "workspace", w.Name)
@@ -192,9 +178,9 @@ func (a *runActor) actOnLease(ctx context.Context, run *ergonv1alpha1.Run, f *pl
 }
 
 // claimLive reports whether the Run of a claim still holds or waits for it.
-func (a *runActor) claimLive(ctx context.Context, namespace string, c wslease.Claim) bool {
+func (r *RunReconciler) claimLive(ctx context.Context, namespace string, c wslease.Claim) bool {
 	other := &ergonv1alpha1.Run{}
-	if err := a.reads.cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Run}, other); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: c.Run}, other); err != nil {
 		return !apierrors.IsNotFound(err) // unknown: keep it
 	}
 	return string(other.UID) == c.RunUID && wslease.Holds(other, c.Pod)

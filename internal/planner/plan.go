@@ -61,6 +61,8 @@ type Plan struct {
 	// ReleaseLease gives back the lease an attempt of this Run no longer needs.
 	TakeLeases   []LeaseRequest
 	ReleaseLease string
+	// LeaseWrite is the lease's next state, when TakeLeases and ReleaseLease change it.
+	LeaseWrite *LeaseWrite
 	// ToolResults are the results of agent steps' tool calls to store for their next
 	// attempts, before their pods are created (toolcalls.go).
 	ToolResults []ToolResultsRequest
@@ -224,6 +226,7 @@ func Decide(f *Facts) *Plan {
 	if !p.requeue.IsZero() && !status.Phase.Finished() {
 		p.plan.RequeueAfter = max(p.requeue.Sub(f.Now), time.Millisecond)
 	}
+	p.decideLease()
 	p.decideRetries()
 	return p.plan
 }

@@ -21,11 +21,13 @@ import (
 	"slices"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/wslease"
 )
 
 // WorkspaceFacts is what is known of the Workspace a Run's Scene is bound to.
@@ -42,6 +44,27 @@ type WorkspaceFacts struct {
 	// LeaseConflict says why the Lease under the Workspace's name cannot be used (someone
 	// else made it); "" when it can.
 	LeaseConflict string
+	// Lease is the Workspace's write lease as gathered: whether it exists, its state, and
+	// whether the Run of each claim older than wslease.Grace still holds or waits for it (by
+	// the claim's pod; a Run that could not be read counts as live).
+	Lease LeaseFacts
+}
+
+// LeaseFacts are a Workspace's write lease as gathered. Object is the Lease itself, which
+// the controller writes the next state over (guarded by its resourceVersion); nil when none
+// exists.
+type LeaseFacts struct {
+	Exists bool
+	State  wslease.State
+	Live   map[string]bool
+	Object *coordinationv1.Lease
+}
+
+// LeaseWrite is the state the Workspace's write lease takes now, for the controller to write
+// over the lease it gathered (or into a new one, when none exists): a write that loses a race
+// with another Run's is dropped, and the step that waits asks again when the lease changes.
+type LeaseWrite struct {
+	State wslease.State
 }
 
 // LeaseRequest asks the controller to take a Workspace's write lease for an attempt, or to
@@ -225,4 +248,35 @@ func (p *planner) releaseWorkspace() {
 		return
 	}
 	p.plan.ReleaseLease = w.Holder
+}
+
+// decideLease works out the lease's next state from what the plan takes and gives back:
+// the attempt this Run no longer needs leaves it; each attempt that asks takes it when it is
+// free and nobody live is before it in line, else joins the line once. Nothing is written
+// when nothing changes.
+func (p *planner) decideLease() {
+	w := p.f.Workspace
+	if w == nil || w.Object == nil || w.LeaseConflict != "" || (len(p.plan.TakeLeases) == 0 && p.plan.ReleaseLease == "") ||
+		(!w.Lease.Exists && len(p.plan.TakeLeases) == 0) {
+		return
+	}
+	state := w.Lease.State
+	changed := false
+	if p.plan.ReleaseLease != "" {
+		var released bool
+		state, released = wslease.Release(state, p.plan.ReleaseLease)
+		changed = changed || released
+	}
+	live := func(c wslease.Claim) bool {
+		alive, known := w.Lease.Live[c.Pod]
+		return alive || !known
+	}
+	for _, req := range p.plan.TakeLeases {
+		before := fmt.Sprint(state)
+		state, _, _ = wslease.Take(state, wslease.Claim{Pod: req.Pod, Run: p.f.Run.Name, RunUID: string(p.f.Run.UID)}, p.f.Now, live)
+		changed = changed || fmt.Sprint(state) != before
+	}
+	if changed {
+		p.plan.LeaseWrite = &LeaseWrite{State: state}
+	}
 }

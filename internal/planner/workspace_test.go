@@ -27,6 +27,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/wslease"
 )
 
 func agentStep(name string, tools ...string) ergonv1alpha1.Step {
@@ -334,4 +335,57 @@ func builtins(names ...string) []ergonv1alpha1.AgentTool {
 		tools = append(tools, ergonv1alpha1.AgentTool{Name: n})
 	}
 	return tools
+}
+
+func TestTheLeaseIsTakenQueuedOrKeptAsItsClaimsSay(t *testing.T) {
+	writer := ergonv1alpha1.Step{Name: "w", Container: &ergonv1alpha1.ContainerStep{Image: "x", Command: []string{"make"}}}
+	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	other := wslease.Claim{Pod: "other-pod", Run: "other", RunUID: "other-uid", Since: old}
+	cases := []struct {
+		name   string
+		lease  LeaseFacts
+		holder string // of the lease the plan writes; "" for no write
+		queue  int
+	}{
+		{"a free lease that does not exist yet is taken", LeaseFacts{}, "mine", 0},
+		{"a lease held by a live claim queues the step", LeaseFacts{Exists: true,
+			State: wslease.State{Holder: &other}, Live: map[string]bool{"other-pod": true}}, "other-pod", 1},
+		{"a claim whose Run no longer holds it is dropped, and the lease taken", LeaseFacts{Exists: true,
+			State: wslease.State{Holder: &other}, Live: map[string]bool{"other-pod": false}}, "mine", 0},
+		{"a claim gather could not tell about counts as live", LeaseFacts{Exists: true,
+			State: wslease.State{Holder: &other}}, "other-pod", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, boundScene(writer), succeed)
+			w.run.UID = "my-uid"
+			p := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), Lease: c.lease})
+			if len(p.TakeLeases) != 1 || p.LeaseWrite == nil {
+				t.Fatalf("take %v, write %+v: want the step to ask and the lease written", p.TakeLeases, p.LeaseWrite)
+			}
+			s := p.LeaseWrite.State
+			holder := s.Holder.Pod
+			if holder == p.TakeLeases[0].Pod {
+				holder = "mine"
+				if s.Holder.RunUID != "my-uid" || !s.Holder.Since.Equal(w.now) {
+					t.Errorf("the claim %+v is not this Run's, made now", s.Holder)
+				}
+			}
+			if holder != c.holder || len(s.Queue) != c.queue {
+				t.Errorf("holder %s, %d in line; want %s, %d", holder, len(s.Queue), c.holder, c.queue)
+			}
+		})
+	}
+	t.Run("nothing is written when nothing changes", func(t *testing.T) {
+		w := newWorld(t, boundScene(writer), succeed)
+		w.run.UID = "my-uid"
+		first := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), Lease: LeaseFacts{Exists: true,
+			State: wslease.State{Holder: &other}, Live: map[string]bool{"other-pod": true}}})
+		queued := first.LeaseWrite.State
+		again := w.planBound(&WorkspaceFacts{Name: "ws", Object: usable(), Holder: "other-pod", HolderRun: "other",
+			Lease: LeaseFacts{Exists: true, State: queued, Live: map[string]bool{"other-pod": true}}})
+		if again.LeaseWrite != nil {
+			t.Errorf("wrote %+v though the step was in line already", again.LeaseWrite)
+		}
+	})
 }
