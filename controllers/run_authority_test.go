@@ -26,7 +26,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,22 +121,7 @@ var _ = Describe("One authority at the effect", func() {
 	It("asks again when a pod that waited for room in a quota is created, and fails its attempt once the person lost the right",
 		func(ctx SpecContext) {
 			ns := newNamespace(ctx, echoLastArg)
-			// No quota controller runs here: the quota's status, which admission counts
-			// against, is written by hand. It is full.
-			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
-				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-			Expect(k8sClient.Create(ctx, quota)).To(Succeed())
-			setUsed := func(used string) {
-				quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard,
-					Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
-				Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
-			}
-			setUsed("1")
-			Eventually(func() error {
-				probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
-				return k8sClient.Create(ctx, probe, client.DryRunAll)
-			}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("exceeded quota")))
+			setUsed := fullPodQuota(ctx, ns)
 
 			createScene(ctx, ns, "reads", secretStep("read", "team-token"))
 			secretRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "team-token", Namespace: ns},

@@ -52,6 +52,27 @@ func waitingStep(reason, message string) holding {
 }
 
 // runStep reads a Run and the status of one of its steps.
+// fullPodQuota makes a ResourceQuota of one pod in ns, full, and waits until the API server
+// refuses pods for it; setUsed("0") makes room. No quota controller runs here: the quota's
+// status, which the API server's quota admission counts against, is written by hand.
+func fullPodQuota(ctx context.Context, ns string) (setUsed func(used string)) {
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+	Expect(k8sClient.Create(ctx, quota)).To(Succeed())
+	setUsed = func(used string) {
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard,
+			Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
+		Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
+	}
+	setUsed("1")
+	Eventually(func() error {
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
+		return k8sClient.Create(ctx, probe, client.DryRunAll)
+	}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("exceeded quota")))
+	return setUsed
+}
+
 func runStep(ctx context.Context, ns, run, step string) (*ergonv1alpha1.Run, ergonv1alpha1.StepStatus) {
 	r := getRun(ctx, ns, run)
 	for _, s := range r.Status.Steps {
@@ -297,23 +318,7 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 
 	It("keeps a step whose pod a full ResourceQuota refuses Pending, and starts it once there is room", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
-		// No quota controller runs here: the quota's status, which the API server's quota
-		// admission counts against, is written by hand. It is full.
-		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
-			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
-		Expect(k8sClient.Create(ctx, quota)).To(Succeed())
-		setUsed := func(used string) {
-			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard,
-				Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}
-			Expect(k8sClient.Status().Update(ctx, quota)).To(Succeed())
-		}
-		setUsed("1")
-		By("waiting until the quota refuses pods")
-		Eventually(func() error {
-			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}
-			return k8sClient.Create(ctx, probe, client.DryRunAll)
-		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("exceeded quota")))
+		setUsed := fullPodQuota(ctx, ns)
 
 		createScene(ctx, ns, "quota", container("work", "done"))
 		createRun(ctx, ns, "quota-1", "quota", nil)
