@@ -144,11 +144,6 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 		errs = append(errs, runAs...)
 	}
 	var warnings admission.Warnings
-	var uses []closure.Ref
-	if t.Spec.Webhook != nil {
-		uses = append(uses, closure.Ref{Kind: closure.KindSecret, Name: t.Spec.Webhook.SecretRef.Name,
-			Path: field.NewPath("spec", "webhook", "secretRef")})
-	}
 	sceneRef := field.NewPath("spec", "sceneRef", "name")
 	scene := &ergonv1alpha1.Scene{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Spec.SceneRef.Name}, scene)
@@ -172,25 +167,23 @@ func (v *TriggerValidator) validate(ctx context.Context, t *ergonv1alpha1.Trigge
 		return nil, apierrors.NewInternalError(err)
 	default:
 		errs = append(errs, validate.TriggerParamsFitScene(&t.Spec, &scene.Spec)...)
-		if specChanged {
-			sceneErrs, err := sceneSecretsAt(ctx, v.Reader, v.secrets, scene, sceneRef)
-			if err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-			errs = append(errs, sceneErrs...)
-			wsErrs, err := sceneWorkspacesAt(ctx, v.Reader, v.workspaces, scene, sceneRef)
-			if err != nil {
-				return nil, apierrors.NewInternalError(err)
-			}
-			errs = append(errs, wsErrs...)
-		}
 	}
 	if specChanged {
-		own, err := v.secrets.check(ctx, t.Namespace, uses)
+		// What the Trigger makes Ergon use, in one walk: its webhook's Secret, and what the
+		// Scene it runs uses, with the Scenes that one calls (closure.WalkTrigger).
+		c, err := closure.WalkTrigger(&t.Spec, closure.Reader(ctx, v.Reader, t.Namespace))
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		errs = append(errs, own...)
+		reads, err := v.secrets.check(ctx, t.Namespace, ObjectReads(c))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		wsErrs, _, err := v.workspaces.check(ctx, t.Namespace, WorkspaceUses(c), true)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(append(errs, reads...), wsErrs...)
 	}
 	cycle, err := v.chainCycle(ctx, t)
 	if err != nil {
