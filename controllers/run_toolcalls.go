@@ -52,8 +52,8 @@ const (
 
 // channelTools splits an agent step's tools for the runtime: the tools the pod runs that need
 // approval (built-in tools, and every tool an MCP server needing approval offers), and
-// the Scene tools the controller carries out (their parameters are filled in by
-// fillSceneSchemas when the pod is made).
+// the Scene tools the controller carries out (agentPod gives each its Scene's params schema,
+// read before act: podParts).
 func channelTools(a *ergonv1alpha1.AgentStep) (approve []string, calls []agentspec.CallTool) {
 	for _, t := range a.Tools {
 		switch {
