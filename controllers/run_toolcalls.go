@@ -173,10 +173,11 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 
 // readInternal reads a ConfigMap of the Run's internal state that may not exist: "" when it
 // does not, or when it holds no content with the digest want records (none recorded yet, or
-// a status write lost); and the UID of the Run's own ConfigMap under that name, "" for none. One that is not the Run's is a conflict the planner fails the step
-// for (looked for around the cache too when live: the step waits for it). One of the Run's
-// that holds other content than recorded is told in an Event and read as absent, so the
-// content is kept again or the step starts afresh.
+// a status write lost); and the UID of the Run's own ConfigMap under that name, "" for none.
+// One that is not the Run's is a conflict the planner fails the step for (looked for around
+// the cache too when live: the step waits for it). One of the Run's that holds other content
+// than recorded is told in an Event and read as absent, so the content is kept again or the
+// step starts afresh.
 func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, name string,
 	want internalWant, live bool, f *planner.Facts) (string, types.UID, error) {
 	cm := &corev1.ConfigMap{}
