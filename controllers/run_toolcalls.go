@@ -148,11 +148,13 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 		}
 		want := runWants(run, "the tool results of step "+s.Name, toolResultsKey)
 		want.sha256 = s.ToolResultsSHA256
-		results, uid, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
+		results, cm, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
 		if err != nil {
 			return err
 		}
-		tc.ResultsUID = string(uid)
+		if cm != nil {
+			tc.ResultsUID, tc.ResultsVersion = string(cm.UID), cm.ResourceVersion
+		}
 		var stored agentspec.Results
 		if s.ToolResultsSHA256 != "" && json.Unmarshal([]byte(results), &stored) == nil {
 			tc.Stored = stored.Attempt
@@ -173,13 +175,13 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 
 // readInternal reads a ConfigMap of the Run's internal state that may not exist: "" when it
 // does not, or when it holds no content with the digest want records (none recorded yet, or
-// a status write lost); and the UID of the Run's own ConfigMap under that name, "" for none.
+// a status write lost); and the Run's own ConfigMap under that name, nil for none.
 // One that is not the Run's is a conflict the planner fails the step for (looked for around
 // the cache too when live: the step waits for it). One of the Run's that holds other content
 // than recorded is told in an Event and read as absent, so the content is kept again or the
 // step starts afresh.
 func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, name string,
-	want internalWant, live bool, f *planner.Facts) (string, types.UID, error) {
+	want internalWant, live bool, f *planner.Facts) (string, *corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) && live {
@@ -187,24 +189,24 @@ func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, 
 		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	}
 	if apierrors.IsNotFound(err) {
-		return "", "", nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return "", "", err
+		return "", nil, err
 	}
 	if _, err := verifyInternal(cm, runWants(run, want.what, want.key)); err != nil {
 		f.Conflicts[name] = err.Error()
-		return "", "", nil
+		return "", nil, nil
 	}
 	if want.sha256 == "" {
-		return "", cm.UID, nil
+		return "", cm, nil
 	}
 	value, err := verifyInternal(cm, want)
 	if err != nil {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, reasonUntrustedState, "ReadInternal", "%s", err.Error())
-		return "", cm.UID, nil
+		return "", cm, nil
 	}
-	return value, cm.UID, nil
+	return value, cm, nil
 }
 
 // checkSceneCall checks the arguments of a Scene call whose child Run does not exist yet
@@ -241,25 +243,23 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 }
 
 // storeToolResults keeps the results of the plan's steps' tool calls for their next
-// attempts, in each step's results ConfigMap, the Run's internal state: a new one, or the one
-// gather found the Run's, by its UID (so a ConfigMap that replaced it under the name is
-// never written).
+// attempts, in each step's results ConfigMap, the Run's internal state: a new one, or over the
+// one gather found the Run's, guarded by its UID and resourceVersion (so a ConfigMap that
+// replaced it under the name, or changed since, is never written).
 func (a *runActor) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.ToolResults {
-		name := naming.ToolResultsConfigMapName(run.Name, req.Step)
+		cm := markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: naming.ToolResultsConfigMapName(run.Name, req.Step), Namespace: run.Namespace,
+			UID: types.UID(req.UID), ResourceVersion: req.ResourceVersion,
+			Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+			Data: map[string]string{toolResultsKey: string(req.JSON)}})
+		var err error
 		if req.UID == "" {
-			err := a.Create(ctx, markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-				Data: map[string]string{toolResultsKey: string(req.JSON)}}))
-			if err != nil {
-				return fmt.Errorf("storing the tool results of step %s: %w", req.Step, err)
-			}
-			continue
+			err = a.Create(ctx, cm)
+		} else {
+			err = a.Update(ctx, cm)
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": req.UID},
-			"data": map[string]string{toolResultsKey: string(req.JSON)}}) // plain data
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace}}
-		if err := a.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err != nil {
 			return fmt.Errorf("storing the tool results of step %s: %w", req.Step, err)
 		}
 	}

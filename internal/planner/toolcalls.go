@@ -60,9 +60,9 @@ type ToolCallFacts struct {
 	Pending *agentspec.Pending
 	// Stored is the attempt whose results the step's results ConfigMap holds; 0 for none.
 	Stored int32
-	// ResultsUID is the UID of the step's results ConfigMap, the Run's own; "" when none
-	// exists yet.
-	ResultsUID string
+	// ResultsUID and ResultsVersion are the UID and resourceVersion of the step's results
+	// ConfigMap, the Run's own; "" when none exists yet.
+	ResultsUID, ResultsVersion string
 	// Invalid says why the arguments of a Scene tool's call do not fit the Scene's params,
 	// by call id.
 	Invalid map[string]string
@@ -70,14 +70,14 @@ type ToolCallFacts struct {
 
 // ToolResultsRequest asks the controller to store the results of a step's tool calls for its
 // next attempt, before that attempt's pod is created: in a new ConfigMap when UID is empty,
-// else in the one of that UID. The step's status records their digest already, which the
-// next attempt's pod pins.
+// else over the one of that UID, as it was at ResourceVersion. The step's status records
+// their digest already, which the next attempt's pod pins.
 type ToolResultsRequest struct {
 	Step    string
 	Results agentspec.Results
-	// JSON is Results as stored; UID is ToolCallFacts.ResultsUID.
-	JSON []byte
-	UID  string
+	// JSON is Results as stored; UID and ResourceVersion are ToolCallFacts'.
+	JSON                 []byte
+	UID, ResourceVersion string
 }
 
 // toolCallsHandedOver records an attempt that ended handing tool calls over: no failure, the
@@ -155,7 +155,7 @@ func (p *planner) decideToolCalls(step *compile.Step, s *ergonv1alpha1.StepStatu
 		stored := agentspec.Results{Attempt: s.Attempts, Results: results}
 		b, _ := json.Marshal(stored) // plain data
 		p.plan.ToolResults = append(p.plan.ToolResults, ToolResultsRequest{Step: step.Name, Results: stored, JSON: b,
-			UID: tc.ResultsUID})
+			UID: tc.ResultsUID, ResourceVersion: tc.ResultsVersion})
 		// The next attempt reads them, and the controller trusts them, by this digest.
 		s.ToolResultsSHA256 = wire.Digest(b)
 	}
