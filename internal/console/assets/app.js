@@ -153,26 +153,35 @@
     if (gc) gc.textContent = pending ? " (" + pending + ")" : "";
   }
 
+  // Renders may overlap (a view still loading when the address changes again); only the
+  // latest one may draw, or a slow earlier one would replace the page asked for last.
+  let renders = 0;
   async function render() {
+    const seq = ++renders;
     const r = route();
     if (r.ns !== state.ns) await switchNamespace(r.ns);
+    if (seq !== renders) return;
     renderNav(r.view === "compare" ? "runs" : r.view);
     const main = $("main");
     state.view = null;
     main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
     try {
-      if (r.view === "runs" && r.name) state.view = await runView(r.name, r.extra);
-      else if (r.view === "compare") state.view = await compareView(r.name, r.extra);
-      else if (r.view === "runs") state.view = await runsView(r.query);
-      else if (r.view === "scenes" && r.name) state.view = await sceneView(r.name);
-      else if (r.view === "scenes") state.view = await scenesView();
-      else if (r.view === "gates") state.view = await gatesView();
-      else if (r.view === "inbox") state.view = await inboxView();
-      else if (r.view === "triggers") state.view = await triggersView();
-      else if (r.view === "workspaces") state.view = await workspacesView();
-      main.replaceChildren(state.view.el);
+      let view = null;
+      if (r.view === "runs" && r.name) view = await runView(r.name, r.extra);
+      else if (r.view === "compare") view = await compareView(r.name, r.extra);
+      else if (r.view === "runs") view = await runsView(r.query);
+      else if (r.view === "scenes" && r.name) view = await sceneView(r.name);
+      else if (r.view === "scenes") view = await scenesView();
+      else if (r.view === "gates") view = await gatesView();
+      else if (r.view === "inbox") view = await inboxView();
+      else if (r.view === "triggers") view = await triggersView();
+      else if (r.view === "workspaces") view = await workspacesView();
+      if (seq !== renders) return;
+      state.view = view;
+      main.replaceChildren(view.el);
       document.title = (r.view === "compare" ? "Compare" : r.name || views[r.view]) + " · " + state.ns + " · Ergon";
     } catch (e) {
+      if (seq !== renders) return;
       if (e.status === 401) return showLogin();
       main.replaceChildren(h("p", { class: "error", role: "alert" }, e.message));
     }
