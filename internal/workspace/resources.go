@@ -107,12 +107,6 @@ func PodSecurityContext() *corev1.PodSecurityContext {
 	return sc
 }
 
-// ContainerSecurityContext is the container security context of the same pods, every Ergon
-// pod's (podsecurity.Container).
-func ContainerSecurityContext() *corev1.SecurityContext {
-	return podsecurity.Container()
-}
-
 // Volumes are the Workspace's volume (its claim, of the given name) and a size-limited /tmp.
 func Volumes(claim string) []corev1.Volume {
 	return []corev1.Volume{
@@ -145,7 +139,7 @@ func Harden(spec *corev1.PodSpec, ws *ergonv1alpha1.Workspace) {
 	spec.SecurityContext = PodSecurityContext()
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
-			cs[i].SecurityContext = ContainerSecurityContext()
+			cs[i].SecurityContext = podsecurity.Container()
 			for j := range cs[i].Ports {
 				cs[i].Ports[j].HostPort, cs[i].Ports[j].HostIP = 0, ""
 			}
