@@ -138,8 +138,8 @@ func digest(value string) string {
 
 // pinAgentState pins, in an agent pod's environment, the digests of the internal state the
 // kubelet mounts into it by name: the step's checkpoint and tool results as its status
-// records them, and the memory as memoryPin read it. The pod spec cannot change once created,
-// so neither can the pins.
+// records them, and the memory as the plan pins it (planner.DecideMemory). The pod spec
+// cannot change once created, so neither can the pins.
 func pinAgentState(pod *corev1.Pod, s *ergonv1alpha1.StepStatus, memory string) {
 	c := &pod.Spec.Containers[0]
 	var checkpoint, results string

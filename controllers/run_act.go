@@ -54,17 +54,13 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	if err := a.storeOutputs(ctx, run, plan, taken); err != nil {
 		return err
 	}
-	if err := a.applyMemory(ctx, run, scene, plan); err != nil {
+	if err := a.writeMemory(ctx, run, scene, plan); err != nil {
 		return err
 	}
 	if err := a.storeToolResults(ctx, run, plan); err != nil {
 		return err
 	}
 	if err := a.actOnLease(ctx, run, f, plan); err != nil {
-		return err
-	}
-	memoryPin, err := a.memoryPin(ctx, run, scene, plan)
-	if err != nil {
 		return err
 	}
 	kept := map[string]*ergonv1alpha1.StepStatus{}
@@ -76,7 +72,7 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
-			return a.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], memoryPin, taken)
+			return a.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], plan.MemoryPin, taken)
 		})
 	}
 	if err := pods.Wait(); err != nil {

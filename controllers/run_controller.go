@@ -286,12 +286,21 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if wait := r.observeAgents(ctx, run, scene, facts, plan); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
 		plan.RequeueAfter = wait
 	}
-	// What the plan's pods are built from, read before act so that act only writes.
+	// What the plan's pods are built from and the memory they read, read before act so that
+	// act only writes.
 	parts, err := r.podParts(ctx, run, facts, plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.gatherMemory(ctx, run, facts, plan); err != nil {
+		return ctrl.Result{}, err
+	}
+	planner.DecideMemory(facts, plan)
 	if err := r.actor().act(ctx, run, scene, facts, plan, parts); err != nil {
+		if _, ok := errors.AsType[*contendedError](err); ok {
+			log.FromContext(ctx).V(1).Info("Planning again", "reason", err.Error())
+			return ctrl.Result{RequeueAfter: contendedRetry}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {
@@ -310,6 +319,10 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
+
+// contendedRetry is how soon a pass that lost a write to another writer of a shared object
+// (contendedError) plans again.
+const contendedRetry = 100 * time.Millisecond
 
 // plan gathers the facts of a Run through reader and decides what to do with them.
 func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run,

@@ -79,6 +79,10 @@ func (r *RunReconciler) emit(run *ergonv1alpha1.Run, action string, events []pla
 		if e.Warning {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(run, nil, eventType, e.Reason, action, "%s", e.Message)
+		act := action
+		if e.Action != "" {
+			act = e.Action
+		}
+		r.Recorder.Eventf(run, nil, eventType, e.Reason, act, "%s", e.Message)
 	}
 }

@@ -18,21 +18,16 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
-	"github.com/ergon-dev/ergon/internal/memory"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -95,144 +90,81 @@ func checkStore(cm *corev1.ConfigMap, name string) error {
 	return nil
 }
 
-// memoryPin is the digest of the memory the agent pods of this pass may read, for
-// $ERGON_MEMORY_SHA256: the store's content as it is now, when the store is the memory's; ""
-// (read nothing) when there is no store, and when a ConfigMap that is not the store has its
-// name, which is told in an Event. The kubelet mounts the store by name; the pin keeps the
-// runtime from reading anything else under it.
-func (a *runActor) memoryPin(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) (string, error) {
-	m := scene.Spec.Memory
-	if m == nil || !slices.ContainsFunc(plan.Pods, func(p planner.PodRequest) bool { return p.Step.Spec.Agent != nil }) {
-		return "", nil
+// gatherMemory reads the Scene's memory store and the Scene that owns it into f.Memory, when
+// the plan needs them (planner.Plan.NeedsMemory): after Decide, before act. The store is read
+// from the API server, not the cache: other Runs of the Scene write it, and an update over a
+// stale resourceVersion would only conflict.
+func (r *RunReconciler) gatherMemory(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) error {
+	if !plan.NeedsMemory(f) {
+		return nil
 	}
+	m := f.Scene.Spec.Memory
+	mf := &planner.MemoryFacts{}
 	name, ok := memoryStore(run, m)
 	if !ok {
-		return "", nil
-	}
-	cm := &corev1.ConfigMap{}
-	err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if err := checkStore(cm, string(m.Name)); err != nil {
-		a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
-			"The agent steps of this Run do not read memory %s: %s", m.Name, err.Error())
-		return "", nil
-	}
-	return digest(cm.Data[memoryKey]), nil
-}
-
-// transcriptMemory reads the memory writes an agent transcript proposes.
-func transcriptMemory(transcript string) []memory.Write {
-	var t struct {
-		Memory []memory.Write `json:"memory"`
-	}
-	if json.Unmarshal([]byte(transcript), &t) != nil {
+		f.Memory = mf
 		return nil
 	}
-	return t.Memory
-}
-
-// applyMemory applies the memory writes of the agent steps this plan records as succeeded
-// to the Scene's memory, before the status that records them is written. A step's writes
-// carry its source (the Run's UID and the step, hashed), so that a pass whose status write
-// was lost applies nothing twice. The writes come from the transcript, which the runtime
-// redacted; the store redacts what looks like a secret once more.
-func (a *runActor) applyMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) error {
-	m := scene.Spec.Memory
-	if m == nil {
-		return nil
-	}
-	for _, req := range plan.Store {
-		step := scene.Steps[req.Step]
-		if step == nil || step.Spec.Agent == nil || req.Transcript == "" {
-			continue
-		}
-		writes := transcriptMemory(req.Transcript)
-		if len(writes) == 0 {
-			continue
-		}
-		name, ok := memoryStore(run, m)
-		if !ok {
-			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
-				"Step %s proposed %d memory writes, but the Run has no person behind it to keep User memory %s for", req.Step, len(writes), m.Name)
-			continue
-		}
-		err := a.writeMemory(ctx, run, scene, name, req.Step, writes)
-		if conflict, ok := errors.AsType[*conflictError](err); ok {
-			// Someone else's ConfigMap under the store's name does not stop the Run.
-			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
-				"Step %s proposed %d memory writes, which were not kept: %s", req.Step, len(writes), conflict.Error())
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("applying the memory writes of step %s: %w", req.Step, err)
-		}
-	}
-	return nil
-}
-
-// writeMemory applies one step's writes to the store ConfigMap name, creating it, owned by
-// the Run's Scene, when it does not exist yet.
-func (a *runActor) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, name, step string,
-	writes []memory.Write) error {
-	m := scene.Spec.Memory
+	mf.Store = name
 	owner := &ergonv1alpha1.Scene{}
-	if err := a.reads.cache.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, owner); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Nothing would own the store: it would outlive everything that reads it.
-			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "MemoryNotKept", "ApplyMemory",
-				"Step %s proposed memory writes, but Scene %s is gone", step, run.Spec.SceneRef.Name)
-			return nil
-		}
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SceneRef.Name}, owner)
+	switch {
+	case err == nil:
+		mf.Scene = &metav1.OwnerReference{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Scene", Name: owner.Name, UID: owner.UID}
+	case !apierrors.IsNotFound(err):
 		return err
 	}
-	ref := metav1.OwnerReference{APIVersion: ergonv1alpha1.GroupVersion.String(), Kind: "Scene", Name: owner.Name, UID: owner.UID}
-	source := naming.Hash(string(run.UID), step)
-	var res memory.Result
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm := &corev1.ConfigMap{}
-		err := a.reads.live.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-		create := apierrors.IsNotFound(err)
-		switch {
-		case create:
-			cm = markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-				Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(m.Name)}}})
-		case err != nil:
-			return err
-		default:
-			if err := checkStore(cm, string(m.Name)); err != nil {
-				return err
-			}
+	cm := &corev1.ConfigMap{}
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	default:
+		mf.Exists = true
+		if err := checkStore(cm, string(m.Name)); err != nil {
+			mf.Conflict = err.Error()
+			break
 		}
-		store, err := memory.Read([]byte(cm.Data[memoryKey]))
-		if err != nil {
-			return fmt.Errorf("ConfigMap %s: %w", name, err)
-		}
-		var next memory.Store
-		next, res = memory.Apply(store, writes, source, a.Clock.Now(), m.EffectiveMaxBytes())
-		if !res.Applied {
-			return nil
-		}
-		cm.Data = map[string]string{memoryKey: string(next.Marshal())}
-		if !slices.ContainsFunc(cm.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner.UID }) {
-			cm.OwnerReferences = append(cm.OwnerReferences, ref)
-		}
-		if create {
-			return a.Create(ctx, cm)
-		}
-		return a.Update(ctx, cm)
-	})
-	if err != nil {
-		return err // AlreadyExists too: another Run created the store first, the next pass updates it
+		mf.Content, mf.ResourceVersion, mf.Owners = cm.Data[memoryKey], cm.ResourceVersion, cm.OwnerReferences
 	}
-	if res.Applied {
-		a.Recorder.Eventf(run, nil, corev1.EventTypeNormal, "MemoryUpdated", "ApplyMemory",
-			"Step %s kept %d entries in memory %s (%d replaced, %d evicted, %d redacted)",
-			step, res.Added, m.Name, res.Replaced, res.Evicted, res.Redacted)
-	}
+	f.Memory = mf
 	return nil
 }
+
+// writeMemory keeps the memory writes the plan decided (planner.DecideMemory), before the
+// status that records their steps is written. Another Run that wrote the store since it was
+// gathered makes the write conflict (or, for a store both create, already exist): the pass
+// then stops short of its status and plans again on what that Run kept.
+func (a *runActor) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, plan *planner.Plan) error {
+	w := plan.MemoryWrite
+	if w == nil {
+		return nil
+	}
+	cm := markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.ConfigMap, Namespace: run.Namespace,
+		ResourceVersion: w.ResourceVersion, OwnerReferences: w.Owners,
+		Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(scene.Spec.Memory.Name)}}})
+	cm.Data = map[string]string{memoryKey: w.Content}
+	var err error
+	if w.Create {
+		err = a.Create(ctx, cm)
+	} else {
+		err = a.Update(ctx, cm)
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return &contendedError{what: "memory " + string(scene.Spec.Memory.Name), err: err}
+	}
+	return err
+}
+
+// contendedError is a write that lost to another writer of a shared object since gather read
+// it; the pass writes no status and runs again at once.
+type contendedError struct {
+	what string
+	err  error
+}
+
+func (e *contendedError) Error() string {
+	return fmt.Sprintf("%s changed since it was read: %v", e.what, e.err)
+}
+func (e *contendedError) Unwrap() error { return e.err }

@@ -170,3 +170,15 @@ func Render(entries []Entry) string {
 	}
 	return b.String()
 }
+
+// FromTranscript reads the memory writes an agent transcript proposes; none when it proposes
+// none or is not a transcript.
+func FromTranscript(transcript string) []Write {
+	var t struct {
+		Memory []Write `json:"memory"`
+	}
+	if json.Unmarshal([]byte(transcript), &t) != nil {
+		return nil
+	}
+	return t.Memory
+}

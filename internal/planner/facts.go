@@ -97,6 +97,9 @@ type Facts struct {
 	ToolCalls map[string]ToolCallFacts
 	// ToolPods are the one-shot pods of container tool calls, by name (toolpods.go).
 	ToolPods map[string]ToolPodState
+	// Memory is what is known of the Scene's memory store, gathered after Decide when the
+	// plan needs it (DecideMemory).
+	Memory *MemoryFacts
 }
 
 // PodState is what was observed of one step pod.

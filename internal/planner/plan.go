@@ -68,6 +68,10 @@ type Plan struct {
 	ToolResults []ToolResultsRequest
 	// ToolPods are the one-shot pods of container tool calls to create (toolpods.go).
 	ToolPods []ToolPodRequest
+	// MemoryWrite keeps the memory writes of the agent steps the plan records as succeeded;
+	// MemoryPin is the digest of the memory the plan's agent pods may read (DecideMemory).
+	MemoryWrite *MemoryWrite
+	MemoryPin   string
 	// WaitingForSlots are the steps and units that could have started in this pass but for
 	// the manager's step pod slots (Facts.PodBudget).
 	WaitingForSlots int
@@ -140,6 +144,8 @@ type Event struct {
 	Warning bool
 	Reason  string
 	Message string
+	// Action is what the manager was doing, when it is not reconciling the Run.
+	Action string
 	// step is the step a transition Event is about, for FoldEvents.
 	step string
 	// folded are the progress Events a folded Event tells, so that it can be folded again
