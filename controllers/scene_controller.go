@@ -72,8 +72,11 @@ func (r *SceneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	scene.Status = status
 	if err := r.Status().Patch(ctx, scene, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("Scene changed since it was read; deciding again when the cache has it")
-			return ctrl.Result{}, nil
+			// The Scene changed since it was read. Not only its spec: this controller's own
+			// status write may not have reached the cache yet, and a status change is not
+			// an event here (GenerationChangedPredicate), so it does not wait for one.
+			log.FromContext(ctx).V(1).Info("Scene changed since it was read; deciding again")
+			return ctrl.Result{RequeueAfter: contendedRetry}, nil
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
