@@ -19,10 +19,8 @@ package controllers
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -48,10 +46,14 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	parts podParts) error {
 	logger := log.FromContext(ctx)
 	key := client.ObjectKeyFromObject(run).String()
-	taken := &squatters{}
-	// Told once the pass has acted, whether it ends well or not: the objects were created.
-	defer tellSquatters(a.Recorder, run, &plan.Status.Conditions, run.Generation, taken)
-	if err := a.storeOutputs(ctx, run, plan, taken); err != nil {
+	held := &heldNames{}
+	if err := a.storeOutputs(ctx, run, plan, held); err != nil {
+		return err
+	}
+	if err := a.keepCheckpoints(ctx, run, plan); err != nil {
+		return err
+	}
+	if err := a.handAnswers(ctx, run, plan); err != nil {
 		return err
 	}
 	if err := a.writeMemory(ctx, run, scene, plan); err != nil {
@@ -72,7 +74,7 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	pods.SetLimit(podCreators)
 	for _, req := range plan.Pods {
 		pods.Go(func() error {
-			return a.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], plan.MemoryPin, taken)
+			return a.createStepPod(ctx, run, scene, req, parts, kept[req.Step.Name], plan.MemoryPin, held)
 		})
 	}
 	if err := pods.Wait(); err != nil {
@@ -84,9 +86,10 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
 		child := childRun(run, req, f.Depth)
+		markStandsFor(child, req.StandsFor)
 		err := a.authorizeChild(ctx, run, child)
 		if err == nil {
-			err = a.createChild(ctx, run, child, req.Step, kept[req.Step], taken)
+			err = a.createHeld(ctx, kindRun, child, held)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			reason := ergonv1alpha1.ReasonRunRefused
@@ -101,11 +104,13 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 		if err != nil {
 			return err
 		}
-		a.recordChild(run, child)
+		if child.UID != "" { // created now; a name found held is created on a later pass
+			a.recordChild(run, child)
+		}
 	}
 	for _, req := range plan.Gates {
 		logger.V(1).Info("Creating Gate", "step", req.Step.Name, "gate", req.Name)
-		if err := a.createGate(ctx, run, scene, req, kept[req.Step.Name], taken); err != nil {
+		if err := a.createGate(ctx, run, scene, req, held); err != nil {
 			return err
 		}
 	}
@@ -144,15 +149,16 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 			return err
 		}
 	}
-	return nil
+	return held.err()
 }
 
 // createStepPod creates the pod of one attempt (or unit) of a step, once it is authorized; an
 // agent pod pins the digests of the internal state it mounts (pinAgentState).
 func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene,
-	req planner.PodRequest, parts podParts, kept *ergonv1alpha1.StepStatus, memoryPin string, taken *squatters) error {
+	req planner.PodRequest, parts podParts, kept *ergonv1alpha1.StepStatus, memoryPin string, held *heldNames) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 	pod := stepPod(run, scene, req, parts)
+	markStandsFor(pod, req.StandsFor)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
 	if planner.AsksPeople(req.Step) {
@@ -164,7 +170,7 @@ func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, sc
 		// The Workspace's write lease names the attempt's pod by its predictable name.
 		err = a.create(ctx, pod)
 	} else if err == nil {
-		err = a.createStepPodOwned(ctx, run, pod, req, kept, taken)
+		err = a.createHeld(ctx, "pod", pod, held)
 	}
 	if refused(err) || isNotAuthorized(err) {
 		// Not authorized, or the pod is invalid, or a LimitRange or Pod Security forbids it:
@@ -177,56 +183,12 @@ func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, sc
 	return err
 }
 
-// createStepPodOwned creates a step pod under its name or, when someone else's object holds
-// it, under an alternate (run_squatters.go), which a single attempt's status records as its
-// podName; a unit's pod is found by its labels. When every name is held, it creates nothing:
-// the attempt fails on the next pass with NameConflict, naming the pod that holds its name.
-func (a *runActor) createStepPodOwned(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod,
-	req planner.PodRequest, kept *ergonv1alpha1.StepStatus, taken *squatters) error {
-	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "pod", pod, naming.MaxLabelLength)
-	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
-		return nil
-	}
-	if len(held) == 0 {
-		return err
-	}
-	if req.Unit == nil && kept != nil {
-		kept.PodName = pod.Name
-	}
-	taken.add(fmt.Sprintf("Step %s: %s holds the name of its pod for attempt %d; Ergon leaves it alone and uses pod %s",
-		req.Step.Name, strings.Join(held, "; "), req.Attempt, pod.Name))
-	return err
-}
-
-// createChild creates a scene step's child Run under its name or an alternate, which the
-// step's status records as its childRun (a unit's child is found by its labels and
-// AnnotationStandsFor). When every name is held, it creates nothing: the step fails on the
-// next pass with NameConflict, naming the Run that holds its name.
-func (a *runActor) createChild(ctx context.Context, run, child *ergonv1alpha1.Run, step string,
-	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
-	predictable := child.Name
-	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, kindRun, child, naming.MaxLabelLength)
-	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
-		return nil
-	}
-	if len(held) == 0 {
-		return err
-	}
-	if kept != nil && kept.ChildRun == predictable {
-		kept.ChildRun = child.Name
-	}
-	taken.add(fmt.Sprintf("Step %s: %s holds the name of its child Run; Ergon leaves it alone and uses Run %s",
-		step, strings.Join(held, "; "), child.Name))
-	return err
-}
-
-// createGate creates a gate step's Gate under its name or an alternate, which the step's status
-// records as its gate. A tool call's Gate keeps its name: it is shared with the call's pod or
-// child Run (naming.ToolCallName). When every name is held, it creates nothing: the step fails
-// on the next pass with NameConflict, naming the Gate that holds its name.
+// createGate creates a gate step's Gate. A tool call's Gate keeps its name: it is shared with
+// the call's pod or child Run (naming.ToolCallName).
 func (a *runActor) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, req planner.GateRequest,
-	kept *ergonv1alpha1.StepStatus, taken *squatters) error {
+	held *heldNames) error {
 	gate := gateOf(run, req)
+	markStandsFor(gate, req.StandsFor)
 	// A Gate made now has the UID the API server gave it; one found made already has none.
 	defer func() {
 		if gate.UID != "" && scene.Spec.Notify != nil {
@@ -236,19 +198,7 @@ func (a *runActor) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene
 	if req.ToolCall != "" {
 		return a.create(ctx, gate)
 	}
-	held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "Gate", gate, naming.MaxLabelLength)
-	if _, allHeld := errors.AsType[*conflictError](err); allHeld {
-		return nil
-	}
-	if len(held) == 0 {
-		return err
-	}
-	if kept != nil {
-		kept.Gate = gate.Name
-	}
-	taken.add(fmt.Sprintf("Step %s: %s holds the name of its Gate; Ergon leaves it alone and uses Gate %s",
-		req.Step.Name, strings.Join(held, "; "), gate.Name))
-	return err
+	return a.createHeld(ctx, "Gate", gate, held)
 }
 
 // podCreators bounds the pod creations of one reconcile that run at once.
@@ -358,18 +308,11 @@ func (w writeOnly) Delete(ctx context.Context, obj client.Object, opts ...client
 	return w.c.Delete(ctx, obj, opts...)
 }
 
-// actReads are the reads act still makes, through the cache and around it, each one named in
-// docs/design.md (Code map) until it moves into gather. Every use is a reads.cache or
-// reads.live the compiler shows; none may be added.
-type actReads struct {
-	cache, live client.Reader
-}
-
 // runActor carries a Run's plan out (act): the writes it lists, each effect authorized first.
-// It holds what act needs of the reconciler and nothing that reads but reads.
+// It holds what act needs of the reconciler and nothing that reads: act carries out what the
+// plan decided, and cannot decide anything on a read of its own.
 type runActor struct {
 	actClient
-	reads     actReads
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
 	Notifier  Notifier
@@ -381,7 +324,7 @@ type runActor struct {
 
 // actor is the reconciler's runActor.
 func (r *RunReconciler) actor() *runActor {
-	return &runActor{actClient: writeOnly{r.Client}, reads: actReads{cache: r.Client, live: r.APIReader},
+	return &runActor{actClient: writeOnly{r.Client},
 		Recorder: r.Recorder, Clock: r.Clock, Notifier: r.Notifier, refused: &r.refused, authz: r.authorizer(),
 		calls: r.ledger(), answerKey: r.signingKey()}
 }

@@ -19,9 +19,10 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
@@ -45,202 +45,169 @@ import (
 const (
 	checkpointKey = "checkpoint"
 	checkpointDir = "/ergon/checkpoint"
-	// defaultProgressInterval is how often a running agent step's log is read.
-	defaultProgressInterval = 10 * time.Second
-	// lastReadRetry is how soon the log of a pod that ended is read again after a failed
-	// read, and lastReadPatience how long: its last checkpoint may list the tool calls the
-	// step waits for, or let the next attempt resume, so the pod is kept until it is read.
-	lastReadRetry    = 2 * time.Second
-	lastReadPatience = time.Minute
 )
 
-// progressSeen is what the controller last read of an agent pod's log.
-type progressSeen struct {
-	run   types.UID
-	at    time.Time
-	final bool
-	// checkpoint is the digest of the last checkpoint kept, so that an unchanged one costs
-	// no read of its ConfigMap.
-	checkpoint string
-	// unreadSince is when the read of the log of a pod that ended first failed; zero while
-	// no such read failed.
-	unreadSince time.Time
-	// conflict is set once a ConfigMap that is not the Run's was found under the checkpoint's
-	// name, and told in an Event.
-	conflict bool
-	// asks are the questions the pod's last progress line says it waits on, and answered the
-	// answers last handed to it (run_elicit.go).
-	asks     []agentspec.Ask
-	answered string
+// agentSeen is what the controller last read of an agent pod's log, and the Run of the pod.
+type agentSeen struct {
+	run types.UID
+	planner.AgentSeen
 }
 
-// observeAgents reads what the running agent steps say in their logs: their progress, which
-// becomes the step's usage so far, and their last checkpoint, which it keeps in the step's
-// checkpoint ConfigMap for the next attempt. A running pod's log is read at most once per
-// progress interval; a pod that ended or is being deleted (still readable during its grace
-// period) is read once more, so a killed pod costs at most the turn it was in. It returns
-// when to look again; zero when no agent step runs. A running pod's log that cannot be read is
-// no error: the step goes on, and only its progress is older. That last read of a pod that
-// ended is tried again for lastReadPatience, and the pod is not cleaned up meanwhile: its
-// checkpoint may hold the tool calls its step waits for.
-func (r *RunReconciler) observeAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts,
-	plan *planner.Plan) time.Duration {
-	interval := r.Config.ProgressInterval
+// gatherAgents reads, after Decide, what the Run's agent pods say in their logs when they are
+// due (planner.AgentLogDue), and the checkpoint ConfigMaps of the checkpoints they name:
+// planner.ObserveAgents decides what that changes. It does not write. A log that cannot be
+// read is no error but a fact: the step goes on, and only its progress is older.
+func (r *RunReconciler) gatherAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) {
+	f.ProgressInterval = r.Config.ProgressInterval
+	f.NotedCheckpoints = r.notedCheckpoints(run)
+	interval := f.ProgressInterval
 	if interval <= 0 {
-		interval = defaultProgressInterval
+		interval = planner.DefaultProgressInterval
 	}
-	var requeue time.Duration
-	present := map[string]bool{}
-	for stepName, pods := range f.Pods {
+	for _, stepName := range slices.Sorted(maps.Keys(f.Pods)) {
 		step := scene.Steps[stepName]
 		if step == nil || step.Spec.Agent == nil {
 			continue
 		}
-		for _, p := range pods {
-			present[p.UID] = true
-			requeue = sooner(requeue, r.observeAgentPod(ctx, run, step, p, f, interval, plan))
+		for _, p := range f.Pods[stepName] {
+			a := planner.AgentPodFacts{Step: stepName, Pod: p}
+			if v, ok := r.progress.Load(p.UID); ok {
+				a.Seen = v.(agentSeen).AgentSeen
+			}
+			if planner.AgentLogDue(p, a.Seen, f.Now, interval) {
+				a.Read = true
+				if err := r.readAgentLog(ctx, run, &a); err != nil {
+					a.ReadErr = err.Error()
+					log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", a.ReadErr)
+				}
+			}
+			f.Agents = append(f.Agents, a)
 		}
 	}
-	r.recordCheckpoints(run, &plan.Status)
-	// Forget the pods of this Run that are gone.
+}
+
+// settleAgents remembers, once act carried the plan out, what the pass read of the agent pods'
+// logs and the checkpoints it kept, and forgets the pods of the Run that are gone.
+func (r *RunReconciler) settleAgents(run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan) {
+	for uid, seen := range plan.AgentsSeen {
+		r.progress.Store(uid, agentSeen{run: run.UID, AgentSeen: seen})
+	}
+	for step, sum := range plan.NoteCheckpoints {
+		r.noteCheckpoint(run, step, sum)
+	}
+	present := map[string]bool{}
+	for _, a := range f.Agents {
+		present[a.Pod.UID] = true
+	}
 	r.progress.Range(func(k, v any) bool {
-		if v.(progressSeen).run == run.UID && !present[k.(string)] {
+		if v.(agentSeen).run == run.UID && !present[k.(string)] {
 			r.progress.Delete(k)
 		}
 		return true
 	})
-	return requeue
 }
 
-// observeAgentPod reads the progress of one agent pod when it is due, as observeAgents says,
-// and returns when to look at it again; zero when it needs no second look.
-func (r *RunReconciler) observeAgentPod(ctx context.Context, run *ergonv1alpha1.Run, step *compile.Step, p planner.PodState,
-	f *planner.Facts, interval time.Duration, plan *planner.Plan) time.Duration {
-	stepName, now := step.Name, f.Now
-	running := p.Phase == planner.PodRunning
-	final := p.Phase == planner.PodFailed || (p.Phase == planner.PodGone && !p.TerminatingUntil.IsZero())
-	if !running && !final {
-		return 0
-	}
-	var requeue time.Duration
-	if running {
-		requeue = interval
-	}
-	seen, _ := r.progress.Load(p.UID)
-	last, _ := seen.(progressSeen)
-	if last.final || (running && now.Sub(last.at) < interval) {
-		if running && len(last.asks) > 0 {
-			// A question's Gate may have been decided since the log was read.
-			r.answerAsks(ctx, run, step, p, &last, f, plan)
-			r.progress.Store(p.UID, last)
-		}
-		return requeue
-	}
-	prog, err := r.readProgress(ctx, run, stepName, p, last.checkpoint)
-	kept := last.checkpoint
-	switch {
-	case err != nil || prog == nil:
-	case prog.Reset:
-		kept = ""
-		r.noteCheckpoint(run, stepName, "")
-	case prog.Checkpoint != nil:
-		kept = prog.Checkpoint.SHA256
-		r.noteCheckpoint(run, stepName, kept)
-	}
-	next := progressSeen{run: run.UID, at: now, final: final, checkpoint: kept, asks: last.asks, answered: last.answered}
-	if prog != nil {
-		next.asks = prog.Asks
-	}
-	if conflict, ok := errors.AsType[*conflictError](err); ok && !last.conflict {
-		next.conflict = true
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameConflict, "KeepCheckpoint",
-			"Step %s cannot keep its checkpoint: %s", stepName, conflict.Error())
-	}
-	next.conflict = next.conflict || last.conflict
-	switch {
-	case err == nil:
-	case !final:
-		log.FromContext(ctx).V(1).Info("Reading an agent step's progress", "pod", p.Name, "error", err.Error())
-	case last.unreadSince.IsZero() || now.Sub(last.unreadSince) < lastReadPatience:
-		next.final, next.unreadSince = false, last.unreadSince
-		if next.unreadSince.IsZero() {
-			next.unreadSince = now
-		}
-		plan.CleanupPods = slices.DeleteFunc(plan.CleanupPods, func(name string) bool { return name == p.Name })
-		requeue = sooner(requeue, lastReadRetry)
-		log.FromContext(ctx).V(verbosityOnce(last.unreadSince.IsZero())).Info(
-			"Reading the log of an agent pod that ended; trying again", "pod", p.Name, "error", err.Error())
-	default:
-		log.FromContext(ctx).Info("Gave up reading the log of an agent pod that ended: its last checkpoint is lost",
-			"pod", p.Name, "since", last.unreadSince, "error", err.Error())
-	}
-	if running && len(next.asks) > 0 {
-		r.answerAsks(ctx, run, step, p, &next, f, plan)
-	}
-	r.progress.Store(p.UID, next)
-	if prog != nil {
-		showProgress(&plan.Status, stepName, prog)
-	}
-	return requeue
-}
-
-// showProgress puts an agent step's progress into its status while it runs: the turns and
-// tokens so far, over its attempts.
-func showProgress(status *ergonv1alpha1.RunStatus, step string, p *wire.Progress) {
-	for i := range status.Steps {
-		s := &status.Steps[i]
-		if s.Name != step || s.Phase.Finished() {
-			continue
-		}
-		if s.Usage != nil && int(s.Usage.Turns) > p.Turn {
-			return // an older line than the one shown
-		}
-		s.Usage = &ergonv1alpha1.AgentUsage{Turns: int32(p.Turn), PromptTokens: p.PromptTokens,
-			CompletionTokens: p.CompletionTokens, TotalTokens: p.TotalTokens, Cost: p.Cost}
-	}
-}
-
-// readProgress reads the last progress line of an agent pod's log and, when it names a
-// checkpoint the step's ConfigMap does not hold yet, the checkpoint, and keeps it. The log of
-// a pod that ended goes on past the line with the entrypoint's frames (the transcript, a
-// framed output), which the read reaches past. A checkpoint the line names that is not in the
-// log's end is an error (FindFrames), never an empty checkpoint: the one kept before stays.
-func (r *RunReconciler) readProgress(ctx context.Context, run *ergonv1alpha1.Run, step string, pod planner.PodState,
-	kept string) (*wire.Progress, error) {
-	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, wire.ProgressTail.Plus(pod.Frames))
+// readAgentLog reads the last progress line of an agent pod's log and, when it names a
+// checkpoint other than the one kept, or a reset, the step's checkpoint ConfigMap and, when
+// that does not hold the checkpoint, the checkpoint from the log. The log of a pod that ended
+// goes on past the line with the entrypoint's frames (the transcript, a framed output), which
+// the read reaches past. A checkpoint the line names that is not in the log's end is an error
+// (FindFrames), never an empty checkpoint: the one kept before stays.
+func (r *RunReconciler) readAgentLog(ctx context.Context, run *ergonv1alpha1.Run, a *planner.AgentPodFacts) error {
+	rc, err := r.Logs.Read(ctx, run.Namespace, a.Pod.Name, stepContainer, wire.ProgressTail.Plus(a.Pod.Frames))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	prog, err := wire.LastProgress(rc)
 	_ = rc.Close()
+	a.Progress = prog
 	if prog == nil || err != nil {
-		return prog, err
+		return err
 	}
+	sum := ""
 	switch {
 	case prog.Reset:
-		return prog, r.keepCheckpoint(ctx, run, step, nil)
-	case prog.Checkpoint == nil || prog.Checkpoint.SHA256 == kept:
-		return prog, nil
+	case prog.Checkpoint == nil || prog.Checkpoint.SHA256 == a.Seen.Checkpoint:
+		return nil
+	default:
+		sum = prog.Checkpoint.SHA256
 	}
-	cm := &corev1.ConfigMap{}
-	name := naming.CheckpointConfigMapName(run.Name, step)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-	if err == nil {
-		if _, err := verifyInternal(cm, checkpointWants(run, step, prog.Checkpoint.SHA256)); err == nil {
-			return prog, nil // kept by an earlier read
-		}
+	cf, err := r.checkpointFacts(ctx, run, a.Step, sum)
+	if err != nil {
+		return err
 	}
-	tail := wire.CheckpointTail(*prog.Checkpoint).Plus(pod.Frames)
-	found, err := r.findFrame(ctx, run, pod, tail, *prog.Checkpoint)
+	a.Checkpoint = cf
+	if prog.Reset || cf.Holds || cf.Conflict != "" {
+		return nil
+	}
+	tail := wire.CheckpointTail(*prog.Checkpoint).Plus(a.Pod.Frames)
+	found, err := r.findFrame(ctx, run, a.Pod, tail, *prog.Checkpoint)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// More lines came after the checkpoint than the progress tail allows for (a tool's or
 		// a server's messages): read a wider end of the log once before giving up.
-		found, err = r.findFrame(ctx, run, pod, tail.Plus(checkpointWideTail), *prog.Checkpoint)
+		found, err = r.findFrame(ctx, run, a.Pod, tail.Plus(checkpointWideTail), *prog.Checkpoint)
 	}
-	if err != nil {
-		return prog, err
+	cf.Content = found
+	return err
+}
+
+// checkpointFacts reads a step's checkpoint ConfigMap, for the checkpoint of digest sum ("" for
+// a reset). A ConfigMap under the name that is not the Run's internal state is a conflict: it
+// is left alone, and the next attempt starts afresh, for the runtime reads only the checkpoint
+// whose digest the status records.
+func (r *RunReconciler) checkpointFacts(ctx context.Context, run *ergonv1alpha1.Run, step, sum string) (*planner.CheckpointFacts, error) {
+	cf := &planner.CheckpointFacts{ConfigMap: naming.CheckpointConfigMapName(run.Name, step)}
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: cf.ConfigMap}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return cf, nil
+	case err != nil:
+		return nil, err
 	}
-	return prog, r.keepCheckpoint(ctx, run, step, found)
+	cf.Exists, cf.UID, cf.ResourceVersion = true, string(cm.UID), cm.ResourceVersion
+	if _, err := verifyInternal(cm, checkpointWants(run, step, "")); err != nil {
+		cf.Conflict = err.Error()
+		return cf, nil
+	}
+	if sum == "" {
+		cf.Holds = cm.Data[checkpointKey] == ""
+	} else {
+		_, err := verifyInternal(cm, checkpointWants(run, step, sum))
+		cf.Holds = err == nil // kept by an earlier pass
+	}
+	return cf, nil
+}
+
+// keepCheckpoints writes the checkpoints the plan keeps (planner.ObserveAgents), before the
+// pods that resume from them are created: a new ConfigMap, or an update of the very one
+// gather read. One the API server refuses for good is lost: the step's status keeps the
+// digest it recorded before, so the next attempt resumes from that one or starts afresh.
+func (a *runActor) keepCheckpoints(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	for _, w := range slices.Clone(plan.KeepCheckpoints) {
+		cm := markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.ConfigMap, Namespace: run.Namespace,
+			UID: types.UID(w.UID), ResourceVersion: w.ResourceVersion,
+			Labels: childLabels(run, w.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+			Data: map[string]string{checkpointKey: string(w.Content)}})
+		var err error
+		if w.Create {
+			err = a.Create(ctx, cm)
+		} else {
+			err = a.Update(ctx, cm)
+		}
+		switch {
+		case err == nil:
+		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
+			return &contendedError{what: "the checkpoint of step " + w.Step, err: err}
+		case refused(err):
+			plan.KeepLost(w)
+			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, "CheckpointLost", "KeepCheckpoint",
+				"Step %s cannot keep its checkpoint in ConfigMap %s: %v", w.Step, w.ConfigMap, err)
+		default:
+			return fmt.Errorf("keeping the checkpoint of step %s: %w", w.Step, err)
+		}
+	}
+	return nil
 }
 
 // checkpointWideTail is what a second read of an agent pod's log adds to the tail it reads
@@ -257,36 +224,6 @@ func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, p
 	defer func() { _ = rc.Close() }()
 	found, err := wire.FindFrames(rc, want)
 	return found[want.SHA256], err
-}
-
-// keepCheckpoint writes a step's checkpoint ConfigMap; an empty checkpoint means the next
-// attempt starts afresh. A ConfigMap under the name that is not the Run's internal state is
-// left alone and is a conflictError: the next attempt then starts afresh too, for the runtime
-// reads only the checkpoint whose digest the status records.
-func (r *RunReconciler) keepCheckpoint(ctx context.Context, run *ergonv1alpha1.Run, step string, checkpoint []byte) error {
-	name := naming.CheckpointConfigMapName(run.Name, step)
-	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
-	switch {
-	case apierrors.IsNotFound(err):
-		if checkpoint == nil {
-			return nil
-		}
-		cm = markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-			Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-			Data: map[string]string{checkpointKey: string(checkpoint)}})
-		return r.Create(ctx, cm)
-	case err != nil:
-		return err
-	}
-	if _, err := verifyInternal(cm, checkpointWants(run, step, "")); err != nil {
-		return err
-	}
-	if cm.Data[checkpointKey] == string(checkpoint) {
-		return nil
-	}
-	cm.Data = map[string]string{checkpointKey: string(checkpoint)}
-	return r.Update(ctx, cm)
 }
 
 // checkpointWants is what a step's checkpoint ConfigMap must be: the Run's internal state,
@@ -335,35 +272,32 @@ func (r *RunReconciler) keptCheckpoint(run *ergonv1alpha1.Run, s *ergonv1alpha1.
 	return s.CheckpointSHA256
 }
 
-// recordCheckpoints puts the noted digests into the status about to be written, and forgets
-// those the stored status records already.
-func (r *RunReconciler) recordCheckpoints(run *ergonv1alpha1.Run, status *ergonv1alpha1.RunStatus) {
+// notedCheckpoints are the digests noted for the Run's steps that its stored status does not
+// record yet (planner.Facts.NotedCheckpoints); those it records are forgotten.
+func (r *RunReconciler) notedCheckpoints(run *ergonv1alpha1.Run) map[string]string {
 	v, ok := r.checkpoints.Load(client.ObjectKeyFromObject(run).String())
 	if !ok {
-		return
+		return nil
 	}
 	kept := v.(*keptCheckpoints)
 	kept.mu.Lock()
 	defer kept.mu.Unlock()
 	if kept.run != run.UID {
-		return
+		return nil
 	}
 	stored := map[string]string{}
 	for _, s := range run.Status.Steps {
 		stored[s.Name] = s.CheckpointSHA256
 	}
-	for i := range status.Steps {
-		s := &status.Steps[i]
-		sum, noted := kept.steps[s.Name]
-		if !noted {
+	noted := map[string]string{}
+	for step, sum := range kept.steps {
+		if recorded, ok := stored[step]; ok && recorded == sum {
+			delete(kept.steps, step)
 			continue
 		}
-		if recorded, ok := stored[s.Name]; ok && recorded == sum {
-			delete(kept.steps, s.Name)
-			continue
-		}
-		s.CheckpointSHA256 = sum
+		noted[step] = sum
 	}
+	return noted
 }
 
 // mountCheckpoint gives an agent pod its step's checkpoint, if there is one by the time the
@@ -388,13 +322,4 @@ func mountOptionalKey(pod *corev1.Pod, volume, configMap, key, file, dir string)
 	c := &pod.Spec.Containers[0]
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
 	return dir + "/" + file
-}
-
-// verbosityOnce logs the first of a series of like lines at the default level, the others
-// at debug level.
-func verbosityOnce(first bool) int {
-	if first {
-		return 0
-	}
-	return 1
 }

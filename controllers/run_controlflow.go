@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,19 +146,6 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 	return nil
 }
 
-// moveOutputRefs points the outputs and transcripts the status keeps in ConfigMap from to
-// ConfigMap to, an alternate that holds them.
-func moveOutputRefs(status *ergonv1alpha1.RunStatus, from, to string) {
-	for i := range status.Steps {
-		s := &status.Steps[i]
-		for _, out := range []*ergonv1alpha1.OutputValue{s.Output, s.Transcript} {
-			if out != nil && out.Ref != nil && out.Ref.ConfigMap == from {
-				out.Ref.ConfigMap = to
-			}
-		}
-	}
-}
-
 // iterationDigests maps the ConfigMap of each finished loop iteration the status records to
 // that record, whose size and digest the ConfigMap must match. A fan-out's instances record
 // none (a thousand digests would crowd the Run): theirs are accepted on their controller and
@@ -226,20 +212,20 @@ func podSeen(states []planner.PodState, name string) bool {
 // policy) can never be written: it is remembered, and the plan fails with an error so that its
 // status is not written; the next pass fails the step that needs it instead of asking again
 // (planner.Facts.Refused).
-func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan, taken *squatters) error {
+func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan, held *heldNames) error {
 	key := client.ObjectKeyFromObject(run).String()
 	for _, req := range plan.Store {
 		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
-		held, err := createOwned(ctx, a.actClient, a.reads.live, run.UID, "ConfigMap", cm, naming.MaxSubdomainLength)
-		if len(held) > 0 && err == nil {
-			moveOutputRefs(&plan.Status, req.ConfigMap, cm.Name)
-			taken.add(fmt.Sprintf("Step %s: %s holds the name of its output ConfigMap; Ergon leaves it alone and uses "+
-				"ConfigMap %s", req.Step, strings.Join(held, "; "), cm.Name))
-		}
+		markStandsFor(cm, req.StandsFor)
+		err := a.createHeld(ctx, "ConfigMap", cm, held)
 		if refused(err) {
-			// Remembered under the name the planner asked for, which is how it looks it up.
-			a.refused.add(key, req.ConfigMap, err, a.Clock.Now(), nil)
+			// Remembered under the name the planner asks for, which is how it looks it up.
+			asked := req.ConfigMap
+			if req.StandsFor != "" {
+				asked = req.StandsFor
+			}
+			a.refused.add(key, asked, err, a.Clock.Now(), nil)
 			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)

@@ -141,7 +141,7 @@ type RunReconciler struct {
 	// lastWrite is when each running Run's status was last written (holdWrite).
 	lastWrite sync.Map // namespace/name -> time.Time
 	// progress is what was last read of each running agent pod's log (run_checkpoint.go).
-	progress sync.Map // pod UID -> progressSeen
+	progress sync.Map // pod UID -> agentSeen
 	// answerKey signs the answers handed to pods that wait on questions (run_elicit.go);
 	// made once per manager process.
 	answerKey     ed25519.PrivateKey
@@ -153,6 +153,9 @@ type RunReconciler struct {
 	// checkpoints are the checkpoint digests of each running Run's steps that its stored
 	// status may not record yet (run_checkpoint.go).
 	checkpoints sync.Map // namespace/name -> *keptCheckpoints
+	// held are the names each running Run's creates found held, until a status write records
+	// what they resolved to (run_squatters.go).
+	held sync.Map // namespace/name -> *sync.Map of heldName
 	// slots shares the step pod slots between Runs and namespaces (run_budget.go); slotsBuilt
 	// is set once it was told what the Runs' status records (rebuildSlots).
 	slots      *slots.Allocator
@@ -185,6 +188,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			r.heldProgress.Delete(req.String())
 			r.refused.forget(req.String())
 			r.checkpoints.Delete(req.String())
+			r.held.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -203,6 +207,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.heldProgress.Delete(req.String())
 		r.refused.forget(req.String())
 		r.checkpoints.Delete(req.String())
+		r.held.Delete(req.String())
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
@@ -283,9 +288,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if wait := r.observeAgents(ctx, run, scene, facts, plan); wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
-		plan.RequeueAfter = wait
-	}
+	// What the agent pods say in their logs, read only when the status is about to be written.
+	r.gatherAgents(ctx, run, scene, facts)
+	planner.ObserveAgents(facts, plan)
 	// What the plan's pods are built from and the memory they read, read before act so that
 	// act only writes.
 	parts, err := r.podParts(ctx, run, facts, plan)
@@ -297,12 +302,17 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	}
 	planner.DecideMemory(facts, plan)
 	if err := r.actor().act(ctx, run, scene, facts, plan, parts); err != nil {
-		if _, ok := errors.AsType[*contendedError](err); ok {
+		held, isHeld := errors.AsType[*namesHeldError](err)
+		if isHeld {
+			r.rememberHeld(key, held.names)
+		}
+		if _, contended := errors.AsType[*contendedError](err); contended || isHeld {
 			log.FromContext(ctx).V(1).Info("Planning again", "reason", err.Error())
 			return ctrl.Result{RequeueAfter: contendedRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.settleAgents(run, facts, plan)
 	if err := r.patchStatus(ctx, base, run, &plan.Status); err != nil {
 		if apierrors.IsConflict(err) {
 			// The plan was made from a stale Run; the newer one is on its way to the
@@ -312,6 +322,8 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		return ctrl.Result{}, err
 	}
+	// The status records what the held names resolved to.
+	r.held.Delete(key)
 	if wait := r.tellEvents(run, key, plan.Events, plan.Status.Phase.Finished()); wait > 0 &&
 		(plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
 		plan.RequeueAfter = wait
@@ -320,8 +332,9 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// contendedRetry is how soon a pass that lost a write to another writer of a shared object
-// (contendedError) plans again.
+// contendedRetry is how soon a pass that lost a write to another writer plans again, when no
+// event of its own brings it back: a shared object another Run wrote (contendedError), a
+// name found held (namesHeldError), a Scene whose status write conflicted.
 const contendedRetry = 100 * time.Millisecond
 
 // plan gathers the facts of a Run through reader and decides what to do with them.

@@ -21,16 +21,15 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agentspec"
-	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -38,8 +37,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=patch
 
 // The questions of MCP servers (elicitation; internal/planner/elicit.go decides): a running
-// agent attempt lists the questions it waits on in its progress line, which observeAgents
-// reads. Each opens an input Gate; once decided, its answer is written into the waiting pod's
+// agent attempt lists the questions it waits on in its progress line, which gather
+// reads (gatherAgents). Each opens an input Gate; once decided, its answer is written into the waiting pod's
 // annotationAnswers, which the downward API projects into the file the runtime reads. The pod
 // has no credentials, so this annotation is the only way back into it.
 
@@ -69,58 +68,26 @@ func (a *runActor) pinAnswerKey(pod *corev1.Pod) {
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
 }
 
-// answerAsks opens the Gates of a running pod's questions and hands back the answers of those
-// decided. A question the controller cannot put to people is answered at once with cancel,
-// saying why, so that the pod does not wait for nothing.
-func (r *RunReconciler) answerAsks(ctx context.Context, run *ergonv1alpha1.Run, step *compile.Step, p planner.PodState,
-	seen *progressSeen, f *planner.Facts, plan *planner.Plan) {
-	answers := map[string]agentspec.Answer{}
-	for _, ask := range seen.asks {
-		req, err := planner.ElicitGate(run.Name, step, p.Attempt, ask)
-		if err != nil {
-			answers[ask.ID] = agentspec.Answer{Action: agentspec.AnswerCancel,
-				Why: "Ergon cannot put the question to people: " + err.Error()}
-			continue
+// handAnswers writes the answers the plan hands back (planner.ObserveAgents) into their
+// waiting pods' annotation, each signed for its pod and question. The patch names the pod's
+// UID, which is immutable: a pod that replaced the attempt's under its name refuses it instead
+// of taking the answers, and one that is gone waits for nothing.
+func (a *runActor) handAnswers(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
+	for _, req := range plan.Answers {
+		signed := make(map[string]agentspec.Answer, len(req.Answers))
+		for id, answer := range req.Answers {
+			answer.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(a.answerKey, agentspec.AnswerPayload(req.UID, id, answer)))
+			signed[id] = answer
 		}
-		if conflict, held := f.Conflicts[req.Name]; held {
-			answers[ask.ID] = agentspec.Answer{Action: agentspec.AnswerCancel,
-				Why: "Ergon cannot open the question's Gate: " + conflict}
-			continue
-		}
-		gate, ok := f.Gates[req.Name]
-		if !ok {
-			plan.Gates = append(plan.Gates, req)
-			continue
-		}
-		if a, ok := planner.ElicitAnswer(req.Tool, gate); ok {
-			answers[ask.ID] = a
+		b, _ := json.Marshal(signed) // plain data
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": req.UID,
+			"annotations": map[string]string{annotationAnswers: string(b)}}})
+		pod := &corev1.Pod{}
+		pod.Name, pod.Namespace = req.Pod, run.Namespace
+		err := a.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+			return fmt.Errorf("handing answers to the waiting agent pod %s: %w", req.Pod, err)
 		}
 	}
-	for id, a := range answers {
-		a.Sig = base64.StdEncoding.EncodeToString(ed25519.Sign(r.signingKey(), agentspec.AnswerPayload(p.UID, id, a)))
-		answers[id] = a
-	}
-	if len(answers) == 0 {
-		return
-	}
-	b, _ := json.Marshal(answers) // plain data
-	if string(b) == seen.answered {
-		return
-	}
-	// metadata.uid is immutable: a pod that replaced the attempt's under its name refuses
-	// the patch instead of taking the answers.
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID,
-		"annotations": map[string]string{annotationAnswers: string(b)}}})
-	pod := &corev1.Pod{}
-	pod.Name, pod.Namespace = p.Name, run.Namespace
-	err := r.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
-	switch {
-	case err == nil:
-		seen.answered = string(b)
-	case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
-		// The attempt ended: nobody waits for the answers.
-	default:
-		log.FromContext(ctx).Info("Handing answers to a waiting agent pod; trying again", "pod", p.Name, "error", err.Error())
-		plan.RequeueAfter = sooner(plan.RequeueAfter, lastReadRetry)
-	}
+	return nil
 }

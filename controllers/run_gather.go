@@ -140,6 +140,9 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherToolCalls(ctx, reader, run, scene, f); err != nil {
 		return nil, err
 	}
+	if err := r.gatherNames(ctx, run, f); err != nil {
+		return nil, err
+	}
 	if err := r.gatherConflicts(ctx, run, f); err != nil {
 		return nil, err
 	}

@@ -26,14 +26,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
+	"github.com/ergon-dev/ergon/internal/planner"
 )
 
 // Names cannot be squatted. The names of what a Run or Trigger creates are predictable, so
@@ -43,6 +42,11 @@ import (
 // records the name it used where the status records names (a step's podName or childRun).
 // An alternate carries AnnotationStandsFor, so what is looked up by its predictable name is
 // found again, by a restarted manager too.
+//
+// A Trigger reads what holds a name when its create fails (createOwned). A Run's act does not
+// read: it reports the name held (heldNames), the pass writes no status, the next pass's
+// gather reads what holds the name and its alternates (gatherNames), and the planner moves the
+// create (planner.NameFacts).
 
 // takenBy describes the object that holds a name Ergon wanted, for people: its kind and name,
 // UID, age, controller and the field managers that wrote it, which say which client made it.
@@ -70,7 +74,7 @@ func takenBy(kind string, obj client.Object) string {
 // owner's. obj's name is then the one used, and an alternate's AnnotationStandsFor names the
 // predictable one. taken describes each object that held a name on the way; the error is a
 // *conflictError when every name was held.
-func createOwned(ctx context.Context, c actClient, reader client.Reader, owner types.UID, kind string,
+func createOwned(ctx context.Context, c client.Client, reader client.Reader, owner types.UID, kind string,
 	obj client.Object, maxLen int) (taken []string, err error) {
 	predictable := obj.GetName()
 	for k := 0; k <= naming.MaxAlternates; k++ {
@@ -132,30 +136,130 @@ func getOwned(ctx context.Context, reader client.Reader, owner types.UID, key cl
 	return apierrors.NewNotFound(corev1.Resource("object"), name)
 }
 
-// squatters collects, during one pass, what held the names the pass wanted: one note each,
-// told once the pass has acted (tellSquatters). Pods are created side by side, so it locks.
-type squatters struct {
-	mu    sync.Mutex
-	notes []string
-}
-
-func (s *squatters) add(note string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.notes = append(s.notes, note)
-}
-
-// tellSquatters tells each note as a Warning Event of obj and sets its NameTaken condition,
-// whose message is the last note.
-func tellSquatters(rec recorder.EventRecorder, obj client.Object, conditions *[]metav1.Condition, generation int64, s *squatters) {
-	for _, note := range s.notes {
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameSquatted, "CreateUnderAlternateName", "%s", note)
-	}
-	if len(s.notes) == 0 {
+// markStandsFor marks obj as created under an alternate of the predictable name standsFor.
+func markStandsFor(obj client.Object, standsFor string) {
+	if standsFor == "" {
 		return
 	}
-	meta.SetStatusCondition(conditions, metav1.Condition{Type: ergonv1alpha1.ConditionNameTaken, Status: metav1.ConditionTrue,
-		Reason: ergonv1alpha1.ReasonNameSquatted, Message: s.notes[len(s.notes)-1], ObservedGeneration: generation})
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[ergonv1alpha1.AnnotationStandsFor] = standsFor
+	obj.SetAnnotations(annotations)
+}
+
+// heldName is a predictable name a create of act found held, of an object of kind.
+type heldName struct{ kind, name string }
+
+// heldNames collects, during one act, the names its creates found held: by someone else's
+// object, or by the Run's own that the cache did not show. Act does not read to tell them
+// apart. Pods are created side by side, so it locks.
+type heldNames struct {
+	mu    sync.Mutex
+	names []heldName
+}
+
+// createHeld creates obj; a name held already is noted under the predictable name obj stands
+// for, and the rest of act goes on.
+func (a *runActor) createHeld(ctx context.Context, kind string, obj client.Object, held *heldNames) error {
+	err := a.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	held.names = append(held.names, heldName{kind, standsFor(obj)})
+	return nil
+}
+
+// err is a *namesHeldError when a create found its name held.
+func (h *heldNames) err() error {
+	if len(h.names) == 0 {
+		return nil
+	}
+	return &namesHeldError{names: h.names}
+}
+
+// namesHeldError ends a pass that found names held: its status is not written, since it may
+// name objects that are not the Run's, and the next pass gathers what holds them.
+type namesHeldError struct{ names []heldName }
+
+func (e *namesHeldError) Error() string {
+	var names []string
+	for _, n := range e.names {
+		names = append(names, n.kind+" "+n.name)
+	}
+	return "names held: " + strings.Join(names, ", ")
+}
+
+// rememberHeld keeps the names a pass found held for the Run's next passes, until a status
+// write records what they resolved to.
+func (r *RunReconciler) rememberHeld(key string, names []heldName) {
+	v, _ := r.held.LoadOrStore(key, &sync.Map{})
+	for _, n := range names {
+		v.(*sync.Map).Store(n, true)
+	}
+}
+
+// heldObject is an empty object of kind, and the longest name of its kind.
+func heldObject(kind string) (client.Object, int) {
+	switch kind {
+	case "pod":
+		return &corev1.Pod{}, naming.MaxLabelLength
+	case kindRun:
+		return &ergonv1alpha1.Run{}, naming.MaxLabelLength
+	case "Gate":
+		return &ergonv1alpha1.Gate{}, naming.MaxLabelLength
+	}
+	return &corev1.ConfigMap{}, naming.MaxSubdomainLength
+}
+
+// gatherNames reads, for each name the Run's earlier creates found held, what holds it and its
+// alternates, from the API server (the cache may not show an object created a moment ago).
+func (r *RunReconciler) gatherNames(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts) error {
+	v, ok := r.held.Load(client.ObjectKeyFromObject(run).String())
+	if !ok {
+		return nil
+	}
+	var err error
+	v.(*sync.Map).Range(func(k, _ any) bool {
+		n := k.(heldName)
+		var nf planner.NameFacts
+		if nf, err = r.resolveHeld(ctx, run, n); err == nil {
+			if f.Names == nil {
+				f.Names = map[string]planner.NameFacts{}
+			}
+			f.Names[n.name] = nf
+		}
+		return err == nil
+	})
+	return err
+}
+
+// resolveHeld walks a held name and its alternates to the first that is free or the Run's.
+func (r *RunReconciler) resolveHeld(ctx context.Context, run *ergonv1alpha1.Run, n heldName) (planner.NameFacts, error) {
+	var nf planner.NameFacts
+	for k := 0; k <= naming.MaxAlternates; k++ {
+		obj, maxLen := heldObject(n.kind)
+		name := n.name
+		if k > 0 {
+			name = naming.Alternate(maxLen, n.name, string(run.UID), k)
+		}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			nf.Use = name
+			return nf, nil
+		case err != nil:
+			return nf, err
+		case controlledBy(obj, run.UID):
+			nf.Use, nf.Exists = name, true
+			return nf, nil
+		}
+		nf.Taken = append(nf.Taken, takenBy(n.kind, obj))
+	}
+	return nf, nil
 }
 
 // alternatesHeld reports whether every alternate name of obj's (naming.Alternate) is held by an

@@ -38,6 +38,7 @@ type Unit struct {
 // status that relies on it is written.
 type StoreRequest struct {
 	ConfigMap  string
+	StandsFor  string
 	Step       string
 	Value      string
 	Transcript string

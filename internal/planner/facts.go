@@ -97,6 +97,16 @@ type Facts struct {
 	ToolCalls map[string]ToolCallFacts
 	// ToolPods are the one-shot pods of container tool calls, by name (toolpods.go).
 	ToolPods map[string]ToolPodState
+	// Names are the predictable names an earlier create found held, by name: what gather
+	// found under each and its alternates (names.go).
+	Names map[string]NameFacts
+	// Agents are the running and ended agent pods, with what gather read of their logs, and
+	// ProgressInterval how often a running one's is read (agents.go); both gathered after
+	// Decide. NotedCheckpoints are the checkpoint digests of steps kept by earlier passes that
+	// the stored status does not record yet, by step.
+	Agents           []AgentPodFacts
+	ProgressInterval time.Duration
+	NotedCheckpoints map[string]string
 	// Memory is what is known of the Scene's memory store, gathered after Decide when the
 	// plan needs it (DecideMemory).
 	Memory *MemoryFacts

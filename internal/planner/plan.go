@@ -72,6 +72,14 @@ type Plan struct {
 	// MemoryPin is the digest of the memory the plan's agent pods may read (DecideMemory).
 	MemoryWrite *MemoryWrite
 	MemoryPin   string
+	// KeepCheckpoints are the agent steps' checkpoints to keep before the pods that resume
+	// from them are created, NoteCheckpoints the digests the steps' status records from now
+	// on, Answers the answers to hand to waiting agent pods, and AgentsSeen what was read of
+	// each agent pod's log, by pod UID (agents.go).
+	KeepCheckpoints []CheckpointWrite
+	NoteCheckpoints map[string]string
+	Answers         []AnswerRequest
+	AgentsSeen      map[string]AgentSeen
 	// WaitingForSlots are the steps and units that could have started in this pass but for
 	// the manager's step pod slots (Facts.PodBudget).
 	WaitingForSlots int
@@ -95,10 +103,12 @@ func (p *Plan) OnlyObserves(stored *ergonv1alpha1.RunStatus) bool {
 
 // PodRequest asks for the pod of one attempt of a container or agent step.
 type PodRequest struct {
-	Name     string
-	Step     *compile.Step
-	Attempt  int32
-	Rendered *compile.Rendered
+	Name string
+	// StandsFor is the predictable name of a pod created under an alternate (names.go).
+	StandsFor string
+	Step      *compile.Step
+	Attempt   int32
+	Rendered  *compile.Rendered
 	// Inputs are the outputs of the step's direct dependencies, which the pod sees as files.
 	Inputs []Input
 	// Unit is the fan-out instance or loop iteration the pod runs, nil for a plain step.
@@ -115,17 +125,19 @@ type Input struct {
 
 // ChildRequest asks for a child Run.
 type ChildRequest struct {
-	Name   string
-	Step   string
-	Scene  string
-	Params map[string]string
+	Name      string
+	StandsFor string
+	Step      string
+	Scene     string
+	Params    map[string]string
 }
 
 // GateRequest asks for the Gate of a gate step.
 type GateRequest struct {
-	Name    string
-	Step    *compile.Step
-	Message string
+	Name      string
+	StandsFor string
+	Step      *compile.Step
+	Message   string
 	// ToolCall is the id of the agent's tool call the Gate asks approval of, and Tool the
 	// agent's tool it calls (whose approval says who approves); empty for a gate step's Gate.
 	ToolCall string
@@ -225,6 +237,7 @@ func Decide(f *Facts) *Plan {
 	p.finish(status)
 	status.Usage = RunUsage(status.Steps, f.Children)
 	p.decideStores(status)
+	p.resolveNames(status)
 	status.Storage = p.storageStatus()
 	p.plan.Events = FoldEvents(p.plan.Events)
 	p.plan.CleanupPods = EndedPods(&f.Run.Status, f.Pods, f.UnitPods, f.KeepFailedPods)

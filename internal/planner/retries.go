@@ -56,7 +56,7 @@ func (p *planner) decideRetries() {
 
 // sooner is the earlier of two waits, zero meaning none.
 func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
+	if a == 0 || (b > 0 && b < a) {
 		return b
 	}
 	return a
