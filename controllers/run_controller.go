@@ -181,14 +181,8 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	run := &ergonv1alpha1.Run{}
 	if err := r.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetSlots(req.Namespace, req.Name)
-			r.scenes.Delete(req.String())
+			r.forget(req)
 			r.written.Delete(req.String())
-			r.lastWrite.Delete(req.String())
-			r.heldProgress.Delete(req.String())
-			r.refused.forget(req.String())
-			r.checkpoints.Delete(req.String())
-			r.held.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -201,19 +195,27 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	if run.Status.Phase.Finished() {
-		r.forgetSlots(req.Namespace, req.Name)
-		r.scenes.Delete(req.String())
-		r.lastWrite.Delete(req.String())
-		r.heldProgress.Delete(req.String())
-		r.refused.forget(req.String())
-		r.checkpoints.Delete(req.String())
-		r.held.Delete(req.String())
+		r.forget(req)
 		return r.reconcileFinished(ctx, run)
 	}
 	if run.Status.SceneSnapshot == nil && run.Status.SceneSnapshotRef == nil {
 		return r.reconcileStart(ctx, run)
 	}
 	return r.reconcileRunning(ctx, run.DeepCopy(), run)
+}
+
+// forget drops what the reconciler remembers of a Run that runs, once it ended or is gone. What
+// it remembers of the last status write stays while the Run exists, for the pass that finds
+// the cache behind it.
+func (r *RunReconciler) forget(req ctrl.Request) {
+	key := req.String()
+	r.forgetSlots(req.Namespace, req.Name)
+	r.scenes.Delete(key)
+	r.lastWrite.Delete(key)
+	r.heldProgress.Delete(key)
+	r.refused.forget(key)
+	r.checkpoints.Delete(key)
+	r.held.Delete(key)
 }
 
 // holdForArchive gives a Run that has not ended the archive's finalizer, when the archive is
