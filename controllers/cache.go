@@ -82,7 +82,8 @@ func keepRunControlled(obj any) (any, error) {
 
 // slimPod is what the manager keeps of a Run's step pod, most of which it made itself and never
 // reads again: the metadata but its annotations (the agent spec, the inputs: the pod's own
-// business), the node, the restart policies (whether an ended container is the pod's end),
+// business; only AnnotationStandsFor stays, by which a pod under an alternate name is found
+// again, run_squatters.go), the node, the restart policies (whether an ended container is the pod's end),
 // the name, image and resources of each container (pod messages name them), and the whole
 // status. With 10,000 step pods running this is most of the manager's heap
 // (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,
@@ -90,6 +91,9 @@ func keepRunControlled(obj any) (any, error) {
 func slimPod(pod *corev1.Pod) *corev1.Pod {
 	slim := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: pod.ObjectMeta, Status: pod.Status}
 	slim.Annotations = nil
+	if name, ok := pod.Annotations[ergonv1alpha1.AnnotationStandsFor]; ok {
+		slim.Annotations = map[string]string{ergonv1alpha1.AnnotationStandsFor: name}
+	}
 	slim.Spec.NodeName, slim.Spec.RestartPolicy = pod.Spec.NodeName, pod.Spec.RestartPolicy
 	slim.Spec.Containers = slimContainers(pod.Spec.Containers)
 	slim.Spec.InitContainers = slimContainers(pod.Spec.InitContainers)

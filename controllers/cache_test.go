@@ -95,4 +95,15 @@ func TestTheCacheSlimsStepPods(t *testing.T) {
 			}
 		})
 	}
+	t.Run("under an alternate name, it keeps the name it stands for", func(t *testing.T) {
+		alt := base()
+		alt.Annotations[ergonv1alpha1.AnnotationStandsFor] = "r-a-1-held"
+		got, err := keepRunControlled(alt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got.(*corev1.Pod).Annotations; len(a) != 1 || standsFor(got.(*corev1.Pod)) != "r-a-1-held" {
+			t.Fatalf("annotations %v, want only the name it stands for", a)
+		}
+	})
 }

@@ -80,7 +80,7 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	if err := pods.Wait(); err != nil {
 		return err
 	}
-	if err := a.createToolPods(ctx, run, f, plan, parts); err != nil {
+	if err := a.createToolPods(ctx, run, f, plan, parts, held); err != nil {
 		return err
 	}
 	for _, req := range plan.Children {
@@ -246,9 +246,9 @@ func podUIDs(f *planner.Facts) map[string]string {
 			}
 		}
 	}
-	for name, s := range f.ToolPods {
+	for _, s := range f.ToolPods {
 		if s.Pod.UID != "" {
-			uids[name] = s.Pod.UID
+			uids[s.Pod.Name] = s.Pod.UID
 		}
 	}
 	for _, byUnit := range f.UnitPods {

@@ -78,6 +78,28 @@ var _ = Describe("Names that cannot be squatted", func() {
 		expectSquatterNamed(ctx, ns, "sq-1", squatter)
 	})
 
+	It("a pod under a container tool call's pod name does not stop the call: it runs in a pod under another name",
+		func(ctx SpecContext) {
+			seen := &toolPods{}
+			ns := newNamespace(ctx, linterScript(seen, func(*corev1.Pod) outcome { return outcome{Output: "2 findings"} }))
+			name := naming.ToolCallName("l-1", "check", "call_9")
+			squatter := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "other", Image: "busybox:test"}}}}
+			Expect(k8sClient.Create(ctx, squatter)).To(Succeed())
+			linterScene(ctx, ns)
+			createRun(ctx, ns, "l-1", "linter", nil)
+
+			run := finished(ctx, ns, "l-1")
+			Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%v", run.Status.Conditions)
+			Expect(toolResultsOf(ctx, ns, "l-1", "check").Results).To(ConsistOf(HaveField("Content", "2 findings")))
+			pods := seen.all()
+			Expect(pods).To(HaveLen(1), "one pod for the call")
+			Expect(pods[0].Name).NotTo(Equal(name))
+			Expect(pods[0].Annotations).To(HaveKeyWithValue(ergonv1alpha1.AnnotationStandsFor, name))
+			expectNameTaken(run, squatter.Name)
+			expectSquatterNamed(ctx, ns, "l-1", squatter)
+		})
+
 	It("a pod under a fan-out unit's pod name does not stop the unit", func(ctx SpecContext) {
 		ns := newNamespace(ctx, echoLastArg)
 		squatter := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: naming.UnitPodName("fan-1", "shard", 1, 0, 1), Namespace: ns},

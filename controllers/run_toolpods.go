@@ -81,7 +81,8 @@ func (r *RunReconciler) addToolPod(ctx context.Context, f *planner.Facts, pod *c
 	if f.ToolPods == nil {
 		f.ToolPods = map[string]planner.ToolPodState{}
 	}
-	f.ToolPods[pod.Name] = state
+	// By the call's name: an alternate, when someone else's object held it, stands for it.
+	f.ToolPods[standsFor(pod)] = state
 }
 
 // toolPod builds the pod of a container tool call: a container step's pod (basePod: no
@@ -111,13 +112,14 @@ func toolPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.ToolPodRe
 
 // createToolPods creates the pods the plan asks for.
 func (a *runActor) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts, plan *planner.Plan,
-	parts podParts) error {
+	parts podParts, held *heldNames) error {
 	for _, req := range plan.ToolPods {
 		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
 		pod := toolPod(run, f.Scene, req, parts)
+		markStandsFor(pod, req.StandsFor)
 		err := a.authorizePod(ctx, run, pod, parts.workspace)
 		if err == nil {
-			err = a.create(ctx, pod)
+			err = a.createHeld(ctx, "pod", pod, held)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			// As a step's pod (run_refusals.go): the call fails with the API server's

@@ -97,6 +97,10 @@ func (p *planner) resolveNames(status *ergonv1alpha1.RunStatus) {
 		}
 		return create
 	})
+	p.plan.ToolPods = moveEach(p.plan.ToolPods, func(req *ToolPodRequest) bool {
+		// Found again by the name it stands for (Facts.ToolPods); the status records none.
+		return move(&req.Name, &req.StandsFor, req.Step.Name, fmt.Sprintf("pod of a call of its tool %s", req.Tool))
+	})
 	p.plan.Children = moveEach(p.plan.Children, func(req *ChildRequest) bool {
 		create := move(&req.Name, &req.StandsFor, req.Step, "child Run")
 		// A unit's child is found by its labels and its AnnotationStandsFor.

@@ -17,12 +17,14 @@ limitations under the License.
 package planner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/naming"
 )
 
 // TestHeldNamesMoveTheCreatesThatWantThem: a create that found its name held wrote no status;
@@ -165,5 +167,34 @@ func TestAnOutputConfigMapHeldKeepsTheOutputUnderItsAlternate(t *testing.T) {
 	}
 	if ref := p.Status.Steps[0].Output.Ref; ref == nil || ref.ConfigMap != cm+"-alt" {
 		t.Fatalf("output ref = %+v, want the alternate", ref)
+	}
+}
+
+// TestAToolCallPodHeldRunsUnderItsAlternate: a container tool call's pod whose name is held runs
+// under an alternate, is found again by the call's name, and is the pod a cancel stops.
+func TestAToolCallPodHeldRunsUnderItsAlternate(t *testing.T) {
+	w := newContainerWorld(t, nil, false)
+	w.plan()
+	w.handOver(lintCall)
+	name := naming.ToolCallName("r", "work", "call_9")
+	facts := func(names map[string]NameFacts) *Facts {
+		return &Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: map[string][]PodState{"work": w.pods},
+			Outputs: map[string]Output{}, Children: w.children, Gates: w.gates, PodBudget: -1, MaxDepth: 3,
+			ToolCalls: map[string]ToolCallFacts{"work": w.calls}, ToolPods: w.toolPods, Names: names}
+	}
+	p := Decide(facts(map[string]NameFacts{name: {Use: name + "-alt", Taken: []string{"pod " + name}}}))
+	if len(p.ToolPods) != 1 || p.ToolPods[0].Name != name+"-alt" || p.ToolPods[0].StandsFor != name {
+		t.Fatalf("tool pods %+v, want %s-alt standing for %s", p.ToolPods, name, name)
+	}
+	if len(p.Events) == 0 || !strings.Contains(p.Events[len(p.Events)-1].Message, "pod of a call of its tool lint") {
+		t.Fatalf("events %+v, want who held the name told", p.Events)
+	}
+	w.run.Status = p.Status
+	// Gather finds it again by the call's name.
+	w.toolPods[name] = ToolPodState{Pod: PodState{Name: name + "-alt", UID: "u", Phase: PodRunning}}
+	w.run.Spec.Cancel = true
+	p = Decide(facts(nil))
+	if len(p.ToolPods) != 0 || !slices.Contains(p.DeletePods, name+"-alt") || slices.Contains(p.DeletePods, name) {
+		t.Fatalf("tool pods %v, deletes %v; want the alternate stopped, and the name's holder left alone", p.ToolPods, p.DeletePods)
 	}
 }

@@ -49,6 +49,8 @@ type ToolPodState struct {
 // ToolPodRequest asks for the one-shot pod of a container tool call.
 type ToolPodRequest struct {
 	Name string
+	// StandsFor is the call's pod name when someone else's object held it (names.go).
+	StandsFor string
 	// Step is the agent step; Attempt the attempt that handed the call over.
 	Step    *compile.Step
 	Attempt int32
@@ -161,7 +163,7 @@ func (p *planner) toolPodCall(step *compile.Step, call agentspec.ToolRequest, to
 			p.wakeAt(deadline)
 			return res, fmt.Sprintf("%s, which cannot start yet: %s: %s", waiting, pod.Reason, pod.Message)
 		}
-		p.plan.DeletePods = append(p.plan.DeletePods, name)
+		p.plan.DeletePods = append(p.plan.DeletePods, pod.Name)
 		return failed("the tool pod %s did not start within %s: %s: %s", name, timeout, pod.Reason, pod.Message)
 	}
 	return res, waiting
@@ -189,8 +191,12 @@ func toolPodFailure(name string, pod PodState, output string) string {
 // toolCallPods are the pods of a step's container tool calls that have not ended: the Run
 // deletes them when it stops.
 func (p *planner) toolCallPods(step string) []string {
-	return p.pendingCalls(step, func(name string) bool {
+	var pods []string
+	for _, name := range p.pendingCalls(step, func(name string) bool {
 		s, ok := p.f.ToolPods[name]
 		return ok && (s.Pod.Phase == PodPending || s.Pod.Phase == PodRunning)
-	})
+	}) {
+		pods = append(pods, p.f.ToolPods[name].Pod.Name) // an alternate, when the call's name was held
+	}
+	return pods
 }
