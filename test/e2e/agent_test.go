@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -110,6 +111,22 @@ func deployFakeLLMScript(ctx SpecContext, ns, script string) {
 	Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)).To(Succeed())
 		g.Expect(deploy.Status.ReadyReplicas).To(BeEquivalentTo(1))
+		// A ready pod is not yet a Service that answers: each Service's endpoints must list it
+		// before a step calls it (on a busy node the endpoints follow the pod by seconds).
+		for _, name := range []string{"llm", "tracker"} {
+			slices := &discoveryv1.EndpointSliceList{}
+			g.Expect(k8sClient.List(ctx, slices, client.InNamespace(ns),
+				client.MatchingLabels{discoveryv1.LabelServiceName: name})).To(Succeed())
+			ready := 0
+			for _, slice := range slices.Items {
+				for _, e := range slice.Endpoints {
+					if e.Conditions.Ready != nil && *e.Conditions.Ready {
+						ready++
+					}
+				}
+			}
+			g.Expect(ready).To(BeNumerically(">", 0), "ready endpoints of Service %s", name)
+		}
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
