@@ -204,10 +204,11 @@ var _ = Describe("An agent step", func() {
 		Expect(string(rawRun)).NotTo(ContainSubstring(apiKeyValue))
 	})
 
-	It("fails with the reason the runtime names, such as an exhausted budget", func(ctx SpecContext) {
+	It("fails with the reason the runtime names, such as an exhausted budget, and keeps the transcript that says why", func(ctx SpecContext) {
+		transcript := `{"model":"small","outcome":"MaxTurnsExceeded","entries":[{"role":"tool","content":"connection refused"}]}`
 		ns := newNamespace(ctx, func(pod *corev1.Pod) outcome {
 			if isAgentPod(pod) {
-				return outcome{ExitCode: 3, FailReason: "MaxTurnsExceeded",
+				return outcome{ExitCode: 3, FailReason: "MaxTurnsExceeded", Transcript: transcript,
 					FailMessage: "the agent used all 2 turns of its maxTurns budget without a valid answer"}
 			}
 			return echoLastArg(pod)
@@ -221,6 +222,11 @@ var _ = Describe("An agent step", func() {
 		Expect(draft.Reason).To(Equal("MaxTurnsExceeded"))
 		Expect(draft.Message).To(ContainSubstring("maxTurns budget"))
 		Expect(stepStatus(run, "publish").Phase).To(Equal(ergonv1alpha1.StepSkipped))
+		Expect(draft.Output).To(BeNil())
+		Expect(draft.Transcript).NotTo(BeNil(), "the last attempt's transcript is kept")
+		cm := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: draft.Transcript.Ref.ConfigMap}, cm)).To(Succeed())
+		Expect(cm.Data).To(HaveKeyWithValue("transcript", transcript))
 	})
 
 	It("succeeds without a transcript when the log lost it: the output is what later steps need", func(ctx SpecContext) {

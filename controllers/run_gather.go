@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -98,6 +99,12 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		if state.Phase == planner.PodSucceeded && !phases[step].Finished() {
 			f.Outputs[pod.Name] = r.collect(ctx, run, pod)
 		}
+		if _, unit := unitOf(pod); !unit && failedAgentAttempt(run, scene, step, state) {
+			// Why the agent failed is in its transcript: kept when the step fails for good.
+			if out := r.readOutput(ctx, pod); out.Transcript != "" {
+				f.Outputs[pod.Name] = planner.Output{Transcript: out.Transcript}
+			}
+		}
 	}
 	// A pod the status says is running but the cache does not have is either not in the
 	// cache yet or gone; ask the API server which.
@@ -153,6 +160,25 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 		return nil, err
 	}
 	return f, nil
+}
+
+// failedAgentAttempt says whether a step pod is an agent attempt that failed and that the
+// stored status does not record as ended yet: its transcript is read once, in the pass that
+// records the failure. An attempt that handed tool calls over has not failed.
+func failedAgentAttempt(run *ergonv1alpha1.Run, scene *compile.Scene, step string, pod planner.PodState) bool {
+	if s := scene.Steps[step]; s == nil || s.Spec.Agent == nil || pod.Phase != planner.PodFailed ||
+		pod.Reason == agentspec.ReasonToolCallsPending {
+		return false
+	}
+	for _, s := range run.Status.Steps {
+		if s.Name != step {
+			continue
+		}
+		return !s.Phase.Finished() && !slices.ContainsFunc(s.History, func(h ergonv1alpha1.AttemptStatus) bool {
+			return h.Attempt == pod.Attempt
+		})
+	}
+	return true
 }
 
 // stepPhases maps each step the stored status records to its phase; a step it does not

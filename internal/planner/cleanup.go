@@ -112,8 +112,10 @@ func (p *planner) decideStores(status *ergonv1alpha1.RunStatus) {
 		stored[s.Name] = s.Phase.Finished()
 	}
 	for _, s := range status.Steps {
-		if s.Phase != ergonv1alpha1.StepSucceeded || s.Output == nil || stored[s.Name] ||
-			(s.Output.Ref == nil && s.Transcript == nil) {
+		succeeded := s.Phase == ergonv1alpha1.StepSucceeded && s.Output != nil && (s.Output.Ref != nil || s.Transcript != nil)
+		// A failed agent step keeps its last attempt's transcript (keepFailedTranscript).
+		failed := s.Phase == ergonv1alpha1.StepFailed && s.Transcript != nil
+		if stored[s.Name] || !succeeded && !failed {
 			continue
 		}
 		out, ok := p.f.Outputs[s.PodName]

@@ -502,3 +502,41 @@ func TestOnlyPlansThatObserveMayWaitToBeWritten(t *testing.T) {
 	w.run.Spec.Cancel = true
 	pass("the cancelled Run stops e", false)
 }
+
+func TestAFailedAgentStepKeepsItsLastAttemptsTranscript(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		retry *ergonv1alpha1.RetryPolicy
+		// kept says the first attempt's failure keeps its transcript.
+		kept bool
+	}{
+		{name: "the step fails for good: its transcript says why", kept: true},
+		{name: "a retry comes: nothing is kept yet", retry: &ergonv1alpha1.RetryPolicy{Limit: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agent := ergonv1alpha1.Step{Name: "draft", Retry: c.retry, Agent: &ergonv1alpha1.AgentStep{Prompt: "Report."}}
+			w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{agent}},
+				func(string, int32) PodPhase { return PodFailed })
+			w.plan()
+			w.kubelet()
+			name := w.pods["draft"][0].Name
+			w.outputs[name] = Output{Transcript: `{"outcome":"MaxTurnsExceeded","entries":[]}`}
+			p := w.plan()
+			s := p.Status.Steps[0]
+			if !c.kept {
+				if s.Transcript != nil || len(p.Store) != 0 || s.Attempts != 2 {
+					t.Fatalf("step %s attempt %d, transcript %+v, stores %+v; want a retry and nothing kept", s.Phase, s.Attempts,
+						s.Transcript, p.Store)
+				}
+				return
+			}
+			if s.Phase != ergonv1alpha1.StepFailed || s.Transcript == nil || s.Transcript.Ref == nil ||
+				s.Transcript.Ref.Key != outputs.KeyTranscript || s.Transcript.Size != int64(len(w.outputs[name].Transcript)) {
+				t.Fatalf("step %s, transcript %+v", s.Phase, s.Transcript)
+			}
+			if len(p.Store) != 1 || p.Store[0].Transcript != w.outputs[name].Transcript || p.Store[0].ConfigMap != s.Transcript.Ref.ConfigMap {
+				t.Fatalf("stores %+v, want the transcript kept where the status points", p.Store)
+			}
+		})
+	}
+}

@@ -252,6 +252,7 @@ func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus,
 		if retry != nil {
 			message = fmt.Sprintf("%s (attempt %d of %d)", message, failures, retry.Limit+1)
 		}
+		p.keepFailedTranscript(step, s, pod)
 		p.fail(s, step, reason, message)
 		return
 	}
@@ -269,6 +270,20 @@ func (p *planner) attemptFailed(step *compile.Step, s *ergonv1alpha1.StepStatus,
 		return
 	}
 	p.startAttempt(step, s, s.Attempts+1)
+}
+
+// keepFailedTranscript keeps the transcript of an agent step's last attempt when the step fails
+// for good, as a succeeded step's is kept: it says why the agent failed (a tool that did not
+// answer, answers that did not fit the output contract). Within the Run's output limits.
+func (p *planner) keepFailedTranscript(step *compile.Step, s *ergonv1alpha1.StepStatus, pod PodState) {
+	out, ok := p.f.Outputs[pod.Name]
+	if !ok || out.Transcript == "" || step.Spec.Agent == nil {
+		return
+	}
+	transcript, reason, _ := p.keepStepOutput(s, naming.OutputConfigMapName(p.f.Run.Name, step.Name), Output{Transcript: out.Transcript})
+	if reason == "" {
+		s.Transcript = outputs.Transcript(p.f.Run.Name, step.Name, transcript)
+	}
 }
 
 // history records how a failed attempt ended, once. The attempt a step ends with is told by
