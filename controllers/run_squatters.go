@@ -239,7 +239,7 @@ func (r *RunReconciler) gatherNames(ctx context.Context, run *ergonv1alpha1.Run,
 
 // resolveHeld walks a held name and its alternates to the first that is free or the Run's.
 func (r *RunReconciler) resolveHeld(ctx context.Context, run *ergonv1alpha1.Run, n heldName) (planner.NameFacts, error) {
-	var nf planner.NameFacts
+	nf := planner.NameFacts{Kind: n.kind}
 	for k := 0; k <= naming.MaxAlternates; k++ {
 		obj, maxLen := heldObject(n.kind)
 		name := n.name

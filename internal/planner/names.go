@@ -18,6 +18,8 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,6 +37,8 @@ import (
 
 // NameFacts is what gather found under a predictable name an earlier create found held.
 type NameFacts struct {
+	// Kind is what the name is of (pod, Run, Gate, ConfigMap), for people.
+	Kind string
 	// Use is the name to create the object under: the predictable name itself when it is free
 	// again or the Run's own, else the first alternate that is free or the Run's; "" when
 	// someone else's object holds every one.
@@ -60,76 +64,58 @@ func (p *planner) nameFor(predictable string) (use string, create bool, taken []
 }
 
 // resolveNames moves the plan's creates whose predictable names are held (Facts.Names) to the
-// names gather found, and the status's records of them too. A name every alternate of which is
-// held creates nothing: the status keeps the predictable name, which the next pass finds held
-// by someone else, and fails its step with NameConflict.
+// names gather found. A name every alternate of which is held creates nothing: the status keeps
+// the predictable name, which the next pass finds held by someone else, and fails its step with
+// NameConflict.
+//
+// What the status records, and who held a name, come from every held name gather resolved,
+// not only from this pass's creates: the pass that created an object under an alternate may
+// have written no status (another of its creates found a name held), and the pass after it
+// may create nothing, for the object is there.
 func (p *planner) resolveNames(status *ergonv1alpha1.RunStatus) {
 	if len(p.f.Names) == 0 {
 		return
 	}
-	steps := map[string]*ergonv1alpha1.StepStatus{}
-	for i := range status.Steps {
-		steps[status.Steps[i].Name] = &status.Steps[i]
-	}
-	var notes []string
-	// move moves *name to its alternate, telling who held it as what, and says whether to
-	// create the object.
-	move := func(name, standsFor *string, step, what string) bool {
-		use, create, taken := p.nameFor(*name)
+	move := func(name, standsFor *string) bool {
+		use, create, _ := p.nameFor(*name)
 		if use != *name {
-			notes = append(notes, fmt.Sprintf("Step %s: %s holds the name of its %s; Ergon leaves it alone and uses %s",
-				step, strings.Join(taken, "; "), what, use))
 			*standsFor, *name = *name, use
 		}
 		return create
 	}
-	// record points the status's record of a name at the name used.
-	record := func(recorded *string, req, standsFor string) {
-		if standsFor != "" && *recorded == standsFor {
-			*recorded = req
-		}
-	}
-	p.plan.Pods = moveEach(p.plan.Pods, func(req *PodRequest) bool {
-		create := move(&req.Name, &req.StandsFor, req.Step.Name, fmt.Sprintf("pod for attempt %d", req.Attempt))
-		// A unit's pod is found by its labels; a single attempt's by the name its status records.
-		if s := steps[req.Step.Name]; s != nil && req.Unit == nil {
-			record(&s.PodName, req.Name, req.StandsFor)
-		}
-		return create
-	})
-	p.plan.ToolPods = moveEach(p.plan.ToolPods, func(req *ToolPodRequest) bool {
-		// Found again by the name it stands for (Facts.ToolPods); the status records none.
-		return move(&req.Name, &req.StandsFor, req.Step.Name, fmt.Sprintf("pod of a call of its tool %s", req.Tool))
-	})
-	p.plan.Children = moveEach(p.plan.Children, func(req *ChildRequest) bool {
-		create := move(&req.Name, &req.StandsFor, req.Step, "child Run")
-		// A unit's child is found by its labels and its AnnotationStandsFor.
-		if s := steps[req.Step]; s != nil {
-			record(&s.ChildRun, req.Name, req.StandsFor)
-		}
-		return create
-	})
+	p.plan.Pods = moveEach(p.plan.Pods, func(req *PodRequest) bool { return move(&req.Name, &req.StandsFor) })
+	p.plan.ToolPods = moveEach(p.plan.ToolPods, func(req *ToolPodRequest) bool { return move(&req.Name, &req.StandsFor) })
+	p.plan.Children = moveEach(p.plan.Children, func(req *ChildRequest) bool { return move(&req.Name, &req.StandsFor) })
 	p.plan.Gates = moveEach(p.plan.Gates, func(req *GateRequest) bool {
-		if req.ToolCall != "" {
-			return true // a tool call's Gate keeps its name, which it shares with the call's pod or child Run
-		}
-		create := move(&req.Name, &req.StandsFor, req.Step.Name, "Gate")
-		if s := steps[req.Step.Name]; s != nil {
-			record(&s.Gate, req.Name, req.StandsFor)
-		}
-		return create
+		// A tool call's Gate keeps its name, which it shares with the call's pod or child Run.
+		return req.ToolCall != "" || move(&req.Name, &req.StandsFor)
 	})
-	p.plan.Store = moveEach(p.plan.Store, func(req *StoreRequest) bool {
-		create := move(&req.ConfigMap, &req.StandsFor, req.Step, "output ConfigMap")
+	p.plan.Store = moveEach(p.plan.Store, func(req *StoreRequest) bool { return move(&req.ConfigMap, &req.StandsFor) })
+
+	var notes []string
+	for _, predictable := range slices.Sorted(maps.Keys(p.f.Names)) {
+		nf := p.f.Names[predictable]
+		if nf.Use == "" || nf.Use == predictable {
+			continue
+		}
+		// A single attempt's pod, a child Run, a Gate and an output are found by the name the
+		// status records; a unit's pod by its labels, a tool call's by the name it stands for.
 		for i := range status.Steps {
-			for _, out := range []*ergonv1alpha1.OutputValue{status.Steps[i].Output, status.Steps[i].Transcript} {
-				if out != nil && out.Ref != nil {
-					record(&out.Ref.ConfigMap, req.ConfigMap, req.StandsFor)
+			s := &status.Steps[i]
+			for _, recorded := range []*string{&s.PodName, &s.ChildRun, &s.Gate} {
+				if *recorded == predictable {
+					*recorded = nf.Use
+				}
+			}
+			for _, out := range []*ergonv1alpha1.OutputValue{s.Output, s.Transcript} {
+				if out != nil && out.Ref != nil && out.Ref.ConfigMap == predictable {
+					out.Ref.ConfigMap = nf.Use
 				}
 			}
 		}
-		return create
-	})
+		notes = append(notes, fmt.Sprintf("%s holds the name of the %s %s; Ergon leaves it alone and uses %s",
+			strings.Join(nf.Taken, "; "), nf.Kind, predictable, nf.Use))
+	}
 	for _, n := range notes {
 		p.plan.Events = append(p.plan.Events, Event{Warning: true, Reason: ergonv1alpha1.ReasonNameSquatted,
 			Action: "CreateUnderAlternateName", Message: n})

@@ -182,11 +182,11 @@ func TestAToolCallPodHeldRunsUnderItsAlternate(t *testing.T) {
 			Outputs: map[string]Output{}, Children: w.children, Gates: w.gates, PodBudget: -1, MaxDepth: 3,
 			ToolCalls: map[string]ToolCallFacts{"work": w.calls}, ToolPods: w.toolPods, Names: names}
 	}
-	p := Decide(facts(map[string]NameFacts{name: {Use: name + "-alt", Taken: []string{"pod " + name}}}))
+	p := Decide(facts(map[string]NameFacts{name: {Kind: "pod", Use: name + "-alt", Taken: []string{"pod " + name}}}))
 	if len(p.ToolPods) != 1 || p.ToolPods[0].Name != name+"-alt" || p.ToolPods[0].StandsFor != name {
 		t.Fatalf("tool pods %+v, want %s-alt standing for %s", p.ToolPods, name, name)
 	}
-	if len(p.Events) == 0 || !strings.Contains(p.Events[len(p.Events)-1].Message, "pod of a call of its tool lint") {
+	if len(p.Events) == 0 || !strings.Contains(p.Events[len(p.Events)-1].Message, "the pod "+name+"; Ergon leaves it alone and uses "+name+"-alt") {
 		t.Fatalf("events %+v, want who held the name told", p.Events)
 	}
 	w.run.Status = p.Status
@@ -196,5 +196,30 @@ func TestAToolCallPodHeldRunsUnderItsAlternate(t *testing.T) {
 	p = Decide(facts(nil))
 	if len(p.ToolPods) != 0 || !slices.Contains(p.DeletePods, name+"-alt") || slices.Contains(p.DeletePods, name) {
 		t.Fatalf("tool pods %v, deletes %v; want the alternate stopped, and the name's holder left alone", p.ToolPods, p.DeletePods)
+	}
+}
+
+// TestAHeldNameIsToldAndRecordedInThePassThatWritesTheStatus: the pass that created an object
+// under its alternate may have written no status (another create found its name held); the next
+// pass creates nothing, for the object is there, and still records the alternate and tells who
+// held the name.
+func TestAHeldNameIsToldAndRecordedInThePassThatWritesTheStatus(t *testing.T) {
+	w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
+	predictable := Decide(&Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: w.pods, Outputs: w.outputs,
+		Children: map[string]ChildState{}, Gates: map[string]GateState{}, PodBudget: -1, MaxDepth: 5}).Pods[0].Name
+	// The alternate runs, and the cache shows it: gather finds it by its labels.
+	w.pods["a"] = []PodState{{Name: predictable + "-alt", Attempt: 1, Phase: PodRunning}}
+	p := Decide(&Facts{Now: w.now, Run: w.run, Scene: w.scene, Pods: w.pods, Outputs: w.outputs,
+		Children: map[string]ChildState{}, Gates: map[string]GateState{}, PodBudget: -1, MaxDepth: 5,
+		Names: map[string]NameFacts{predictable: {Kind: "pod", Use: predictable + "-alt", Exists: true, Taken: []string{"pod x"}}}})
+	if len(p.Pods) != 0 {
+		t.Fatalf("creates %v, want nothing", p.Pods)
+	}
+	if got := p.Status.Steps[0].PodName; got != predictable+"-alt" {
+		t.Errorf("status records %q, want the alternate", got)
+	}
+	if taken := meta.FindStatusCondition(p.Status.Conditions, ergonv1alpha1.ConditionNameTaken); taken == nil ||
+		!strings.Contains(taken.Message, "pod x") {
+		t.Errorf("NameTaken = %+v, want it to name the holder", taken)
 	}
 }
