@@ -201,6 +201,16 @@ func (a *runActor) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene
 	return a.createHeld(ctx, "Gate", gate, held)
 }
 
+// put writes a ConfigMap act built whole: it creates one that has no resourceVersion, and
+// replaces the one gather read otherwise, at that resourceVersion (and UID, when set), so that
+// one changed or replaced since is never written over.
+func (a *runActor) put(ctx context.Context, cm *corev1.ConfigMap) error {
+	if cm.ResourceVersion == "" {
+		return a.Create(ctx, cm)
+	}
+	return a.Update(ctx, cm)
+}
+
 // podCreators bounds the pod creations of one reconcile that run at once.
 const podCreators = 64
 

@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -59,11 +58,6 @@ type agentSeen struct {
 // read is no error but a fact: the step goes on, and only its progress is older.
 func (r *RunReconciler) gatherAgents(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) {
 	f.ProgressInterval = r.Config.ProgressInterval
-	f.NotedCheckpoints = r.notedCheckpoints(run)
-	interval := f.ProgressInterval
-	if interval <= 0 {
-		interval = planner.DefaultProgressInterval
-	}
 	for _, stepName := range slices.Sorted(maps.Keys(f.Pods)) {
 		step := scene.Steps[stepName]
 		if step == nil || step.Spec.Agent == nil {
@@ -74,7 +68,7 @@ func (r *RunReconciler) gatherAgents(ctx context.Context, run *ergonv1alpha1.Run
 			if v, ok := r.progress.Load(p.UID); ok {
 				a.Seen = v.(agentSeen).AgentSeen
 			}
-			if planner.AgentLogDue(p, a.Seen, f.Now, interval) {
+			if planner.AgentLogDue(p, a.Seen, f.Now, f.ProgressInterval) {
 				a.Read = true
 				if err := r.readAgentLog(ctx, run, &a); err != nil {
 					a.ReadErr = err.Error()
@@ -185,16 +179,7 @@ func (r *RunReconciler) checkpointFacts(ctx context.Context, run *ergonv1alpha1.
 // digest it recorded before, so the next attempt resumes from that one or starts afresh.
 func (a *runActor) keepCheckpoints(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, w := range slices.Clone(plan.KeepCheckpoints) {
-		cm := markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.ConfigMap, Namespace: run.Namespace,
-			UID: types.UID(w.UID), ResourceVersion: w.ResourceVersion,
-			Labels: childLabels(run, w.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-			Data: map[string]string{checkpointKey: string(w.Content)}})
-		var err error
-		if w.Create {
-			err = a.Create(ctx, cm)
-		} else {
-			err = a.Update(ctx, cm)
-		}
+		err := a.put(ctx, stepState(run, w.Step, w.ConfigMap, checkpointKey, w.Content, w.UID, w.ResourceVersion))
 		switch {
 		case err == nil:
 		case apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err):
@@ -256,20 +241,6 @@ type keptCheckpoints struct {
 	mu    sync.Mutex
 	run   types.UID
 	steps map[string]string
-}
-
-// keptCheckpoint is the digest of the checkpoint kept for a step: the one noted and not yet
-// recorded, or the one the status records.
-func (r *RunReconciler) keptCheckpoint(run *ergonv1alpha1.Run, s *ergonv1alpha1.StepStatus) string {
-	if v, ok := r.checkpoints.Load(client.ObjectKeyFromObject(run).String()); ok {
-		kept := v.(*keptCheckpoints)
-		kept.mu.Lock()
-		defer kept.mu.Unlock()
-		if sum, noted := kept.steps[s.Name]; noted && kept.run == run.UID {
-			return sum
-		}
-	}
-	return s.CheckpointSHA256
 }
 
 // notedCheckpoints are the digests noted for the Run's steps that its stored status does not

@@ -221,11 +221,7 @@ func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, pla
 		err := a.createHeld(ctx, "ConfigMap", cm, held)
 		if refused(err) {
 			// Remembered under the name the planner asks for, which is how it looks it up.
-			asked := req.ConfigMap
-			if req.StandsFor != "" {
-				asked = req.StandsFor
-			}
-			a.refused.add(key, asked, err, a.Clock.Now(), nil)
+			a.refused.add(key, standsFor(cm), err, a.Clock.Now(), nil)
 			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)

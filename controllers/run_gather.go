@@ -94,16 +94,16 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 			addUnitPod(f, step, un, state)
 		} else {
 			f.Pods[step] = append(f.Pods[step], state)
+			if failedAgentAttempt(run, scene, step, state) {
+				// Why the agent failed is in its transcript: kept when the step fails for good.
+				if out := r.readOutput(ctx, pod); out.Transcript != "" {
+					f.Outputs[pod.Name] = planner.Output{Transcript: out.Transcript}
+				}
+			}
 		}
 		seen[pod.Name] = true
 		if state.Phase == planner.PodSucceeded && !phases[step].Finished() {
 			f.Outputs[pod.Name] = r.collect(ctx, run, pod)
-		}
-		if _, unit := unitOf(pod); !unit && failedAgentAttempt(run, scene, step, state) {
-			// Why the agent failed is in its transcript: kept when the step fails for good.
-			if out := r.readOutput(ctx, pod); out.Transcript != "" {
-				f.Outputs[pod.Name] = planner.Output{Transcript: out.Transcript}
-			}
 		}
 	}
 	// A pod the status says is running but the cache does not have is either not in the
@@ -144,6 +144,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	if err := r.gatherGates(ctx, reader, run, f); err != nil {
 		return nil, err
 	}
+	f.NotedCheckpoints = r.notedCheckpoints(run)
 	if err := r.gatherToolCalls(ctx, reader, run, scene, f); err != nil {
 		return nil, err
 	}
@@ -215,9 +216,9 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	case !controlledBy(cm, run.UID):
 		// Someone else's: the output is stored under an alternate name (run_squatters.go),
 		// unless every alternate is held too.
-		if held, err := alternatesHeld(ctx, r.APIReader, run.UID, cm, naming.MaxSubdomainLength); err != nil {
+		if nf, err := r.resolveHeld(ctx, run, heldName{"ConfigMap", name}); err != nil {
 			return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
-		} else if held {
+		} else if nf.Use == "" {
 			return planner.Output{Err: notOwned("ConfigMap", name, run).Error() + "; so are its alternate names",
 				Reason: ergonv1alpha1.ReasonNameConflict}
 		}

@@ -145,12 +145,7 @@ func (a *runActor) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scen
 		ResourceVersion: w.ResourceVersion, OwnerReferences: w.Owners,
 		Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(scene.Spec.Memory.Name)}}})
 	cm.Data = map[string]string{memoryKey: w.Content}
-	var err error
-	if w.Create {
-		err = a.Create(ctx, cm)
-	} else {
-		err = a.Update(ctx, cm)
-	}
+	err := a.put(ctx, cm)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 		return &contendedError{what: "memory " + string(scene.Spec.Memory.Name), err: err}
 	}

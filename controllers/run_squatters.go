@@ -80,12 +80,7 @@ func createOwned(ctx context.Context, c client.Client, reader client.Reader, own
 	for k := 0; k <= naming.MaxAlternates; k++ {
 		if k > 0 {
 			obj.SetName(naming.Alternate(maxLen, predictable, string(owner), k))
-			annotations := obj.GetAnnotations()
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			annotations[ergonv1alpha1.AnnotationStandsFor] = predictable
-			obj.SetAnnotations(annotations)
+			markStandsFor(obj, predictable)
 		}
 		err := c.Create(ctx, obj)
 		if !apierrors.IsAlreadyExists(err) {
@@ -260,24 +255,4 @@ func (r *RunReconciler) resolveHeld(ctx context.Context, run *ergonv1alpha1.Run,
 		nf.Taken = append(nf.Taken, takenBy(n.kind, obj))
 	}
 	return nf, nil
-}
-
-// alternatesHeld reports whether every alternate name of obj's (naming.Alternate) is held by an
-// object owner does not control, so that nothing can be created under any of them.
-func alternatesHeld(ctx context.Context, reader client.Reader, owner types.UID, obj client.Object, maxLen int) (bool, error) {
-	for k := 1; k <= naming.MaxAlternates; k++ {
-		existing, _ := obj.DeepCopyObject().(client.Object) // a copy of a client.Object is one
-		key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: naming.Alternate(maxLen, obj.GetName(), string(owner), k)}
-		err := reader.Get(ctx, key, existing)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if controlledBy(existing, owner) {
-			return false, nil
-		}
-	}
-	return true, nil
 }

@@ -25,7 +25,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -137,8 +136,14 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 			continue
 		}
 		waiting := s.Phase == ergonv1alpha1.StepWaiting && s.Reason == planner.ReasonToolCallPending
+		// The checkpoint kept last: one noted and not recorded yet (a status write lost), else
+		// the one the status records.
+		kept, noted := f.NotedCheckpoints[s.Name]
+		if !noted {
+			kept = s.CheckpointSHA256
+		}
 		checkpoint, _, err := r.readInternal(ctx, reader, run, naming.CheckpointConfigMapName(run.Name, s.Name),
-			checkpointWants(run, s.Name, r.keptCheckpoint(run, &s)), waiting, f)
+			checkpointWants(run, s.Name, kept), waiting, f)
 		if err != nil {
 			return err
 		}
@@ -248,18 +253,9 @@ func (r *RunReconciler) checkSceneCall(ctx context.Context, run *ergonv1alpha1.R
 // replaced it under the name, or changed since, is never written).
 func (a *runActor) storeToolResults(ctx context.Context, run *ergonv1alpha1.Run, plan *planner.Plan) error {
 	for _, req := range plan.ToolResults {
-		cm := markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: naming.ToolResultsConfigMapName(run.Name, req.Step), Namespace: run.Namespace,
-			UID: types.UID(req.UID), ResourceVersion: req.ResourceVersion,
-			Labels: childLabels(run, req.Step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-			Data: map[string]string{toolResultsKey: string(req.JSON)}})
-		var err error
-		if req.UID == "" {
-			err = a.Create(ctx, cm)
-		} else {
-			err = a.Update(ctx, cm)
-		}
-		if err != nil {
+		cm := stepState(run, req.Step, naming.ToolResultsConfigMapName(run.Name, req.Step), toolResultsKey, req.JSON,
+			req.UID, req.ResourceVersion)
+		if err := a.put(ctx, cm); err != nil {
 			return fmt.Errorf("storing the tool results of step %s: %w", req.Step, err)
 		}
 	}

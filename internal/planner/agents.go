@@ -94,14 +94,14 @@ type CheckpointFacts struct {
 	Conflict        string
 }
 
-// CheckpointWrite keeps a step's checkpoint: Content (empty for a reset), whose digest SHA256
-// the step's status records from now on; Previous is the digest it recorded before, which it
+// CheckpointWrite keeps a step's checkpoint: Content (empty for a reset), in a new ConfigMap
+// (no ResourceVersion) or over the one gather read; SHA256 is the digest the step's status
+// records from now on; Previous is the digest it recorded before, which it
 // records again when the write is refused (KeepLost).
 type CheckpointWrite struct {
 	Step, ConfigMap  string
 	UID              string
 	Content          []byte
-	Create           bool
 	ResourceVersion  string
 	SHA256, Previous string
 }
@@ -120,7 +120,15 @@ func AgentLogDue(p PodState, seen AgentSeen, now time.Time, interval time.Durati
 	if !running && !final {
 		return false
 	}
-	return !seen.Final && (!running || now.Sub(seen.At) >= interval)
+	return !seen.Final && (!running || now.Sub(seen.At) >= progressInterval(interval))
+}
+
+// progressInterval is the manager's progress interval, DefaultProgressInterval when unset.
+func progressInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultProgressInterval
+	}
+	return d
 }
 
 // agentPodState says whether an agent pod runs, or ended in a way whose log is read once more
@@ -134,10 +142,7 @@ func agentPodState(p PodState) (running, final bool) {
 // questions and the answers to hand back, how long a pod that ended is kept for its last read,
 // and when to look again. It runs after Decide, on the plan Decide made.
 func ObserveAgents(f *Facts, p *Plan) {
-	interval := f.ProgressInterval
-	if interval <= 0 {
-		interval = DefaultProgressInterval
-	}
+	interval := progressInterval(f.ProgressInterval)
 	for i := range p.Status.Steps {
 		if sum, ok := f.NotedCheckpoints[p.Status.Steps[i].Name]; ok {
 			p.Status.Steps[i].CheckpointSHA256 = sum
@@ -237,7 +242,7 @@ func keepCheckpoint(p *Plan, step string, prog *wire.Progress, cf *CheckpointFac
 		content = []byte{}
 	}
 	p.KeepCheckpoints = append(p.KeepCheckpoints, CheckpointWrite{Step: step, ConfigMap: cf.ConfigMap, Content: content,
-		Create: !cf.Exists, UID: cf.UID, ResourceVersion: cf.ResourceVersion, SHA256: sum, Previous: previous})
+		UID: cf.UID, ResourceVersion: cf.ResourceVersion, SHA256: sum, Previous: previous})
 	return sum
 }
 

@@ -22,6 +22,20 @@ import (
 	"strings"
 )
 
+// Event is a transition worth an Event on the Run.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+	// Action is what the manager was doing, when it is not reconciling the Run.
+	Action string
+	// step is the step a transition Event is about, for FoldEvents.
+	step string
+	// folded are the progress Events a folded Event tells, so that it can be folded again
+	// with others (FoldEvents).
+	folded []Event
+}
+
 // foldedEvents are the step transitions a plan tells in one Event, with the Run's success:
 // the progress of one planning pass (the steps of a fan-out starting together, a step
 // succeeding and the next starting, the last step and the Run succeeding) is one API write,

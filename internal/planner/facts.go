@@ -103,7 +103,7 @@ type Facts struct {
 	// Agents are the running and ended agent pods, with what gather read of their logs, and
 	// ProgressInterval how often a running one's is read (agents.go); both gathered after
 	// Decide. NotedCheckpoints are the checkpoint digests of steps kept by earlier passes that
-	// the stored status does not record yet, by step.
+	// the stored status does not record yet, by step (gathered with the rest).
 	Agents           []AgentPodFacts
 	ProgressInterval time.Duration
 	NotedCheckpoints map[string]string

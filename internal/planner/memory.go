@@ -44,12 +44,11 @@ type MemoryFacts struct {
 	Scene *metav1.OwnerReference
 }
 
-// MemoryWrite is the store's next content: created when it does not exist, else updated over
-// the ResourceVersion gathered (a Run that wrote the store meanwhile makes it conflict, and the
+// MemoryWrite is the store's next content: created when it does not exist (no ResourceVersion),
+// else updated over the ResourceVersion gathered (a Run that wrote the store meanwhile makes it conflict, and the
 // next pass applies the writes to what that Run kept).
 type MemoryWrite struct {
 	ConfigMap       string
-	Create          bool
 	ResourceVersion string
 	Content         string
 	Owners          []metav1.OwnerReference
@@ -66,6 +65,11 @@ func (p *Plan) NeedsMemory(f *Facts) bool {
 			return true
 		}
 	}
+	return p.startsAgents()
+}
+
+// startsAgents says whether the plan starts an agent pod.
+func (p *Plan) startsAgents() bool {
 	return slices.ContainsFunc(p.Pods, func(req PodRequest) bool { return req.Step.Spec.Agent != nil })
 }
 
@@ -83,7 +87,7 @@ func DecideMemory(f *Facts, p *Plan) {
 	tell := func(warning bool, reason, action, format string, args ...any) {
 		p.Events = append(p.Events, Event{Warning: warning, Reason: reason, Action: action, Message: fmt.Sprintf(format, args...)})
 	}
-	if mf.Conflict != "" && slices.ContainsFunc(p.Pods, func(req PodRequest) bool { return req.Step.Spec.Agent != nil }) {
+	if mf.Conflict != "" && p.startsAgents() {
 		tell(true, ergonv1alpha1.ReasonNameConflict, "ReadMemory",
 			"The agent steps of this Run do not read memory %s: %s", m.Name, mf.Conflict)
 	}
@@ -129,8 +133,7 @@ func DecideMemory(f *Facts, p *Plan) {
 		if !slices.ContainsFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == mf.Scene.UID }) {
 			owners = append(slices.Clone(owners), *mf.Scene)
 		}
-		p.MemoryWrite = &MemoryWrite{ConfigMap: mf.Store, Create: !mf.Exists, ResourceVersion: mf.ResourceVersion,
-			Content: content, Owners: owners}
+		p.MemoryWrite = &MemoryWrite{ConfigMap: mf.Store, ResourceVersion: mf.ResourceVersion, Content: content, Owners: owners}
 	}
 	if mf.Store != "" && mf.Conflict == "" && (mf.Exists || changed) {
 		p.MemoryPin = wire.Digest([]byte(content))

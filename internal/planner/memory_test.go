@@ -146,7 +146,7 @@ func TestDecideMemory(t *testing.T) {
 				if strings.Join(texts, ",") != strings.Join(tc.texts, ",") {
 					t.Errorf("entries = %v, want %v", texts, tc.texts)
 				}
-				if w.Create != tc.create || w.ConfigMap != "m" || w.ResourceVersion != tc.memory.ResourceVersion {
+				if (w.ResourceVersion == "") != tc.create || w.ConfigMap != "m" || w.ResourceVersion != tc.memory.ResourceVersion {
 					t.Errorf("write = %+v", w)
 				}
 				if len(w.Owners) != 1 || w.Owners[0].UID != owner.UID {

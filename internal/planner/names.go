@@ -50,17 +50,17 @@ type NameFacts struct {
 	Taken []string
 }
 
-// nameFor says where the object the plan creates under predictable goes: the name to use,
-// whether to create it, and who holds the names before it.
-func (p *planner) nameFor(predictable string) (use string, create bool, taken []string) {
+// nameFor says where the object the plan creates under predictable goes: the name to use
+// and whether to create it.
+func (p *planner) nameFor(predictable string) (use string, create bool) {
 	nf, ok := p.f.Names[predictable]
 	switch {
 	case !ok:
-		return predictable, true, nil
+		return predictable, true
 	case nf.Use == "":
-		return predictable, false, nil
+		return predictable, false
 	}
-	return nf.Use, !nf.Exists, nf.Taken
+	return nf.Use, !nf.Exists
 }
 
 // resolveNames moves the plan's creates whose predictable names are held (Facts.Names) to the
@@ -77,7 +77,7 @@ func (p *planner) resolveNames(status *ergonv1alpha1.RunStatus) {
 		return
 	}
 	move := func(name, standsFor *string) bool {
-		use, create, _ := p.nameFor(*name)
+		use, create := p.nameFor(*name)
 		if use != *name {
 			*standsFor, *name = *name, use
 		}

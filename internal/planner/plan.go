@@ -151,20 +151,6 @@ type GateRequest struct {
 	Elicit bool
 }
 
-// Event is a transition worth an Event on the Run.
-type Event struct {
-	Warning bool
-	Reason  string
-	Message string
-	// Action is what the manager was doing, when it is not reconciling the Run.
-	Action string
-	// step is the step a transition Event is about, for FoldEvents.
-	step string
-	// folded are the progress Events a folded Event tells, so that it can be folded again
-	// with others (FoldEvents).
-	folded []Event
-}
-
 // planner holds one planning pass.
 type planner struct {
 	f      *Facts
