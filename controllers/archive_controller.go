@@ -108,7 +108,7 @@ type ArchiveReconciler struct {
 	Store     archive.Store
 	Config    ArchiveConfig
 	// values reads a Run's snapshot and outputs as the Run controller does.
-	values *RunReconciler
+	values runValues
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;update;patch
@@ -295,7 +295,7 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 
 // SetupWithManager watches Runs.
 func (r *ArchiveReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.values = &RunReconciler{Client: r.Client, APIReader: r.APIReader}
+	r.values = runValues{cached: r.Client, live: r.APIReader}
 	workers := r.Config.Workers
 	if workers <= 0 {
 		workers = 2

@@ -18,7 +18,6 @@ package controllers
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +26,6 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
-	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // Internal state is what the manager writes to ConfigMaps and reads back later: a Run's
@@ -145,30 +143,4 @@ func runWants(run interface {
 // digest is the hex SHA-256 of a value, as the status records it.
 func digest(value string) string {
 	return wire.Digest([]byte(value))
-}
-
-// pinAgentState pins, in an agent pod's environment, the digests of the internal state the
-// kubelet mounts into it by name: the step's checkpoint and tool results as its status
-// records them, and the memory as the plan pins it (planner.DecideMemory). The pod spec
-// cannot change once created, so neither can the pins.
-func pinAgentState(pod *corev1.Pod, s *ergonv1alpha1.StepStatus, memory string) {
-	c := &pod.Spec.Containers[0]
-	var checkpoint, results string
-	if s != nil {
-		checkpoint, results = s.CheckpointSHA256, s.ToolResultsSHA256
-	}
-	pins := map[string]struct{ name, value string }{
-		stepcontract.EnvCheckpoint:  {stepcontract.EnvCheckpointSHA256, checkpoint},
-		stepcontract.EnvToolResults: {stepcontract.EnvToolResultsSHA256, results},
-	}
-	var add []corev1.EnvVar
-	for _, e := range c.Env {
-		if pin, ok := pins[e.Name]; ok {
-			add = append(add, corev1.EnvVar{Name: pin.name, Value: pin.value})
-		}
-	}
-	if slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == memoryVolumeName }) {
-		add = append(add, corev1.EnvVar{Name: stepcontract.EnvMemorySHA256, Value: memory})
-	}
-	c.Env = append(c.Env, add...)
 }

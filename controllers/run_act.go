@@ -37,6 +37,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
 
 // act carries a plan out, before its status is written: outputs are stored first, so a
@@ -337,4 +338,30 @@ func (r *RunReconciler) actor() *runActor {
 	return &runActor{actClient: writeOnly{r.Client},
 		Recorder: r.Recorder, Clock: r.Clock, Notifier: r.Notifier, refused: &r.refused, authz: r.authorizer(),
 		calls: r.ledger(), answerKey: r.signingKey()}
+}
+
+// pinAgentState pins, in an agent pod's environment, the digests of the internal state the
+// kubelet mounts into it by name: the step's checkpoint and tool results as its status
+// records them, and the memory as the plan pins it (planner.DecideMemory). The pod spec
+// cannot change once created, so neither can the pins.
+func pinAgentState(pod *corev1.Pod, s *ergonv1alpha1.StepStatus, memory string) {
+	c := &pod.Spec.Containers[0]
+	var checkpoint, results string
+	if s != nil {
+		checkpoint, results = s.CheckpointSHA256, s.ToolResultsSHA256
+	}
+	pins := map[string]struct{ name, value string }{
+		stepcontract.EnvCheckpoint:  {stepcontract.EnvCheckpointSHA256, checkpoint},
+		stepcontract.EnvToolResults: {stepcontract.EnvToolResultsSHA256, results},
+	}
+	var add []corev1.EnvVar
+	for _, e := range c.Env {
+		if pin, ok := pins[e.Name]; ok {
+			add = append(add, corev1.EnvVar{Name: pin.name, Value: pin.value})
+		}
+	}
+	if slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == memoryVolumeName }) {
+		add = append(add, corev1.EnvVar{Name: stepcontract.EnvMemorySHA256, Value: memory})
+	}
+	c.Env = append(c.Env, add...)
 }

@@ -363,7 +363,7 @@ func (r *RunReconciler) compiled(ctx context.Context, run *ergonv1alpha1.Run) (*
 	spec := run.Status.SceneSnapshot
 	if spec == nil {
 		var err error
-		if spec, err = r.readSnapshot(ctx, run); err != nil {
+		if spec, err = r.values().readSnapshot(ctx, run); err != nil {
 			return nil, err
 		}
 	}
@@ -434,6 +434,11 @@ func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha
 	log.FromContext(ctx).Info("Deleting finished Run after its time to live")
 	err := r.Delete(ctx, run, client.Preconditions{UID: &run.UID}, client.PropagationPolicy("Background"))
 	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// values reads what the Run keeps outside its status, verified (runValues).
+func (r *RunReconciler) values() runValues {
+	return runValues{cached: r.Client, live: r.APIReader}
 }
 
 // SetupWithManager registers the controller: Runs, the pods, Gates and child Runs they own,

@@ -330,7 +330,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		if names := slices.Sorted(maps.Keys(child.Status.Outputs)); len(names) > 0 {
 			out := child.Status.Outputs[names[len(names)-1]]
 			state.Output = &out
-			value, err := r.outputValue(ctx, child, &out)
+			value, err := r.values().outputValue(ctx, child, &out)
 			var conflict *conflictError
 			switch {
 			case errors.As(err, &conflict):
@@ -419,7 +419,7 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 		if !neededLater(scene, s.Name, phases) {
 			continue
 		}
-		value, err := r.outputValue(ctx, run, s.Output)
+		value, err := r.values().outputValue(ctx, run, s.Output)
 		var conflict *conflictError
 		switch {
 		case errors.As(err, &conflict):
@@ -449,19 +449,4 @@ func neededLater(scene *compile.Scene, step string, phases map[string]ergonv1alp
 		}
 	}
 	return false
-}
-
-// outputValue reads a whole output: inline, or from the ConfigMap its Run (owner) wrote. A
-// ConfigMap that owner did not write, or that does not hold the recorded size and digest, is
-// a conflictError.
-func (r *RunReconciler) outputValue(ctx context.Context, owner *ergonv1alpha1.Run, out *ergonv1alpha1.OutputValue) (string, error) {
-	if out.Ref == nil {
-		return out.Preview, nil
-	}
-	cm := &corev1.ConfigMap{}
-	// Not in the cache yet: written just before the status that names it.
-	if err := r.getLive(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
-		return "", err
-	}
-	return checkOutput(cm, owner.UID, owner.Name, out)
 }

@@ -77,16 +77,6 @@ func checkOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out
 	return value, nil
 }
 
-// getLive reads an object from the cache or, when the cache does not have it, from the API
-// server: an object created a moment ago, or one the cache does not select.
-func (r *RunReconciler) getLive(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	err := r.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.APIReader.Get(ctx, key, obj)
-	}
-	return err
-}
-
 // gatherConflicts looks up the child Runs and Gates the status names that the Run does not
 // own, and records each one that exists as a conflict. Only names missing from what gather
 // found are read, so this costs a request only while an object is new or when it conflicts.

@@ -138,7 +138,7 @@ func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*r
 	}
 	src.spec = src.run.Status.SceneSnapshot
 	if src.spec == nil {
-		src.spec, err = r.readSnapshot(ctx, src.run)
+		src.spec, err = r.values().readSnapshot(ctx, src.run)
 		if conflict, ok := errors.AsType[*conflictError](err); ok {
 			return nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
 		}

@@ -20,7 +20,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,31 +169,6 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 	run.Status.SceneSnapshotRef = &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: snapshotKey}
 	run.Status.SceneSnapshotSHA256 = want.sha256
 	return nil
-}
-
-// readSnapshot reads a snapshot kept in a ConfigMap: the Run's own, with the recorded digest.
-func (r *RunReconciler) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
-	ref := run.Status.SceneSnapshotRef
-	cm := &corev1.ConfigMap{}
-	if err := r.getLive(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
-		return nil, err
-	}
-	want := runWants(run, "the snapshot", ref.Key)
-	want.sha256 = run.Status.SceneSnapshotSHA256
-	if want.sha256 == "" {
-		// Taken by a manager that recorded no digest: nothing tells its snapshot from a forged one.
-		return nil, &conflictError{fmt.Sprintf("Run %s records no SHA-256 of its snapshot in ConfigMap %s; "+
-			"Ergon does not execute a snapshot it cannot verify: create the Run again", run.Name, ref.ConfigMap)}
-	}
-	value, err := verifyInternal(cm, want)
-	if err != nil {
-		return nil, err
-	}
-	spec := &ergonv1alpha1.SceneSpec{}
-	if err := json.Unmarshal([]byte(value), spec); err != nil {
-		return nil, fmt.Errorf("the snapshot in ConfigMap %s is corrupt: %w", ref.ConfigMap, err)
-	}
-	return spec, nil
 }
 
 // failUnstarted fails a Run before it starts, for what the start path finds while acting.
