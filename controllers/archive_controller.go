@@ -108,7 +108,7 @@ type ArchiveReconciler struct {
 	Store     archive.Store
 	Config    ArchiveConfig
 	// values reads a Run's snapshot and outputs as the Run controller does.
-	values runValues
+	values RunValues
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;update;patch
@@ -218,7 +218,7 @@ func (r *ArchiveReconciler) record(ctx context.Context, run *ergonv1alpha1.Run) 
 		rec.Snapshot = run.Status.SceneSnapshot
 		rec.Run.Status.SceneSnapshot = nil // kept once
 	case run.Status.SceneSnapshotRef != nil:
-		spec, err := r.values.readSnapshot(ctx, run)
+		spec, err := r.values.ReadSnapshot(ctx, run)
 		if err != nil {
 			missing("the snapshot: %v", err)
 		}
@@ -228,7 +228,7 @@ func (r *ArchiveReconciler) record(ctx context.Context, run *ergonv1alpha1.Run) 
 		if v == nil {
 			return
 		}
-		s, err := r.values.outputValue(ctx, run, v)
+		s, err := r.values.OutputValue(ctx, run, v)
 		if err != nil {
 			missing("%s: %v", key, err)
 			return
@@ -246,7 +246,7 @@ func (r *ArchiveReconciler) record(ctx context.Context, run *ergonv1alpha1.Run) 
 		missing("the Gates: %v", err)
 	}
 	for _, g := range gates.Items {
-		if controlledBy(&g, run.UID) {
+		if ControlledBy(&g, run.UID) {
 			g.ManagedFields = nil
 			rec.Gates = append(rec.Gates, g)
 		}
@@ -267,14 +267,14 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 	total := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !controlledBy(pod, run.UID) || pod.Status.Phase == corev1.PodPending {
+		if !ControlledBy(pod, run.UID) || pod.Status.Phase == corev1.PodPending {
 			continue
 		}
 		if total >= archiveLogsTotal {
 			missing("the logs of pod %s and after: the record keeps %d bytes of logs", pod.Name, archiveLogsTotal)
 			return
 		}
-		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, wire.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
+		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, StepContainer, wire.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
 		if err != nil {
 			missing("the log of pod %s: %v", pod.Name, err)
 			continue
@@ -295,7 +295,7 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 
 // SetupWithManager watches Runs.
 func (r *ArchiveReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.values = runValues{cached: r.Client, live: r.APIReader}
+	r.values = RunValues{Cached: r.Client, Live: r.APIReader}
 	workers := r.Config.Workers
 	if workers <= 0 {
 		workers = 2

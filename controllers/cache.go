@@ -61,9 +61,9 @@ func keepRunControlled(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if runControlled(o) || workspaceControlled(o) {
+	if RunControlled(o) || WorkspaceControlled(o) {
 		o.SetManagedFields(nil)
-		if pod, isPod := obj.(*corev1.Pod); isPod && runControlled(o) {
+		if pod, isPod := obj.(*corev1.Pod); isPod && RunControlled(o) {
 			return slimPod(pod), nil
 		}
 		return obj, nil
@@ -111,14 +111,14 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	return slim
 }
 
-// runControlled reports whether obj's controlling owner is a Run.
-func runControlled(obj client.Object) bool {
+// RunControlled reports whether obj's controlling owner is a Run.
+func RunControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == kindRun && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == KindRun && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
-// workspaceControlled reports whether obj's controlling owner is a Workspace.
-func workspaceControlled(obj client.Object) bool {
+// WorkspaceControlled reports whether obj's controlling owner is a Workspace.
+func WorkspaceControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == workspaceKind && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == KindWorkspace && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }

@@ -73,7 +73,7 @@ func (r *GateReconciler) runOf(ctx context.Context, gate *ergonv1alpha1.Gate) (*
 	if err != nil {
 		return nil, err
 	}
-	if !controlledBy(gate, run.UID) {
+	if !ControlledBy(gate, run.UID) {
 		return nil, nil
 	}
 	return run, nil
@@ -107,7 +107,7 @@ func (r *GateReconciler) gatesOfRun(ctx context.Context, obj client.Object) []re
 	var reqs []reconcile.Request
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if controlledBy(g, obj.GetUID()) && g.Status.Phase.Open() {
+		if ControlledBy(g, obj.GetUID()) && g.Status.Phase.Open() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(g)})
 		}
 	}

@@ -27,29 +27,29 @@ import (
 )
 
 // The cache's field indexes, by the field they index. Every controller lists through them
-// freely: each one's SetupWithManager calls setupIndexes, which registers them all once per
+// freely: each one's SetupWithManager calls SetupIndexes, which registers them all once per
 // manager, so no controller depends on another having been set up first.
 const (
-	// sceneRefField indexes Runs by the Scene they name.
-	sceneRefField = "spec.sceneRef.name"
-	// runCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.
-	runCompletedSceneField = "spec.runCompleted.sceneRef.name"
-	// sceneCallsField indexes Scenes by the Scenes their steps call.
-	sceneCallsField = "spec.steps.scene.name"
-	// sceneWorkspaceField indexes Scenes by the Workspace they are bound to.
-	sceneWorkspaceField = "spec.workspace.name"
+	// SceneRefField indexes Runs by the Scene they name.
+	SceneRefField = "spec.sceneRef.name"
+	// RunCompletedSceneField indexes Triggers by the Scene whose Runs they wait for.
+	RunCompletedSceneField = "spec.runCompleted.sceneRef.name"
+	// SceneCallsField indexes Scenes by the Scenes their steps call.
+	SceneCallsField = "spec.steps.scene.name"
+	// SceneWorkspaceField indexes Scenes by the Workspace they are bound to.
+	SceneWorkspaceField = "spec.workspace.name"
 	// causeRootField indexes Runs by the root of their cause (the annotation
 	// ergon.dev/cause-root, which only the manager sets); a Run without one is not indexed.
 	causeRootField = "metadata.annotations.cause-root"
 )
 
-// fieldIndexes are the indexes setupIndexes registers.
+// fieldIndexes are the indexes SetupIndexes registers.
 var fieldIndexes = []struct {
 	obj     client.Object
 	field   string
 	extract client.IndexerFunc
 }{
-	{&ergonv1alpha1.Run{}, sceneRefField, func(obj client.Object) []string {
+	{&ergonv1alpha1.Run{}, SceneRefField, func(obj client.Object) []string {
 		return []string{obj.(*ergonv1alpha1.Run).Spec.SceneRef.Name}
 	}},
 	{&ergonv1alpha1.Run{}, causeRootField, func(obj client.Object) []string {
@@ -58,16 +58,16 @@ var fieldIndexes = []struct {
 		}
 		return nil
 	}},
-	{&ergonv1alpha1.Trigger{}, runCompletedSceneField, func(obj client.Object) []string {
+	{&ergonv1alpha1.Trigger{}, RunCompletedSceneField, func(obj client.Object) []string {
 		if s := obj.(*ergonv1alpha1.Trigger).Spec.RunCompleted; s != nil {
 			return []string{s.SceneRef.Name}
 		}
 		return nil
 	}},
-	{&ergonv1alpha1.Scene{}, sceneCallsField, func(obj client.Object) []string {
-		return calledScenes(&obj.(*ergonv1alpha1.Scene).Spec)
+	{&ergonv1alpha1.Scene{}, SceneCallsField, func(obj client.Object) []string {
+		return CalledScenes(&obj.(*ergonv1alpha1.Scene).Spec)
 	}},
-	{&ergonv1alpha1.Scene{}, sceneWorkspaceField, func(obj client.Object) []string {
+	{&ergonv1alpha1.Scene{}, SceneWorkspaceField, func(obj client.Object) []string {
 		if ws := obj.(*ergonv1alpha1.Scene).Spec.Workspace; ws != nil {
 			return []string{ws.Name}
 		}
@@ -83,9 +83,9 @@ type indexRegistration struct {
 	err  error
 }
 
-// setupIndexes registers every field index with the manager's cache, once however many
+// SetupIndexes registers every field index with the manager's cache, once however many
 // controllers call it.
-func setupIndexes(mgr ctrl.Manager) error {
+func SetupIndexes(mgr ctrl.Manager) error {
 	v, _ := indexesOnce.LoadOrStore(mgr, &indexRegistration{})
 	reg := v.(*indexRegistration)
 	reg.once.Do(func() {

@@ -32,8 +32,8 @@ import (
 // snapshot, outputs, checkpoints and tool results, a Scene's memory. Anyone who may write
 // ConfigMaps in the namespace can create one under the name Ergon uses and can read the Run's
 // UID to forge its owner reference, so neither a name nor an owner reference nor a label
-// alone makes one Ergon's. Every writer marks what it writes with markInternal; every reader
-// goes through verifyInternal, which accepts a ConfigMap only when
+// alone makes one Ergon's. Every writer marks what it writes with MarkInternal; every reader
+// goes through VerifyInternal, which accepts a ConfigMap only when
 //   - it carries the label ergon.dev/internal, which the admission policy
 //     config/policies/internal_configmaps.yaml lets no one but the manager set, change or
 //     remove (and no one else create, change or delete such a ConfigMap);
@@ -46,20 +46,20 @@ import (
 // manager cannot check them: it pins their digests in the pod's environment instead
 // (pinAgentState), and the runtime reads a file only when it has the pinned digest.
 
-// internalTrue is the value of LabelInternal.
-const internalTrue = "true"
+// InternalTrue is the value of LabelInternal.
+const InternalTrue = "true"
 
-// reasonUntrustedState is the Event of a Run's own ConfigMap that does not hold what its status
+// ReasonUntrustedState is the Event of a Run's own ConfigMap that does not hold what its status
 // recorded: changed by someone who may (an administrator, or anyone where the admission
 // policies are not installed), or written by a pass whose status write was lost.
-const reasonUntrustedState = "UntrustedState"
+const ReasonUntrustedState = "UntrustedState"
 
-// markInternal labels a ConfigMap the manager writes as internal state.
-func markInternal(cm *corev1.ConfigMap) *corev1.ConfigMap {
+// MarkInternal labels a ConfigMap the manager writes as internal state.
+func MarkInternal(cm *corev1.ConfigMap) *corev1.ConfigMap {
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
-	cm.Labels[ergonv1alpha1.LabelInternal] = internalTrue
+	cm.Labels[ergonv1alpha1.LabelInternal] = InternalTrue
 	return cm
 }
 
@@ -67,40 +67,40 @@ func markInternal(cm *corev1.ConfigMap) *corev1.ConfigMap {
 // results): owned by the Run, labelled as the step's. uid and version are those of the one
 // gather read, empty for a new one (runActor.put).
 func stepState(run *ergonv1alpha1.Run, step, name, key string, content []byte, uid, version string) *corev1.ConfigMap {
-	return markInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+	return MarkInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
 		UID: types.UID(uid), ResourceVersion: version,
 		Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
 		Data: map[string]string{key: string(content)}})
 }
 
-// internalWant is what a reader expects of an internal ConfigMap.
-type internalWant struct {
-	// what names the content in messages: "the snapshot", "the output of step build".
-	what string
-	// owner is the object that must control the ConfigMap, and ownerKind and ownerName name
-	// it in messages; an empty owner (a memory store) checks the label alone.
-	owner     types.UID
-	ownerKind string
-	ownerName string
-	// key holds the content, in Data or BinaryData.
-	key string
-	// sha256 is the digest recorded for the content, hex; empty when none is recorded yet.
-	sha256 string
-	// size is the recorded length of the content; negative when none is recorded.
-	size int64
+// Want is what a reader expects of an internal ConfigMap.
+type Want struct {
+	// What names the content in messages: "the snapshot", "the output of step build".
+	What string
+	// Owner is the object that must control the ConfigMap, and ownerKind and ownerName name
+	// it in messages; an empty Owner (a memory store) checks the label alone.
+	Owner     types.UID
+	OwnerKind string
+	OwnerName string
+	// Key holds the content, in Data or BinaryData.
+	Key string
+	// SHA256 is the digest recorded for the content, hex; empty when none is recorded yet.
+	SHA256 string
+	// Size is the recorded length of the content; negative when none is recorded.
+	Size int64
 }
 
-// verifyInternal returns the content of an internal ConfigMap when it is the one the reader
-// expects, and a conflictError naming the ConfigMap and what is wrong otherwise.
-func verifyInternal(cm *corev1.ConfigMap, want internalWant) (string, error) {
+// VerifyInternal returns the content of an internal ConfigMap when it is the one the reader
+// expects, and a ConflictError naming the ConfigMap and what is wrong otherwise.
+func VerifyInternal(cm *corev1.ConfigMap, want Want) (string, error) {
 	if err := trustInternal(cm, want); err != nil {
 		return "", err
 	}
-	value, ok := outputs.ConfigMapValue(cm, want.key)
-	if !ok && (want.sha256 != "" || want.size >= 0) {
+	value, ok := outputs.ConfigMapValue(cm, want.Key)
+	if !ok && (want.SHA256 != "" || want.Size >= 0) {
 		return "", want.missing(cm)
 	}
-	if (want.size >= 0 && int64(len(value)) != want.size) || (want.sha256 != "" && digest(value) != want.sha256) {
+	if (want.Size >= 0 && int64(len(value)) != want.Size) || (want.SHA256 != "" && Digest(value) != want.SHA256) {
 		return "", want.mismatch(cm)
 	}
 	return value, nil
@@ -108,39 +108,39 @@ func verifyInternal(cm *corev1.ConfigMap, want internalWant) (string, error) {
 
 // trustInternal checks that a ConfigMap is internal state the manager wrote for the expected
 // owner, whatever it holds.
-func trustInternal(cm *corev1.ConfigMap, want internalWant) error {
-	if want.owner != "" && !controlledBy(cm, want.owner) {
-		return &conflictError{fmt.Sprintf("ConfigMap %s exists but %s %s did not create it (it is not its controlling owner); "+
-			"Ergon does not adopt objects by name: delete or rename it", cm.Name, want.ownerKind, want.ownerName)}
+func trustInternal(cm *corev1.ConfigMap, want Want) error {
+	if want.Owner != "" && !ControlledBy(cm, want.Owner) {
+		return &ConflictError{fmt.Sprintf("ConfigMap %s exists but %s %s did not create it (it is not its controlling owner); "+
+			"Ergon does not adopt objects by name: delete or rename it", cm.Name, want.OwnerKind, want.OwnerName)}
 	}
-	if cm.Labels[ergonv1alpha1.LabelInternal] != internalTrue {
-		return &conflictError{fmt.Sprintf("ConfigMap %s does not carry the label %s=true that Ergon puts on what it writes; "+
+	if cm.Labels[ergonv1alpha1.LabelInternal] != InternalTrue {
+		return &ConflictError{fmt.Sprintf("ConfigMap %s does not carry the label %s=true that Ergon puts on what it writes; "+
 			"Ergon does not use it: delete or rename it", cm.Name, ergonv1alpha1.LabelInternal)}
 	}
 	return nil
 }
 
 // missing is the conflict of an internal ConfigMap without the key that holds the content.
-func (want internalWant) missing(cm *corev1.ConfigMap) *conflictError {
-	return &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s (no key %s)", cm.Name, want.what, want.key)}
+func (want Want) missing(cm *corev1.ConfigMap) *ConflictError {
+	return &ConflictError{fmt.Sprintf("ConfigMap %s does not hold %s (no key %s)", cm.Name, want.What, want.Key)}
 }
 
 // mismatch is the conflict of an internal ConfigMap whose content is not what was recorded.
-func (want internalWant) mismatch(cm *corev1.ConfigMap) *conflictError {
-	return &conflictError{fmt.Sprintf("ConfigMap %s does not hold %s that %s %s recorded (SHA-256 %s); Ergon does not use it",
-		cm.Name, want.what, want.ownerKind, want.ownerName, want.sha256)}
+func (want Want) mismatch(cm *corev1.ConfigMap) *ConflictError {
+	return &ConflictError{fmt.Sprintf("ConfigMap %s does not hold %s that %s %s recorded (SHA-256 %s); Ergon does not use it",
+		cm.Name, want.What, want.OwnerKind, want.OwnerName, want.SHA256)}
 }
 
-// runWants is what a Run's reader expects of one of its ConfigMaps: controlled by the Run,
+// RunWants is what a Run's reader expects of one of its ConfigMaps: controlled by the Run,
 // with no digest recorded (set sha256 and size where the status records them).
-func runWants(run interface {
+func RunWants(run interface {
 	GetUID() types.UID
 	GetName() string
-}, what, key string) internalWant {
-	return internalWant{what: what, owner: run.GetUID(), ownerKind: kindRun, ownerName: run.GetName(), key: key, size: -1}
+}, what, key string) Want {
+	return Want{What: what, Owner: run.GetUID(), OwnerKind: KindRun, OwnerName: run.GetName(), Key: key, Size: -1}
 }
 
-// digest is the hex SHA-256 of a value, as the status records it.
-func digest(value string) string {
+// Digest is the hex SHA-256 of a value, as the status records it.
+func Digest(value string) string {
 	return wire.Digest([]byte(value))
 }

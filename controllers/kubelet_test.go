@@ -33,7 +33,7 @@ type (
 )
 
 var (
-	testKubelet = kubelet{testenv.NewKubelet(stepContainer)}
+	testKubelet = kubelet{testenv.NewKubelet(StepContainer)}
 	// logs are the container logs the test kubelet wrote, which the Run controller reads.
 	logs = testKubelet.Logs
 )

@@ -26,20 +26,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// namespaceEnding reports whether err is the API server refusing to create an object in a
+// NamespaceEnding reports whether err is the API server refusing to create an object in a
 // namespace that is being deleted: nothing created there would last, and the deletion removes
 // the Run, Workspace or Trigger that asked for it too.
-func namespaceEnding(err error) bool {
+func NamespaceEnding(err error) bool {
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
 
-// quietWhileNamespaceEnds wraps a reconciler whose passes create objects: a pass refused
+// QuietWhileNamespaceEnds wraps a reconciler whose passes create objects: a pass refused
 // because its namespace is being deleted is no error to retry with backoff and log at error
 // level, again and again until the namespace is gone.
-func quietWhileNamespaceEnds(r reconcile.Reconciler) reconcile.Reconciler {
+func QuietWhileNamespaceEnds(r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 		res, err := r.Reconcile(ctx, req)
-		if err != nil && namespaceEnding(err) {
+		if err != nil && NamespaceEnding(err) {
 			log.FromContext(ctx).V(1).Info("The namespace is being deleted; creating nothing in it", "error", err.Error())
 			return ctrl.Result{}, nil
 		}

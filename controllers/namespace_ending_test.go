@@ -55,9 +55,9 @@ var _ = Describe("A Run whose namespace is being deleted", func() {
 
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		refusal := k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}})
-		Expect(namespaceEnding(refusal)).To(BeTrue(), "%v", refusal)
+		Expect(NamespaceEnding(refusal)).To(BeTrue(), "%v", refusal)
 		Expect(refused(refusal)).To(BeFalse(), "no refusal for good")
-		quiet := quietWhileNamespaceEnds(reconcile.Func(func(context.Context, ctrl.Request) (ctrl.Result, error) {
+		quiet := QuietWhileNamespaceEnds(reconcile.Func(func(context.Context, ctrl.Request) (ctrl.Result, error) {
 			return ctrl.Result{}, refusal
 		}))
 		Expect(quiet.Reconcile(ctx, ctrl.Request{})).To(Equal(ctrl.Result{}))

@@ -90,7 +90,7 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 		markStandsFor(child, req.StandsFor)
 		err := a.authorizeChild(ctx, run, child)
 		if err == nil {
-			err = a.createHeld(ctx, kindRun, child, held)
+			err = a.createHeld(ctx, KindRun, child, held)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			reason := ergonv1alpha1.ReasonRunRefused
@@ -234,7 +234,7 @@ func (r *RunReconciler) cleanupFinished(ctx context.Context, run *ergonv1alpha1.
 	uids := map[string]string{}
 	var pods []planner.PodState
 	for _, p := range list.Items {
-		if controlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
+		if ControlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
 			pods = append(pods, planner.PodState{Name: p.Name, UID: string(p.UID), Phase: planner.PodRunning})
 			uids[p.Name] = string(p.UID)
 		}

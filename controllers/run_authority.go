@@ -215,7 +215,7 @@ func (r *RunReconciler) closureEditors(ctx context.Context, run *ergonv1alpha1.R
 		}
 		editors = append(editors, id)
 	}
-	if parent := metav1.GetControllerOf(run); parent != nil && parent.Kind == kindRun &&
+	if parent := metav1.GetControllerOf(run); parent != nil && parent.Kind == KindRun &&
 		parent.APIVersion == ergonv1alpha1.GroupVersion.String() {
 		p := &ergonv1alpha1.Run{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: parent.Name}, p)

@@ -113,7 +113,7 @@ func statusUnits(status *ergonv1alpha1.RunStatus) int {
 // to start units without a slot.
 func isChildRun(run *ergonv1alpha1.Run) bool {
 	owner := metav1.GetControllerOf(run)
-	return cause.Of(run).Depth > 0 && owner != nil && owner.Kind == kindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return cause.Of(run).Depth > 0 && owner != nil && owner.Kind == KindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
 // slotGrant is the planner's Facts.Slots for a Run: it asks the allocator for the slots the

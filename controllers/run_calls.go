@@ -59,7 +59,7 @@ func (r *RunReconciler) ledger() *cause.Ledger {
 func (r *RunReconciler) gatherCalls(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
 	limits := r.Config.CauseLimits()
 	f.Calls, f.MaxDepth = limits, limits.MaxDepth
-	if len(calledScenes(scene.Spec)) == 0 {
+	if len(CalledScenes(scene.Spec)) == 0 {
 		return nil
 	}
 	now := r.Clock.Now()
@@ -71,7 +71,7 @@ func (r *RunReconciler) gatherCalls(ctx context.Context, run *ergonv1alpha1.Run,
 	}
 	f.ChildRuns = r.ledger().Count(cause.ChildrenKey(run), children, now)
 	root := cause.Of(run).Root
-	caused, err := causedBy(ctx, r.Client, run.Namespace, root)
+	caused, err := CausedBy(ctx, r.Client, run.Namespace, root)
 	if err != nil {
 		return err
 	}
@@ -79,8 +79,8 @@ func (r *RunReconciler) gatherCalls(ctx context.Context, run *ergonv1alpha1.Run,
 	return nil
 }
 
-// causedBy lists the names of the Runs whose cause's root is root, from the cache's index.
-func causedBy(ctx context.Context, reader client.Reader, namespace, root string) ([]string, error) {
+// CausedBy lists the names of the Runs whose cause's root is root, from the cache's index.
+func CausedBy(ctx context.Context, reader client.Reader, namespace, root string) ([]string, error) {
 	list := &ergonv1alpha1.RunList{}
 	// Only the names are read, so the cache's objects need no copies.
 	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{causeRootField: root},

@@ -108,7 +108,7 @@ func (r *RunReconciler) settleAgents(run *ergonv1alpha1.Run, f *planner.Facts, p
 // the read reaches past. A checkpoint the line names that is not in the log's end is an error
 // (FindFrames), never an empty checkpoint: the one kept before stays.
 func (r *RunReconciler) readAgentLog(ctx context.Context, run *ergonv1alpha1.Run, a *planner.AgentPodFacts) error {
-	rc, err := r.Logs.Read(ctx, run.Namespace, a.Pod.Name, stepContainer, wire.ProgressTail.Plus(a.Pod.Frames))
+	rc, err := r.Logs.Read(ctx, run.Namespace, a.Pod.Name, StepContainer, wire.ProgressTail.Plus(a.Pod.Frames))
 	if err != nil {
 		return err
 	}
@@ -160,14 +160,14 @@ func (r *RunReconciler) checkpointFacts(ctx context.Context, run *ergonv1alpha1.
 		return nil, err
 	}
 	cf.Exists, cf.UID, cf.ResourceVersion = true, string(cm.UID), cm.ResourceVersion
-	if _, err := verifyInternal(cm, checkpointWants(run, step, "")); err != nil {
+	if _, err := VerifyInternal(cm, checkpointWants(run, step, "")); err != nil {
 		cf.Conflict = err.Error()
 		return cf, nil
 	}
 	if sum == "" {
 		cf.Holds = cm.Data[checkpointKey] == ""
 	} else {
-		_, err := verifyInternal(cm, checkpointWants(run, step, sum))
+		_, err := VerifyInternal(cm, checkpointWants(run, step, sum))
 		cf.Holds = err == nil // kept by an earlier pass
 	}
 	return cf, nil
@@ -202,7 +202,7 @@ var checkpointWideTail = wire.Tail{Lines: 4096, Bytes: 8 << 20}
 // findFrame reads the end of an agent pod's log and finds one framed value in it.
 func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, pod planner.PodState, tail wire.Tail,
 	want wire.Part) ([]byte, error) {
-	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, stepContainer, tail)
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, StepContainer, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +213,9 @@ func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, p
 
 // checkpointWants is what a step's checkpoint ConfigMap must be: the Run's internal state,
 // holding the checkpoint of digest sum (any, when sum is empty).
-func checkpointWants(run *ergonv1alpha1.Run, step, sum string) internalWant {
-	want := runWants(run, "the checkpoint of step "+step, checkpointKey)
-	want.sha256 = sum
+func checkpointWants(run *ergonv1alpha1.Run, step, sum string) Want {
+	want := RunWants(run, "the checkpoint of step "+step, checkpointKey)
+	want.SHA256 = sum
 	return want
 }
 

@@ -95,7 +95,7 @@ var _ = Describe("A running agent step", func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKeyWithValue("checkpoint", third))
 		}).Should(Succeed())
-		Expect(controlledBy(cm, run.UID)).To(BeTrue())
+		Expect(ControlledBy(cm, run.UID)).To(BeTrue())
 
 		// Turn 4's line names a checkpoint whose frame the log's end does not hold (cut, or
 		// rotated away): the progress shows, and the third checkpoint stays kept.

@@ -104,7 +104,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 					Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the instance's pod was deleted before it finished"})
 			case err != nil:
 				return err
-			case !controlledBy(pod, run.UID):
+			case !ControlledBy(pod, run.UID):
 				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,
 					Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", want.name, run).Error()})
 			default:
@@ -130,11 +130,11 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 		case err != nil:
 			return err
 		}
-		want := runWants(run, "the output", outputs.KeyOutput)
+		want := RunWants(run, "the output", outputs.KeyOutput)
 		if it, ok := recorded[name]; ok {
-			want.sha256, want.size = it.SHA256, it.Size
+			want.SHA256, want.Size = it.SHA256, it.Size
 		}
-		value, err := verifyInternal(cm, want)
+		value, err := VerifyInternal(cm, want)
 		if err != nil {
 			f.Conflicts[name] = err.Error()
 			continue
@@ -221,7 +221,7 @@ func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, pla
 		err := a.createHeld(ctx, "ConfigMap", cm, held)
 		if refused(err) {
 			// Remembered under the name the planner asks for, which is how it looks it up.
-			a.refused.add(key, standsFor(cm), err, a.Clock.Now(), nil)
+			a.refused.add(key, StandsFor(cm), err, a.Clock.Now(), nil)
 			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)

@@ -255,7 +255,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
 	}
-	if _, conflict := errors.AsType[*conflictError](err); conflict {
+	if _, conflict := errors.AsType[*ConflictError](err); conflict {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, err.Error())
 	}
 	if err != nil {
@@ -310,7 +310,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		if _, contended := errors.AsType[*contendedError](err); contended || isHeld {
 			log.FromContext(ctx).V(1).Info("Planning again", "reason", err.Error())
-			return ctrl.Result{RequeueAfter: contendedRetry}, nil
+			return ctrl.Result{RequeueAfter: ContendedRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -334,10 +334,10 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// contendedRetry is how soon a pass that lost a write to another writer plans again, when no
+// ContendedRetry is how soon a pass that lost a write to another writer plans again, when no
 // event of its own brings it back: a shared object another Run wrote (contendedError), a
 // name found held (namesHeldError), a Scene whose status write conflicted.
-const contendedRetry = 100 * time.Millisecond
+const ContendedRetry = 100 * time.Millisecond
 
 // plan gathers the facts of a Run through reader and decides what to do with them.
 func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run,
@@ -363,7 +363,7 @@ func (r *RunReconciler) compiled(ctx context.Context, run *ergonv1alpha1.Run) (*
 	spec := run.Status.SceneSnapshot
 	if spec == nil {
 		var err error
-		if spec, err = r.values().readSnapshot(ctx, run); err != nil {
+		if spec, err = r.values().ReadSnapshot(ctx, run); err != nil {
 			return nil, err
 		}
 	}
@@ -436,15 +436,15 @@ func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-// values reads what the Run keeps outside its status, verified (runValues).
-func (r *RunReconciler) values() runValues {
-	return runValues{cached: r.Client, live: r.APIReader}
+// values reads what the Run keeps outside its status, verified (RunValues).
+func (r *RunReconciler) values() RunValues {
+	return RunValues{Cached: r.Client, Live: r.APIReader}
 }
 
 // SetupWithManager registers the controller: Runs, the pods, Gates and child Runs they own,
 // and Scenes, so that a Run waiting for its Scene starts as soon as the Scene appears.
 func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := setupIndexes(mgr); err != nil {
+	if err := SetupIndexes(mgr); err != nil {
 		return err
 	}
 	wake := r.newSlots()
@@ -458,14 +458,14 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(runsOfLease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
-		Complete(quietWhileNamespaceEnds(r))
+		Complete(QuietWhileNamespaceEnds(r))
 }
 
 // runsWaitingFor maps a Scene to the Runs of it that have not started yet.
 func (r *RunReconciler) runsWaitingFor(ctx context.Context, scene client.Object) []reconcile.Request {
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(scene.GetNamespace()),
-		client.MatchingFields{sceneRefField: scene.GetName()}); err != nil {
+		client.MatchingFields{SceneRefField: scene.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "Listing the Runs of a Scene", "scene", scene.GetName())
 		return nil
 	}

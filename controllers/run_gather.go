@@ -81,7 +81,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !controlledBy(pod, run.UID) {
+		if !ControlledBy(pod, run.UID) {
 			continue
 		}
 		if isToolPod(pod) {
@@ -124,7 +124,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 				Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
 		case err != nil:
 			return nil, err
-		case !controlledBy(pod, run.UID):
+		case !ControlledBy(pod, run.UID):
 			// Someone else's pod under the attempt's name: the attempt never ran.
 			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
 				Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", s.PodName, run).Error()})
@@ -194,7 +194,7 @@ func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
 
 // podState is what the planner needs to know of a step pod; planner.ObservePod reads it.
 func podState(pod *corev1.Pod) planner.PodState {
-	return planner.ObservePod(pod, stepContainer)
+	return planner.ObservePod(pod, StepContainer)
 }
 
 // collect reads the output a succeeded pod handed back and, for an agent step, its
@@ -213,7 +213,7 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
-	case !controlledBy(cm, run.UID):
+	case !ControlledBy(cm, run.UID):
 		// Someone else's: the output is stored under an alternate name (run_squatters.go),
 		// unless every alternate is held too.
 		if nf, err := r.resolveHeld(ctx, run, heldName{"ConfigMap", name}); err != nil {
@@ -223,7 +223,7 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 				Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	default:
-		if _, err := verifyInternal(cm, runWants(run, "the output", outputs.KeyOutput)); err != nil {
+		if _, err := VerifyInternal(cm, RunWants(run, "the output", outputs.KeyOutput)); err != nil {
 			return planner.Output{Err: err.Error(), Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	}
@@ -241,7 +241,7 @@ const (
 func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == stepContainer && cs.State.Terminated != nil {
+		if cs.Name == StepContainer && cs.State.Terminated != nil {
 			message = cs.State.Terminated.Message
 		}
 	}
@@ -269,7 +269,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	tail := wire.TailOf(want...)
 	tail.Lines += logSlackLines
 	tail.Bytes += logSlackBytes
-	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, stepContainer, tail)
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, StepContainer, tail)
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
@@ -320,7 +320,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 	}
 	for i := range children.Items {
 		child := &children.Items[i]
-		if !controlledBy(child, run.UID) {
+		if !ControlledBy(child, run.UID) {
 			continue
 		}
 		state := planner.ChildState{Phase: child.Status.Phase, UID: string(child.UID), Usage: child.Status.Usage}
@@ -330,8 +330,8 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		if names := slices.Sorted(maps.Keys(child.Status.Outputs)); len(names) > 0 {
 			out := child.Status.Outputs[names[len(names)-1]]
 			state.Output = &out
-			value, err := r.values().outputValue(ctx, child, &out)
-			var conflict *conflictError
+			value, err := r.values().OutputValue(ctx, child, &out)
+			var conflict *ConflictError
 			switch {
 			case errors.As(err, &conflict):
 				f.Conflicts[out.Ref.ConfigMap] = conflict.Error()
@@ -342,7 +342,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		}
 		state.Name = child.Name
 		f.Children[child.Name] = state
-		if stands := standsFor(child); stands != child.Name {
+		if stands := StandsFor(child); stands != child.Name {
 			// An alternate (run_squatters.go): found by the name the planner gives it too.
 			f.Children[stands] = state
 		}
@@ -379,7 +379,7 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 	}
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if !controlledBy(g, run.UID) {
+		if !ControlledBy(g, run.UID) {
 			continue
 		}
 		if !gateMatches(g, run) {
@@ -400,7 +400,7 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			}
 		}
 		f.Gates[g.Name] = state
-		if stands := standsFor(g); stands != g.Name {
+		if stands := StandsFor(g); stands != g.Name {
 			// An alternate (run_squatters.go): found by the name the planner gives it too.
 			f.Gates[stands] = state
 		}
@@ -419,8 +419,8 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 		if !neededLater(scene, s.Name, phases) {
 			continue
 		}
-		value, err := r.values().outputValue(ctx, run, s.Output)
-		var conflict *conflictError
+		value, err := r.values().OutputValue(ctx, run, s.Output)
+		var conflict *ConflictError
 		switch {
 		case errors.As(err, &conflict):
 			f.Conflicts[s.Output.Ref.ConfigMap] = conflict.Error()

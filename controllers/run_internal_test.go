@@ -73,8 +73,8 @@ var _ = Describe("Internal state read back", func() {
 			cm := &corev1.ConfigMap{}
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
 			Expect(cm.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelInternal, "true"), "ConfigMap %s", name)
-			Expect(controlledBy(cm, run.UID)).To(BeTrue())
-			sum := digest(cm.Data[key])
+			Expect(ControlledBy(cm, run.UID)).To(BeTrue())
+			sum := Digest(cm.Data[key])
 			if key == checkpointKey {
 				Expect(work.CheckpointSHA256).To(Equal(sum))
 				Expect(env).To(HaveKeyWithValue(stepcontract.EnvCheckpointSHA256, sum))
@@ -107,7 +107,7 @@ var _ = Describe("Internal state read back", func() {
 
 		Eventually(func() []string {
 			var notes []string
-			for _, e := range warnings(ctx, ns, "plant-1", reasonUntrustedState) {
+			for _, e := range warnings(ctx, ns, "plant-1", ReasonUntrustedState) {
 				notes = append(notes, e.Note)
 			}
 			return notes

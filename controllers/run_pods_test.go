@@ -45,7 +45,7 @@ func waitingStep(reason, message string) holding {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: initContainer, Ready: true, State: corev1.ContainerState{
 				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: stepContainer, Image: pod.Spec.Containers[0].Image,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: StepContainer, Image: pod.Spec.Containers[0].Image,
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}},
 		}
 	}

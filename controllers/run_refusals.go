@@ -75,9 +75,9 @@ func (a *runActor) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Po
 
 // refused reports whether err is the API server refusing an object for good: invalid, or
 // forbidden by a policy. Anything else (a timeout, a conflict) is retried; a namespace being
-// deleted ends the pass quietly (quietWhileNamespaceEnds).
+// deleted ends the pass quietly (QuietWhileNamespaceEnds).
 func refused(err error) bool {
-	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && !namespaceEnding(err)
+	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && !NamespaceEnding(err)
 }
 
 // exceededQuota reports whether a ResourceQuota refused the object, as the quota admission

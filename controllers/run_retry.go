@@ -82,7 +82,7 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 	snapshot := &ergonv1alpha1.Scene{Spec: *spec}
 	snapshot.Generation = original.Status.SceneGeneration
 	if err := r.takeSnapshot(ctx, run, snapshot); err != nil {
-		if conflict, ok := errors.AsType[*conflictError](err); ok {
+		if conflict, ok := errors.AsType[*ConflictError](err); ok {
 			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 		}
 		return ctrl.Result{}, err
@@ -91,7 +91,7 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 	if rerr, ok := errors.AsType[*retryError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
-	if conflict, ok := errors.AsType[*conflictError](err); ok {
+	if conflict, ok := errors.AsType[*ConflictError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 	}
 	if err != nil {
@@ -138,8 +138,8 @@ func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*r
 	}
 	src.spec = src.run.Status.SceneSnapshot
 	if src.spec == nil {
-		src.spec, err = r.values().readSnapshot(ctx, src.run)
-		if conflict, ok := errors.AsType[*conflictError](err); ok {
+		src.spec, err = r.values().ReadSnapshot(ctx, src.run)
+		if conflict, ok := errors.AsType[*ConflictError](err); ok {
 			return nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
 		}
 		if apierrors.IsNotFound(err) {
@@ -247,9 +247,9 @@ func (r *RunReconciler) reusedValue(ctx context.Context, src *retrySource, step 
 	if err != nil {
 		return "", err
 	}
-	value, err := verifyInternal(cm, internalWant{what: "the output of step " + step, owner: original.UID, ownerKind: kindRun,
-		ownerName: original.Name, key: out.Ref.Key, sha256: out.SHA256, size: out.Size})
-	if conflict, ok := errors.AsType[*conflictError](err); ok {
+	value, err := VerifyInternal(cm, Want{What: "the output of step " + step, Owner: original.UID, OwnerKind: KindRun,
+		OwnerName: original.Name, Key: out.Ref.Key, SHA256: out.SHA256, Size: out.Size})
+	if conflict, ok := errors.AsType[*ConflictError](err); ok {
 		return "", &retryError{conflict.Error() + "; it cannot be reused"}
 	}
 	return value, err
@@ -267,6 +267,6 @@ func (r *RunReconciler) keepOutput(ctx context.Context, run *ergonv1alpha1.Run, 
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 		return err
 	}
-	_, err = checkOutput(existing, run.UID, run.Name, out)
+	_, err = CheckOutput(existing, run.UID, run.Name, out)
 	return err
 }

@@ -32,7 +32,7 @@ func (r *RunReconciler) spent(ctx context.Context, run *ergonv1alpha1.Run, scene
 		return budget.Spending{}, nil
 	}
 	runs := &ergonv1alpha1.RunList{}
-	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{sceneRefField: scene.Name},
+	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{SceneRefField: scene.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return budget.Spending{}, err
 	}

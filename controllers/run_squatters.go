@@ -43,14 +43,14 @@ import (
 // An alternate carries AnnotationStandsFor, so what is looked up by its predictable name is
 // found again, by a restarted manager too.
 //
-// A Trigger reads what holds a name when its create fails (createOwned). A Run's act does not
+// A Trigger reads what holds a name when its create fails (CreateOwned). A Run's act does not
 // read: it reports the name held (heldNames), the pass writes no status, the next pass's
 // gather reads what holds the name and its alternates (gatherNames), and the planner moves the
 // create (planner.NameFacts).
 
-// takenBy describes the object that holds a name Ergon wanted, for people: its kind and name,
+// TakenBy describes the object that holds a name Ergon wanted, for people: its kind and name,
 // UID, age, controller and the field managers that wrote it, which say which client made it.
-func takenBy(kind string, obj client.Object) string {
+func TakenBy(kind string, obj client.Object) string {
 	var who []string
 	for _, f := range obj.GetManagedFields() {
 		if !slices.Contains(who, f.Manager) {
@@ -69,12 +69,12 @@ func takenBy(kind string, obj client.Object) string {
 	return desc + ")"
 }
 
-// createOwned creates obj under its name or, when an object owner does not control holds it,
+// CreateOwned creates obj under its name or, when an object owner does not control holds it,
 // under the first of naming.Alternate's names (maxLen long at most) that is free or already
 // owner's. obj's name is then the one used, and an alternate's AnnotationStandsFor names the
 // predictable one. taken describes each object that held a name on the way; the error is a
-// *conflictError when every name was held.
-func createOwned(ctx context.Context, c client.Client, reader client.Reader, owner types.UID, kind string,
+// *ConflictError when every name was held.
+func CreateOwned(ctx context.Context, c client.Client, reader client.Reader, owner types.UID, kind string,
 	obj client.Object, maxLen int) (taken []string, err error) {
 	predictable := obj.GetName()
 	for k := 0; k <= naming.MaxAlternates; k++ {
@@ -90,18 +90,18 @@ func createOwned(ctx context.Context, c client.Client, reader client.Reader, own
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 			return taken, err // gone meanwhile: the next pass creates it
 		}
-		if controlledBy(existing, owner) {
+		if ControlledBy(existing, owner) {
 			return taken, nil
 		}
-		taken = append(taken, takenBy(kind, existing))
+		taken = append(taken, TakenBy(kind, existing))
 	}
 	obj.SetName(predictable)
-	return taken, &conflictError{fmt.Sprintf("%s %s and its %d alternate names are all held by objects Ergon did not "+
+	return taken, &ConflictError{fmt.Sprintf("%s %s and its %d alternate names are all held by objects Ergon did not "+
 		"create: %s; Ergon does not touch them: delete them", kind, predictable, naming.MaxAlternates, strings.Join(taken, "; "))}
 }
 
-// standsFor is the predictable name an object stands for: its annotation's, else its own name.
-func standsFor(obj client.Object) string {
+// StandsFor is the predictable name an object stands for: its annotation's, else its own name.
+func StandsFor(obj client.Object) string {
 	if name := obj.GetAnnotations()[ergonv1alpha1.AnnotationStandsFor]; name != "" {
 		return name
 	}
@@ -121,7 +121,7 @@ func getOwned(ctx context.Context, reader client.Reader, owner types.UID, key cl
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err == nil && controlledBy(obj, owner) {
+		if err == nil && ControlledBy(obj, owner) {
 			return nil
 		}
 		if err != nil && k == 0 {
@@ -164,7 +164,7 @@ func (a *runActor) createHeld(ctx context.Context, kind string, obj client.Objec
 	}
 	held.mu.Lock()
 	defer held.mu.Unlock()
-	held.names = append(held.names, heldName{kind, standsFor(obj)})
+	held.names = append(held.names, heldName{kind, StandsFor(obj)})
 	return nil
 }
 
@@ -202,7 +202,7 @@ func heldObject(kind string) (client.Object, int) {
 	switch kind {
 	case "pod":
 		return &corev1.Pod{}, naming.MaxLabelLength
-	case kindRun:
+	case KindRun:
 		return &ergonv1alpha1.Run{}, naming.MaxLabelLength
 	case "Gate":
 		return &ergonv1alpha1.Gate{}, naming.MaxLabelLength
@@ -248,11 +248,11 @@ func (r *RunReconciler) resolveHeld(ctx context.Context, run *ergonv1alpha1.Run,
 			return nf, nil
 		case err != nil:
 			return nf, err
-		case controlledBy(obj, run.UID):
+		case ControlledBy(obj, run.UID):
 			nf.Use, nf.Exists = name, true
 			return nf, nil
 		}
-		nf.Taken = append(nf.Taken, takenBy(n.kind, obj))
+		nf.Taken = append(nf.Taken, TakenBy(n.kind, obj))
 	}
 	return nf, nil
 }

@@ -87,7 +87,7 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		}
 		run.Status.SceneEditors = editors
 		if err := r.takeSnapshot(ctx, run, facts.Scene); err != nil {
-			if conflict, ok := errors.AsType[*conflictError](err); ok {
+			if conflict, ok := errors.AsType[*ConflictError](err); ok {
 				return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 			}
 			return ctrl.Result{}, err
@@ -111,7 +111,7 @@ func (r *RunReconciler) hasChildren(ctx context.Context, run *ergonv1alpha1.Run)
 			return false, err
 		}
 		for _, o := range items {
-			if obj, ok := o.(client.Object); ok && controlledBy(obj, run.UID) {
+			if obj, ok := o.(client.Object); ok && ControlledBy(obj, run.UID) {
 				return true, nil
 			}
 		}
@@ -144,7 +144,7 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		run.Status.SceneSnapshot = scene.Spec.DeepCopy()
 		return nil
 	}
-	cm := markInternal(&corev1.ConfigMap{
+	cm := MarkInternal(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: naming.SnapshotConfigMapName(run.Name), Namespace: run.Namespace,
 			Labels: childLabels(run, ""), OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
@@ -152,22 +152,22 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		Data:      map[string]string{snapshotKey: string(raw)},
 		Immutable: new(true),
 	})
-	want := runWants(run, "the snapshot", snapshotKey)
-	want.sha256 = digest(string(raw))
+	want := RunWants(run, "the snapshot", snapshotKey)
+	want.SHA256 = Digest(string(raw))
 	if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 		// Made by an earlier pass whose status write was lost, or by someone else.
 		existing := &corev1.ConfigMap{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 			return err
 		}
-		if _, err := verifyInternal(existing, want); err != nil {
+		if _, err := VerifyInternal(existing, want); err != nil {
 			return err
 		}
 	} else if err != nil {
 		return err
 	}
 	run.Status.SceneSnapshotRef = &ergonv1alpha1.OutputRef{ConfigMap: cm.Name, Key: snapshotKey}
-	run.Status.SceneSnapshotSHA256 = want.sha256
+	run.Status.SceneSnapshotSHA256 = want.SHA256
 	return nil
 }
 

@@ -41,7 +41,7 @@ const annotationTool = "agent.ergon.dev/tool"
 
 // isToolPod reports whether a pod of the Run is a container tool call's, not a step attempt's.
 func isToolPod(pod *corev1.Pod) bool {
-	return pod.Labels[ergonv1alpha1.LabelToolCall] == internalTrue
+	return pod.Labels[ergonv1alpha1.LabelToolCall] == InternalTrue
 }
 
 // addRefusedToolPods records in the facts the pods of a step's container tool calls that the
@@ -82,7 +82,7 @@ func (r *RunReconciler) addToolPod(ctx context.Context, f *planner.Facts, pod *c
 		f.ToolPods = map[string]planner.ToolPodState{}
 	}
 	// By the call's name: an alternate, when someone else's object held it, stands for it.
-	f.ToolPods[standsFor(pod)] = state
+	f.ToolPods[StandsFor(pod)] = state
 }
 
 // toolPod builds the pod of a container tool call: a container step's pod (basePod: no

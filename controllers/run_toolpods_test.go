@@ -132,7 +132,7 @@ var _ = Describe("An agent step's container tool calls", func() {
 		Expect(pods).To(HaveLen(1), "one pod for one call")
 		pod := pods[0]
 		Expect(pod.Name).To(Equal(name))
-		Expect(controlledBy(pod, run.UID)).To(BeTrue())
+		Expect(ControlledBy(pod, run.UID)).To(BeTrue())
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelRun, "l-1"))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelStep, "check"))
 		Expect(pod.Annotations).To(HaveKeyWithValue(annotationToolCall, "call_9"))

@@ -62,7 +62,7 @@ func sceneStatus(f sceneFacts, now metav1.Time) (ergonv1alpha1.SceneStatus, *sce
 	for _, p := range scene.Spec.Params {
 		status.Params = append(status.Params, p.Name)
 	}
-	status.Calls = calledScenes(&scene.Spec)
+	status.Calls = CalledScenes(&scene.Spec)
 
 	value, reason, message := sceneReadiness(f, status.Calls)
 	before := meta.FindStatusCondition(scene.Status.Conditions, ergonv1alpha1.ConditionReady)
@@ -105,9 +105,9 @@ func sceneReadiness(f sceneFacts, calls []string) (metav1.ConditionStatus, strin
 		"%d steps compile, and every Scene and Workspace the Scene names exists", len(scene.Spec.Steps))
 }
 
-// calledScenes are the Scenes a Scene calls, each once, in the walker's order: through its
+// CalledScenes are the Scenes a Scene calls, each once, in the walker's order: through its
 // sub-scene steps, in steps and finally, and as its agents' Scene tools.
-func calledScenes(spec *ergonv1alpha1.SceneSpec) []string {
+func CalledScenes(spec *ergonv1alpha1.SceneSpec) []string {
 	var names []string
 	for _, ref := range closure.OfKind(closure.Own(spec), closure.KindScene) {
 		if !slices.Contains(names, ref.Name) {

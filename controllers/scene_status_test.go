@@ -129,9 +129,9 @@ func TestASceneCallsTheScenesOfItsStepsFinallyAndSceneTools(t *testing.T) {
 			Tools: []ergonv1alpha1.AgentTool{{Scene: "as-tool"}, {Name: ergonv1alpha1.ToolHTTPFetch}}}}, call("b", "first")},
 		Finally: []ergonv1alpha1.Step{call("report", "reporter")},
 	}
-	got := calledScenes(spec)
+	got := CalledScenes(spec)
 	want := []string{"first", "as-tool", "reporter"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("calledScenes = %v, want %v", got, want)
+		t.Fatalf("CalledScenes = %v, want %v", got, want)
 	}
 }

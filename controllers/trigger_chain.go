@@ -49,7 +49,7 @@ func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1
 	source := trigger.Spec.RunCompleted
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(trigger.Namespace),
-		client.MatchingFields{sceneRefField: source.SceneRef.Name}); err != nil {
+		client.MatchingFields{SceneRefField: source.SceneRef.Name}); err != nil {
 		return err
 	}
 	phases := source.Phases

@@ -64,7 +64,7 @@ func (r *TriggerReconciler) rate(trigger *ergonv1alpha1.Trigger, facts *triggerF
 // depth the Run would have, or the Runs src's root caused already.
 func (r *TriggerReconciler) chainRefusal(ctx context.Context, src *ergonv1alpha1.Run) (*cause.Refusal, error) {
 	c := cause.Of(src)
-	caused, err := causedBy(ctx, r.Client, src.Namespace, c.Root)
+	caused, err := CausedBy(ctx, r.Client, src.Namespace, c.Root)
 	if err != nil {
 		return nil, err
 	}

@@ -28,38 +28,38 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
-// runValues reads the values a Run keeps outside its status (its snapshot, its outputs), as
+// RunValues reads the values a Run keeps outside its status (its snapshot, its outputs), as
 // the Run and archive controllers both do: from the cache or, when the cache does not have
 // the ConfigMap yet, from the API server, and always verified against what the status records.
-type runValues struct {
-	cached, live client.Reader
+type RunValues struct {
+	Cached, Live client.Reader
 }
 
 // getLive reads an object from the cache or, when the cache does not have it, from the API
 // server: an object created a moment ago, or one the cache does not select.
-func (v runValues) getLive(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-	err := v.cached.Get(ctx, key, obj)
+func (v RunValues) getLive(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := v.Cached.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
-		err = v.live.Get(ctx, key, obj)
+		err = v.Live.Get(ctx, key, obj)
 	}
 	return err
 }
 
-// readSnapshot reads a snapshot kept in a ConfigMap: the Run's own, with the recorded digest.
-func (v runValues) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
+// ReadSnapshot reads a snapshot kept in a ConfigMap: the Run's own, with the recorded digest.
+func (v RunValues) ReadSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {
 	ref := run.Status.SceneSnapshotRef
 	cm := &corev1.ConfigMap{}
 	if err := v.getLive(ctx, client.ObjectKey{Namespace: run.Namespace, Name: ref.ConfigMap}, cm); err != nil {
 		return nil, err
 	}
-	want := runWants(run, "the snapshot", ref.Key)
-	want.sha256 = run.Status.SceneSnapshotSHA256
-	if want.sha256 == "" {
+	want := RunWants(run, "the snapshot", ref.Key)
+	want.SHA256 = run.Status.SceneSnapshotSHA256
+	if want.SHA256 == "" {
 		// Taken by a manager that recorded no digest: nothing tells its snapshot from a forged one.
-		return nil, &conflictError{fmt.Sprintf("Run %s records no SHA-256 of its snapshot in ConfigMap %s; "+
+		return nil, &ConflictError{fmt.Sprintf("Run %s records no SHA-256 of its snapshot in ConfigMap %s; "+
 			"Ergon does not execute a snapshot it cannot verify: create the Run again", run.Name, ref.ConfigMap)}
 	}
-	value, err := verifyInternal(cm, want)
+	value, err := VerifyInternal(cm, want)
 	if err != nil {
 		return nil, err
 	}
@@ -70,10 +70,10 @@ func (v runValues) readSnapshot(ctx context.Context, run *ergonv1alpha1.Run) (*e
 	return spec, nil
 }
 
-// outputValue reads a whole output: inline, or from the ConfigMap its Run (owner) wrote. A
+// OutputValue reads a whole output: inline, or from the ConfigMap its Run (owner) wrote. A
 // ConfigMap that owner did not write, or that does not hold the recorded size and digest, is
-// a conflictError.
-func (v runValues) outputValue(ctx context.Context, owner *ergonv1alpha1.Run, out *ergonv1alpha1.OutputValue) (string, error) {
+// a ConflictError.
+func (v RunValues) OutputValue(ctx context.Context, owner *ergonv1alpha1.Run, out *ergonv1alpha1.OutputValue) (string, error) {
 	if out.Ref == nil {
 		return out.Preview, nil
 	}
@@ -82,5 +82,5 @@ func (v runValues) outputValue(ctx context.Context, owner *ergonv1alpha1.Run, ou
 	if err := v.getLive(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: out.Ref.ConfigMap}, cm); err != nil {
 		return "", err
 	}
-	return checkOutput(cm, owner.UID, owner.Name, out)
+	return CheckOutput(cm, owner.UID, owner.Name, out)
 }

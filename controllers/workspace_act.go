@@ -104,7 +104,7 @@ func (r *WorkspaceReconciler) gatherLegacy(ctx context.Context, ws *ergonv1alpha
 // countStep counts a step pod bound to the Workspace as activity, and reports whether it has
 // not terminated. Only a Run's pods count: a pod anyone labels does not keep the Workspace up.
 func countStep(f *workspace.Facts, pod *corev1.Pod) bool {
-	if !runControlled(pod) {
+	if !RunControlled(pod) {
 		return false
 	}
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {

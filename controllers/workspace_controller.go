@@ -117,7 +117,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(isStepOfWorkspace))).
 		Named("workspace").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Complete(quietWhileNamespaceEnds(r))
+		Complete(QuietWhileNamespaceEnds(r))
 }
 
 // specOrMetadataChanged lets through the changes of a Workspace its controller acts on: its
@@ -139,7 +139,7 @@ func isStepOfWorkspace(obj client.Object) bool {
 		return false
 	}
 	ref := metav1.GetControllerOf(obj)
-	return ref == nil || ref.Kind != workspaceKind
+	return ref == nil || ref.Kind != KindWorkspace
 }
 
 // workspaceOfStep maps a step pod to the Workspace whose UID it is labelled with; a pod an
@@ -165,5 +165,5 @@ func (r *WorkspaceReconciler) workspaceOfStep(ctx context.Context, pod client.Ob
 	return requests
 }
 
-// workspaceKind is the kind in the owner references of a Workspace's pod, claim and Lease.
-const workspaceKind = "Workspace"
+// KindWorkspace is the kind in the owner references of a Workspace's pod, claim and Lease.
+const KindWorkspace = "Workspace"
