@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
@@ -55,7 +56,7 @@ import (
 
 const (
 	// DefaultArchiveGiveUpAfter is how long a deleted Run waits to be archived.
-	DefaultArchiveGiveUpAfter = 10 * time.Minute
+	DefaultArchiveGiveUpAfter = shared.DefaultArchiveGiveUpAfter
 	// archiveRetry is the longest wait between two tries of a store that fails.
 	archiveRetry = 30 * time.Second
 	// archiveLogTail is how much of each step pod's log a record keeps.
@@ -104,11 +105,11 @@ type ArchiveReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
-	Logs      PodLogs
+	Logs      shared.PodLogs
 	Store     archive.Store
 	Config    ArchiveConfig
 	// values reads a Run's snapshot and outputs as the Run controller does.
-	values RunValues
+	values shared.RunValues
 }
 
 // +kubebuilder:rbac:groups=ergon.dev,resources=runs,verbs=get;list;watch;update;patch
@@ -125,7 +126,7 @@ func (r *ArchiveReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	deleting := !run.DeletionTimestamp.IsZero()
 	has := controllerutil.ContainsFinalizer(run, ergonv1alpha1.FinalizerArchive)
 	switch {
-	case Archived(run):
+	case shared.Archived(run):
 		return ctrl.Result{}, r.release(ctx, run)
 	case deleting && !has:
 		return ctrl.Result{}, nil // deleted before it was ever archived here: nothing holds it
@@ -161,11 +162,6 @@ func (r *ArchiveReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 	return ctrl.Result{}, r.release(ctx, run)
-}
-
-// Archived reports whether a Run's record is in the archive.
-func Archived(run *ergonv1alpha1.Run) bool {
-	return meta.IsStatusConditionTrue(run.Status.Conditions, ergonv1alpha1.ConditionArchived)
 }
 
 // release removes the archive's finalizer, if the Run has it.
@@ -246,7 +242,7 @@ func (r *ArchiveReconciler) record(ctx context.Context, run *ergonv1alpha1.Run) 
 		missing("the Gates: %v", err)
 	}
 	for _, g := range gates.Items {
-		if ControlledBy(&g, run.UID) {
+		if shared.ControlledBy(&g, run.UID) {
 			g.ManagedFields = nil
 			rec.Gates = append(rec.Gates, g)
 		}
@@ -267,14 +263,14 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 	total := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !ControlledBy(pod, run.UID) || pod.Status.Phase == corev1.PodPending {
+		if !shared.ControlledBy(pod, run.UID) || pod.Status.Phase == corev1.PodPending {
 			continue
 		}
 		if total >= archiveLogsTotal {
 			missing("the logs of pod %s and after: the record keeps %d bytes of logs", pod.Name, archiveLogsTotal)
 			return
 		}
-		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, StepContainer, wire.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
+		rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, shared.StepContainer, wire.Tail{Lines: archiveLogLines, Bytes: archiveLogBytes})
 		if err != nil {
 			missing("the log of pod %s: %v", pod.Name, err)
 			continue
@@ -295,7 +291,7 @@ func (r *ArchiveReconciler) logEnds(ctx context.Context, run *ergonv1alpha1.Run,
 
 // SetupWithManager watches Runs.
 func (r *ArchiveReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.values = RunValues{Cached: r.Client, Live: r.APIReader}
+	r.values = shared.RunValues{Cached: r.Client, Live: r.APIReader}
 	workers := r.Config.Workers
 	if workers <= 0 {
 		workers = 2

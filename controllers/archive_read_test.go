@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archiveapi"
 )
 
@@ -59,7 +60,7 @@ var _ = Describe("Reads of the archive", func() {
 			run := finished(ctx, ns, name)
 			Eventually(func(g Gomega) {
 				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-				g.Expect(Archived(run)).To(BeTrue())
+				g.Expect(shared.Archived(run)).To(BeTrue())
 			}).Should(Succeed())
 			spaces = append(spaces, ns)
 		}
@@ -134,7 +135,7 @@ var _ = Describe("Reads of the archive", func() {
 				run := finished(ctx, ns, name)
 				Eventually(func(g Gomega) {
 					g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-					g.Expect(Archived(run)).To(BeTrue())
+					g.Expect(shared.Archived(run)).To(BeTrue())
 				}).Should(Succeed())
 				// Finish times have seconds: the next Run ends in a later one, so it is the newer.
 				time.Sleep(time.Until(run.Status.FinishedAt.Add(1100 * time.Millisecond)))

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archive"
 )
 
@@ -147,7 +148,7 @@ var _ = Describe("The archive", func() {
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-			g.Expect(Archived(run)).To(BeFalse())
+			g.Expect(shared.Archived(run)).To(BeFalse())
 			g.Expect(run.Finalizers).To(ContainElement(ergonv1alpha1.FinalizerArchive))
 			pods := &corev1.PodList{}
 			g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
@@ -157,7 +158,7 @@ var _ = Describe("The archive", func() {
 		suiteArchive.setDown(ns, false)
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-			g.Expect(Archived(run)).To(BeTrue())
+			g.Expect(shared.Archived(run)).To(BeTrue())
 			g.Expect(run.Finalizers).NotTo(ContainElement(ergonv1alpha1.FinalizerArchive))
 			pods := &corev1.PodList{}
 			g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
@@ -172,7 +173,7 @@ var _ = Describe("The archive", func() {
 		Expect(k8sClient.Status().Patch(ctx, run, client.MergeFrom(base))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
-			g.Expect(Archived(run)).To(BeTrue())
+			g.Expect(shared.Archived(run)).To(BeTrue())
 			items := archivedList(ctx, ns)
 			g.Expect(items).To(HaveLen(1))
 			g.Expect(items[0].ArchivedAt).NotTo(Equal(first))

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 )
 
 // CacheOptions says what the manager caches of the kinds it creates but does not define:
@@ -61,9 +62,9 @@ func keepRunControlled(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	if RunControlled(o) || WorkspaceControlled(o) {
+	if shared.RunControlled(o) || shared.WorkspaceControlled(o) {
 		o.SetManagedFields(nil)
-		if pod, isPod := obj.(*corev1.Pod); isPod && RunControlled(o) {
+		if pod, isPod := obj.(*corev1.Pod); isPod && shared.RunControlled(o) {
 			return slimPod(pod), nil
 		}
 		return obj, nil
@@ -109,16 +110,4 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 		slim[i] = corev1.Container{Name: c.Name, Image: c.Image, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
 	}
 	return slim
-}
-
-// RunControlled reports whether obj's controlling owner is a Run.
-func RunControlled(obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == KindRun && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
-}
-
-// WorkspaceControlled reports whether obj's controlling owner is a Workspace.
-func WorkspaceControlled(obj client.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == KindWorkspace && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -46,7 +47,7 @@ func TestTheCacheSlimsStepPods(t *testing.T) {
 				NodeName: "node-1",
 				InitContainers: []corev1.Container{{Name: "ergon-bin", Image: "ergon/manager:v1",
 					Command: []string{"/cp"}, VolumeMounts: []corev1.VolumeMount{{Name: "bin", MountPath: "/ergon/bin"}}}},
-				Containers: []corev1.Container{{Name: StepContainer, Image: "busybox:1",
+				Containers: []corev1.Container{{Name: shared.StepContainer, Image: "busybox:1",
 					Command: []string{"/ergon/bin/entrypoint", "--", "sh", "-c", "make"},
 					Env:     []corev1.EnvVar{{Name: "ERGON_RUN", Value: "r"}},
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
@@ -56,7 +57,7 @@ func TestTheCacheSlimsStepPods(t *testing.T) {
 		}
 	}
 	oom := base()
-	oom.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: StepContainer,
+	oom.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: shared.StepContainer,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}}
 	pulling := base()
 	pulling.Status = corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: "ergon-bin",
@@ -86,7 +87,7 @@ func TestTheCacheSlimsStepPods(t *testing.T) {
 				!equality.Semantic.DeepEqual(slim.Status, pod.Status) {
 				t.Errorf("the cached pod lost its identity, labels, owner or status: %+v", slim)
 			}
-			want, have := planner.ObservePod(pod, StepContainer), planner.ObservePod(slim, StepContainer)
+			want, have := planner.ObservePod(pod, shared.StepContainer), planner.ObservePod(slim, shared.StepContainer)
 			if want.Reason == "" && want.Phase != planner.PodPending {
 				t.Fatalf("the case tells nothing: %+v", want)
 			}
@@ -102,7 +103,7 @@ func TestTheCacheSlimsStepPods(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := got.(*corev1.Pod).Annotations; len(a) != 1 || StandsFor(got.(*corev1.Pod)) != "r-a-1-held" {
+		if a := got.(*corev1.Pod).Annotations; len(a) != 1 || shared.StandsFor(got.(*corev1.Pod)) != "r-a-1-held" {
 			t.Fatalf("annotations %v, want only the name it stands for", a)
 		}
 	})

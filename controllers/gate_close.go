@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
@@ -73,7 +74,7 @@ func (r *GateReconciler) runOf(ctx context.Context, gate *ergonv1alpha1.Gate) (*
 	if err != nil {
 		return nil, err
 	}
-	if !ControlledBy(gate, run.UID) {
+	if !shared.ControlledBy(gate, run.UID) {
 		return nil, nil
 	}
 	return run, nil
@@ -107,7 +108,7 @@ func (r *GateReconciler) gatesOfRun(ctx context.Context, obj client.Object) []re
 	var reqs []reconcile.Request
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if ControlledBy(g, obj.GetUID()) && g.Status.Phase.Open() {
+		if shared.ControlledBy(g, obj.GetUID()) && g.Status.Phase.Open() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(g)})
 		}
 	}

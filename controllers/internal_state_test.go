@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
@@ -36,16 +37,16 @@ import (
 func TestInternalStateIsTrustedOnlyWhenVerified(t *testing.T) {
 	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "nightly", UID: "run-uid"}}
 	own := func() *corev1.ConfigMap {
-		return MarkInternal(&corev1.ConfigMap{
+		return shared.MarkInternal(&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "nightly-cm", OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
 			Data:       map[string]string{"checkpoint": "kept"}})
 	}
-	want := RunWants(run, "the checkpoint of step s", "checkpoint")
-	want.SHA256 = Digest("kept")
+	want := shared.RunWants(run, "the checkpoint of step s", "checkpoint")
+	want.SHA256 = shared.Digest("kept")
 	for _, c := range []struct {
 		name   string
 		change func(*corev1.ConfigMap)
-		want   func(*Want)
+		want   func(*shared.Want)
 		refuse string
 	}{
 		{name: "the Run's own, holding the recorded checkpoint, is used"},
@@ -68,14 +69,14 @@ func TestInternalStateIsTrustedOnlyWhenVerified(t *testing.T) {
 			change: func(cm *corev1.ConfigMap) { cm.Data = nil },
 			refuse: "no key checkpoint"},
 		{name: "one whose size differs from the recorded size is refused",
-			want:   func(w *Want) { w.SHA256, w.Size = "", 3 },
+			want:   func(w *shared.Want) { w.SHA256, w.Size = "", 3 },
 			refuse: "does not hold the checkpoint"},
 		{name: "with nothing recorded, the Run's own is used whatever it holds",
 			change: func(cm *corev1.ConfigMap) { cm.Data["checkpoint"] = "anything" },
-			want:   func(w *Want) { w.SHA256 = "" }},
+			want:   func(w *shared.Want) { w.SHA256 = "" }},
 		{name: "a memory store, which no owner controls, needs the label",
 			change: func(cm *corev1.ConfigMap) { delete(cm.Labels, ergonv1alpha1.LabelInternal); cm.OwnerReferences = nil },
-			want:   func(w *Want) { w.Owner, w.SHA256 = "", "" },
+			want:   func(w *shared.Want) { w.Owner, w.SHA256 = "", "" },
 			refuse: "does not carry the label"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,14 +87,14 @@ func TestInternalStateIsTrustedOnlyWhenVerified(t *testing.T) {
 			if c.want != nil {
 				c.want(&w)
 			}
-			_, err := VerifyInternal(cm, w)
+			_, err := shared.VerifyInternal(cm, w)
 			if c.refuse == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			if _, ok := errors.AsType[*ConflictError](err); !ok || !strings.Contains(err.Error(), c.refuse) ||
+			if _, ok := errors.AsType[*shared.ConflictError](err); !ok || !strings.Contains(err.Error(), c.refuse) ||
 				!strings.Contains(err.Error(), "nightly-cm") {
 				t.Fatalf("got %v; want a conflict naming ConfigMap nightly-cm: %q", err, c.refuse)
 			}
@@ -109,25 +110,25 @@ func TestAnOutputIsCheckedAsEveryReaderChecksIt(t *testing.T) {
 	value := strings.Repeat("report ", 500)
 	out := outputs.Value(run.Name, "s", value)
 	cm := outputConfigMap(run, "s", value, "")
-	if got, err := CheckOutput(cm, run.UID, run.Name, out); err != nil || got != value {
+	if got, err := shared.CheckOutput(cm, run.UID, run.Name, out); err != nil || got != value {
 		t.Fatalf("the Run's own output: %v", err)
 	}
 	cm.Data[outputs.KeyOutput] = strings.Repeat("r3port ", 500)
-	if _, err := CheckOutput(cm, run.UID, run.Name, out); err == nil ||
+	if _, err := shared.CheckOutput(cm, run.UID, run.Name, out); err == nil ||
 		!strings.Contains(err.Error(), "does not hold the output that Run nightly recorded") {
 		t.Fatalf("a changed output of the same size: %v", err)
 	}
 	delete(cm.Data, outputs.KeyOutput)
-	if _, err := CheckOutput(cm, run.UID, run.Name, out); err == nil || !strings.Contains(err.Error(), "no key output") {
+	if _, err := shared.CheckOutput(cm, run.UID, run.Name, out); err == nil || !strings.Contains(err.Error(), "no key output") {
 		t.Fatalf("an output ConfigMap without the output: %v", err)
 	}
-	if _, err := CheckOutput(outputConfigMap(run, "s", value, ""), "another-run", "other", out); err == nil ||
+	if _, err := shared.CheckOutput(outputConfigMap(run, "s", value, ""), "another-run", "other", out); err == nil ||
 		!strings.Contains(err.Error(), "Run other did not create it") {
 		t.Fatalf("another Run's output: %v", err)
 	}
 	// A transcript is read from its own key: the archive keeps it beside the output.
 	transcript := `{"entries":[]}`
-	if got, err := CheckOutput(outputConfigMap(run, "s", value, transcript), run.UID, run.Name,
+	if got, err := shared.CheckOutput(outputConfigMap(run, "s", value, transcript), run.UID, run.Name,
 		outputs.Transcript(run.Name, "s", transcript)); err != nil || got != transcript {
 		t.Fatalf("the Run's own transcript: %q, %v", got, err)
 	}
@@ -137,7 +138,7 @@ func TestAnOutputIsCheckedAsEveryReaderChecksIt(t *testing.T) {
 // the pod's environment, which cannot change once the pod is created.
 func TestAgentPodsPinTheirInternalState(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: StepContainer, Env: []corev1.EnvVar{
+		Containers: []corev1.Container{{Name: shared.StepContainer, Env: []corev1.EnvVar{
 			{Name: stepcontract.EnvCheckpoint, Value: "/ergon/checkpoint/checkpoint"},
 			{Name: stepcontract.EnvToolResults, Value: "/ergon/tool-results/results"},
 		}}},
@@ -155,7 +156,7 @@ func TestAgentPodsPinTheirInternalState(t *testing.T) {
 		}
 	}
 
-	container := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: StepContainer}}}}
+	container := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: shared.StepContainer}}}}
 	pinAgentState(container, &ergonv1alpha1.StepStatus{CheckpointSHA256: "c"}, "m")
 	if len(container.Spec.Containers[0].Env) != 0 {
 		t.Errorf("a pod that mounts no internal state gets pins: %v", container.Spec.Containers[0].Env)

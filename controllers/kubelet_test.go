@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/test/testenv"
 )
 
@@ -33,7 +34,7 @@ type (
 )
 
 var (
-	testKubelet = kubelet{testenv.NewKubelet(StepContainer)}
+	testKubelet = kubelet{testenv.NewKubelet(shared.StepContainer)}
 	// logs are the container logs the test kubelet wrote, which the Run controller reads.
 	logs = testKubelet.Logs
 )

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -55,9 +56,9 @@ var _ = Describe("A Run whose namespace is being deleted", func() {
 
 		Expect(k8sClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		refusal := k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}})
-		Expect(NamespaceEnding(refusal)).To(BeTrue(), "%v", refusal)
+		Expect(shared.NamespaceEnding(refusal)).To(BeTrue(), "%v", refusal)
 		Expect(refused(refusal)).To(BeFalse(), "no refusal for good")
-		quiet := QuietWhileNamespaceEnds(reconcile.Func(func(context.Context, ctrl.Request) (ctrl.Result, error) {
+		quiet := shared.QuietWhileNamespaceEnds(reconcile.Func(func(context.Context, ctrl.Request) (ctrl.Result, error) {
 			return ctrl.Result{}, refusal
 		}))
 		Expect(quiet.Reconcile(ctx, ctrl.Request{})).To(Equal(ctrl.Result{}))

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -87,10 +89,10 @@ func (a *runActor) act(ctx context.Context, run *ergonv1alpha1.Run, scene *compi
 	for _, req := range plan.Children {
 		logger.V(1).Info("Creating child Run", "step", req.Step, "childRun", req.Name)
 		child := childRun(run, req, f.Depth)
-		markStandsFor(child, req.StandsFor)
+		shared.MarkStandsFor(child, req.StandsFor)
 		err := a.authorizeChild(ctx, run, child)
 		if err == nil {
-			err = a.createHeld(ctx, KindRun, child, held)
+			err = a.createHeld(ctx, shared.KindRun, child, held)
 		}
 		if refused(err) || isNotAuthorized(err) {
 			reason := ergonv1alpha1.ReasonRunRefused
@@ -159,7 +161,7 @@ func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, sc
 	req planner.PodRequest, parts podParts, kept *ergonv1alpha1.StepStatus, memoryPin string, held *heldNames) error {
 	log.FromContext(ctx).V(1).Info("Creating pod", "step", req.Step.Name, "attempt", req.Attempt, "pod", req.Name)
 	pod := stepPod(run, scene, req, parts)
-	markStandsFor(pod, req.StandsFor)
+	shared.MarkStandsFor(pod, req.StandsFor)
 	labelUnit(pod, req.Unit)
 	pinAgentState(pod, kept, memoryPin)
 	if planner.AsksPeople(req.Step) {
@@ -189,7 +191,7 @@ func (a *runActor) createStepPod(ctx context.Context, run *ergonv1alpha1.Run, sc
 func (a *runActor) createGate(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, req planner.GateRequest,
 	held *heldNames) error {
 	gate := gateOf(run, req)
-	markStandsFor(gate, req.StandsFor)
+	shared.MarkStandsFor(gate, req.StandsFor)
 	// A Gate made now has the UID the API server gave it; one found made already has none.
 	defer func() {
 		if gate.UID != "" && scene.Spec.Notify != nil {
@@ -234,7 +236,7 @@ func (r *RunReconciler) cleanupFinished(ctx context.Context, run *ergonv1alpha1.
 	uids := map[string]string{}
 	var pods []planner.PodState
 	for _, p := range list.Items {
-		if ControlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
+		if shared.ControlledBy(&p, run.UID) && p.DeletionTimestamp.IsZero() {
 			pods = append(pods, planner.PodState{Name: p.Name, UID: string(p.UID), Phase: planner.PodRunning})
 			uids[p.Name] = string(p.UID)
 		}
@@ -364,4 +366,14 @@ func pinAgentState(pod *corev1.Pod, s *ergonv1alpha1.StepStatus, memory string) 
 		add = append(add, corev1.EnvVar{Name: stepcontract.EnvMemorySHA256, Value: memory})
 	}
 	c.Env = append(c.Env, add...)
+}
+
+// stepState is a ConfigMap of a step's internal state under one key (its checkpoint, its tool
+// results): owned by the Run, labelled as the step's. uid and version are those of the one
+// gather read, empty for a new one (runActor.put).
+func stepState(run *ergonv1alpha1.Run, step, name, key string, content []byte, uid, version string) *corev1.ConfigMap {
+	return shared.MarkInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
+		UID: types.UID(uid), ResourceVersion: version,
+		Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
+		Data: map[string]string{key: string(content)}})
 }

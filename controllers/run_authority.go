@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/identity"
@@ -215,7 +216,7 @@ func (r *RunReconciler) closureEditors(ctx context.Context, run *ergonv1alpha1.R
 		}
 		editors = append(editors, id)
 	}
-	if parent := metav1.GetControllerOf(run); parent != nil && parent.Kind == KindRun &&
+	if parent := metav1.GetControllerOf(run); parent != nil && parent.Kind == shared.KindRun &&
 		parent.APIVersion == ergonv1alpha1.GroupVersion.String() {
 		p := &ergonv1alpha1.Run{}
 		err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: parent.Name}, p)

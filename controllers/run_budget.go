@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -113,7 +114,7 @@ func statusUnits(status *ergonv1alpha1.RunStatus) int {
 // to start units without a slot.
 func isChildRun(run *ergonv1alpha1.Run) bool {
 	owner := metav1.GetControllerOf(run)
-	return cause.Of(run).Depth > 0 && owner != nil && owner.Kind == KindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return cause.Of(run).Depth > 0 && owner != nil && owner.Kind == shared.KindRun && owner.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
 // slotGrant is the planner's Facts.Slots for a Run: it asks the allocator for the slots the

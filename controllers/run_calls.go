@@ -19,9 +19,8 @@ package controllers
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -59,7 +58,7 @@ func (r *RunReconciler) ledger() *cause.Ledger {
 func (r *RunReconciler) gatherCalls(ctx context.Context, run *ergonv1alpha1.Run, scene *compile.Scene, f *planner.Facts) error {
 	limits := r.Config.CauseLimits()
 	f.Calls, f.MaxDepth = limits, limits.MaxDepth
-	if len(CalledScenes(scene.Spec)) == 0 {
+	if len(shared.CalledScenes(scene.Spec)) == 0 {
 		return nil
 	}
 	now := r.Clock.Now()
@@ -71,27 +70,12 @@ func (r *RunReconciler) gatherCalls(ctx context.Context, run *ergonv1alpha1.Run,
 	}
 	f.ChildRuns = r.ledger().Count(cause.ChildrenKey(run), children, now)
 	root := cause.Of(run).Root
-	caused, err := CausedBy(ctx, r.Client, run.Namespace, root)
+	caused, err := shared.CausedBy(ctx, r.Client, run.Namespace, root)
 	if err != nil {
 		return err
 	}
 	f.Caused = r.ledger().Count(cause.RootLedgerKey(root), caused, now)
 	return nil
-}
-
-// CausedBy lists the names of the Runs whose cause's root is root, from the cache's index.
-func CausedBy(ctx context.Context, reader client.Reader, namespace, root string) ([]string, error) {
-	list := &ergonv1alpha1.RunList{}
-	// Only the names are read, so the cache's objects need no copies.
-	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{causeRootField: root},
-		client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(list.Items))
-	for i := range list.Items {
-		names = append(names, list.Items[i].Name)
-	}
-	return names, nil
 }
 
 // recordChild remembers a child Run the Run created, under its parent and its root.

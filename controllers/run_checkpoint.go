@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
@@ -108,7 +109,7 @@ func (r *RunReconciler) settleAgents(run *ergonv1alpha1.Run, f *planner.Facts, p
 // the read reaches past. A checkpoint the line names that is not in the log's end is an error
 // (FindFrames), never an empty checkpoint: the one kept before stays.
 func (r *RunReconciler) readAgentLog(ctx context.Context, run *ergonv1alpha1.Run, a *planner.AgentPodFacts) error {
-	rc, err := r.Logs.Read(ctx, run.Namespace, a.Pod.Name, StepContainer, wire.ProgressTail.Plus(a.Pod.Frames))
+	rc, err := r.Logs.Read(ctx, run.Namespace, a.Pod.Name, shared.StepContainer, wire.ProgressTail.Plus(a.Pod.Frames))
 	if err != nil {
 		return err
 	}
@@ -160,14 +161,14 @@ func (r *RunReconciler) checkpointFacts(ctx context.Context, run *ergonv1alpha1.
 		return nil, err
 	}
 	cf.Exists, cf.UID, cf.ResourceVersion = true, string(cm.UID), cm.ResourceVersion
-	if _, err := VerifyInternal(cm, checkpointWants(run, step, "")); err != nil {
+	if _, err := shared.VerifyInternal(cm, checkpointWants(run, step, "")); err != nil {
 		cf.Conflict = err.Error()
 		return cf, nil
 	}
 	if sum == "" {
 		cf.Holds = cm.Data[checkpointKey] == ""
 	} else {
-		_, err := VerifyInternal(cm, checkpointWants(run, step, sum))
+		_, err := shared.VerifyInternal(cm, checkpointWants(run, step, sum))
 		cf.Holds = err == nil // kept by an earlier pass
 	}
 	return cf, nil
@@ -202,7 +203,7 @@ var checkpointWideTail = wire.Tail{Lines: 4096, Bytes: 8 << 20}
 // findFrame reads the end of an agent pod's log and finds one framed value in it.
 func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, pod planner.PodState, tail wire.Tail,
 	want wire.Part) ([]byte, error) {
-	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, StepContainer, tail)
+	rc, err := r.Logs.Read(ctx, run.Namespace, pod.Name, shared.StepContainer, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +214,8 @@ func (r *RunReconciler) findFrame(ctx context.Context, run *ergonv1alpha1.Run, p
 
 // checkpointWants is what a step's checkpoint ConfigMap must be: the Run's internal state,
 // holding the checkpoint of digest sum (any, when sum is empty).
-func checkpointWants(run *ergonv1alpha1.Run, step, sum string) Want {
-	want := RunWants(run, "the checkpoint of step "+step, checkpointKey)
+func checkpointWants(run *ergonv1alpha1.Run, step, sum string) shared.Want {
+	want := shared.RunWants(run, "the checkpoint of step "+step, checkpointKey)
 	want.SHA256 = sum
 	return want
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
@@ -95,7 +96,7 @@ var _ = Describe("A running agent step", func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKeyWithValue("checkpoint", third))
 		}).Should(Succeed())
-		Expect(ControlledBy(cm, run.UID)).To(BeTrue())
+		Expect(shared.ControlledBy(cm, run.UID)).To(BeTrue())
 
 		// Turn 4's line names a checkpoint whose frame the log's end does not hold (cut, or
 		// rotated away): the progress shows, and the third checkpoint stays kept.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs"
@@ -104,7 +105,7 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 					Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the instance's pod was deleted before it finished"})
 			case err != nil:
 				return err
-			case !ControlledBy(pod, run.UID):
+			case !shared.ControlledBy(pod, run.UID):
 				addUnitPod(f, s.Name, want.unit, planner.PodState{Name: want.name, Attempt: want.attempt, Phase: planner.PodGone,
 					Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", want.name, run).Error()})
 			default:
@@ -130,11 +131,11 @@ func (r *RunReconciler) gatherUnits(ctx context.Context, run *ergonv1alpha1.Run,
 		case err != nil:
 			return err
 		}
-		want := RunWants(run, "the output", outputs.KeyOutput)
+		want := shared.RunWants(run, "the output", outputs.KeyOutput)
 		if it, ok := recorded[name]; ok {
 			want.SHA256, want.Size = it.SHA256, it.Size
 		}
-		value, err := VerifyInternal(cm, want)
+		value, err := shared.VerifyInternal(cm, want)
 		if err != nil {
 			f.Conflicts[name] = err.Error()
 			continue
@@ -217,11 +218,11 @@ func (a *runActor) storeOutputs(ctx context.Context, run *ergonv1alpha1.Run, pla
 	for _, req := range plan.Store {
 		cm := outputConfigMap(run, req.Step, req.Value, req.Transcript)
 		cm.Name = req.ConfigMap
-		markStandsFor(cm, req.StandsFor)
+		shared.MarkStandsFor(cm, req.StandsFor)
 		err := a.createHeld(ctx, "ConfigMap", cm, held)
 		if refused(err) {
 			// Remembered under the name the planner asks for, which is how it looks it up.
-			a.refused.add(key, StandsFor(cm), err, a.Clock.Now(), nil)
+			a.refused.add(key, shared.StandsFor(cm), err, a.Clock.Now(), nil)
 			a.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonOutputError, "CreateConfigMap",
 				"Step %s cannot keep its output in ConfigMap %s: %v", req.Step, cm.Name, err)
 			return fmt.Errorf("the API server refused ConfigMap %s for the output of step %s: %w", cm.Name, req.Step, err)

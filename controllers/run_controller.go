@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/cause"
@@ -113,7 +114,7 @@ type RunReconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
-	Logs      PodLogs
+	Logs      shared.PodLogs
 	Config    RunConfig
 	// Authorizer authorizes every effect of a Run against the identities it acts for
 	// (run_authority.go); one on the reconciler's client when nil.
@@ -255,7 +256,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the snapshot's ConfigMap, written just before; retry
 	}
-	if _, conflict := errors.AsType[*ConflictError](err); conflict {
+	if _, conflict := errors.AsType[*shared.ConflictError](err); conflict {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, err.Error())
 	}
 	if err != nil {
@@ -310,7 +311,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		}
 		if _, contended := errors.AsType[*contendedError](err); contended || isHeld {
 			log.FromContext(ctx).V(1).Info("Planning again", "reason", err.Error())
-			return ctrl.Result{RequeueAfter: ContendedRetry}, nil
+			return ctrl.Result{RequeueAfter: shared.ContendedRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -333,11 +334,6 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
-
-// ContendedRetry is how soon a pass that lost a write to another writer plans again, when no
-// event of its own brings it back: a shared object another Run wrote (contendedError), a
-// name found held (namesHeldError), a Scene whose status write conflicted.
-const ContendedRetry = 100 * time.Millisecond
 
 // plan gathers the facts of a Run through reader and decides what to do with them.
 func (r *RunReconciler) plan(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run,
@@ -411,11 +407,11 @@ func (r *RunReconciler) holdWrite(key string, stored *ergonv1alpha1.RunStatus, p
 // at most ArchiveWait, the Run for as long as it takes (the archive controller's update of
 // its Archived condition brings the Run back here).
 func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha1.Run) (ctrl.Result, error) {
-	unarchived := r.Config.Archive && !Archived(run)
+	unarchived := r.Config.Archive && !shared.Archived(run)
 	if unarchived && run.Status.FinishedAt != nil {
 		wait := r.Config.ArchiveWait
 		if wait <= 0 {
-			wait = DefaultArchiveGiveUpAfter
+			wait = shared.DefaultArchiveGiveUpAfter
 		}
 		if left := run.Status.FinishedAt.Add(wait).Sub(r.Clock.Now()); left > 0 {
 			return ctrl.Result{RequeueAfter: left}, nil
@@ -437,14 +433,14 @@ func (r *RunReconciler) reconcileFinished(ctx context.Context, run *ergonv1alpha
 }
 
 // values reads what the Run keeps outside its status, verified (RunValues).
-func (r *RunReconciler) values() RunValues {
-	return RunValues{Cached: r.Client, Live: r.APIReader}
+func (r *RunReconciler) values() shared.RunValues {
+	return shared.RunValues{Cached: r.Client, Live: r.APIReader}
 }
 
 // SetupWithManager registers the controller: Runs, the pods, Gates and child Runs they own,
 // and Scenes, so that a Run waiting for its Scene starts as soon as the Scene appears.
 func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := SetupIndexes(mgr); err != nil {
+	if err := shared.SetupIndexes(mgr); err != nil {
 		return err
 	}
 	wake := r.newSlots()
@@ -458,14 +454,14 @@ func (r *RunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(runsOfLease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Config.Workers, 1)}).
 		Named("run").
-		Complete(QuietWhileNamespaceEnds(r))
+		Complete(shared.QuietWhileNamespaceEnds(r))
 }
 
 // runsWaitingFor maps a Scene to the Runs of it that have not started yet.
 func (r *RunReconciler) runsWaitingFor(ctx context.Context, scene client.Object) []reconcile.Request {
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(scene.GetNamespace()),
-		client.MatchingFields{SceneRefField: scene.GetName()}); err != nil {
+		client.MatchingFields{shared.SceneRefField: scene.GetName()}); err != nil {
 		log.FromContext(ctx).Error(err, "Listing the Runs of a Scene", "scene", scene.GetName())
 		return nil
 	}

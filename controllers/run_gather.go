@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
@@ -41,11 +42,6 @@ import (
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
-
-// PodLogs reads the end of a container's log; the kubelet serves it through pods/log.
-type PodLogs interface {
-	Read(ctx context.Context, namespace, pod, container string, tail wire.Tail) (io.ReadCloser, error)
-}
 
 // KubeletLogs reads logs through the API server.
 type KubeletLogs struct{ Clientset kubernetes.Interface }
@@ -81,7 +77,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 	seen := map[string]bool{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !ControlledBy(pod, run.UID) {
+		if !shared.ControlledBy(pod, run.UID) {
 			continue
 		}
 		if isToolPod(pod) {
@@ -124,7 +120,7 @@ func (r *RunReconciler) gather(ctx context.Context, reader client.Reader, run *e
 				Reason: ergonv1alpha1.ReasonPodDeleted, Message: "the step's pod was deleted before it finished"})
 		case err != nil:
 			return nil, err
-		case !ControlledBy(pod, run.UID):
+		case !shared.ControlledBy(pod, run.UID):
 			// Someone else's pod under the attempt's name: the attempt never ran.
 			f.Pods[s.Name] = append(f.Pods[s.Name], planner.PodState{Name: s.PodName, Attempt: s.Attempts, Phase: planner.PodGone,
 				Reason: ergonv1alpha1.ReasonNameConflict, Message: notOwned("pod", s.PodName, run).Error()})
@@ -194,7 +190,7 @@ func stepPhases(run *ergonv1alpha1.Run) map[string]ergonv1alpha1.StepPhase {
 
 // podState is what the planner needs to know of a step pod; planner.ObservePod reads it.
 func podState(pod *corev1.Pod) planner.PodState {
-	return planner.ObservePod(pod, StepContainer)
+	return planner.ObservePod(pod, shared.StepContainer)
 }
 
 // collect reads the output a succeeded pod handed back and, for an agent step, its
@@ -213,7 +209,7 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
-	case !ControlledBy(cm, run.UID):
+	case !shared.ControlledBy(cm, run.UID):
 		// Someone else's: the output is stored under an alternate name (run_squatters.go),
 		// unless every alternate is held too.
 		if nf, err := r.resolveHeld(ctx, run, heldName{"ConfigMap", name}); err != nil {
@@ -223,7 +219,7 @@ func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod
 				Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	default:
-		if _, err := VerifyInternal(cm, RunWants(run, "the output", outputs.KeyOutput)); err != nil {
+		if _, err := shared.VerifyInternal(cm, shared.RunWants(run, "the output", outputs.KeyOutput)); err != nil {
 			return planner.Output{Err: err.Error(), Reason: ergonv1alpha1.ReasonNameConflict}
 		}
 	}
@@ -241,7 +237,7 @@ const (
 func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner.Output {
 	var message string
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == StepContainer && cs.State.Terminated != nil {
+		if cs.Name == shared.StepContainer && cs.State.Terminated != nil {
 			message = cs.State.Terminated.Message
 		}
 	}
@@ -269,7 +265,7 @@ func (r *RunReconciler) readOutput(ctx context.Context, pod *corev1.Pod) planner
 	tail := wire.TailOf(want...)
 	tail.Lines += logSlackLines
 	tail.Bytes += logSlackBytes
-	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, StepContainer, tail)
+	logs, err := r.Logs.Read(ctx, pod.Namespace, pod.Name, shared.StepContainer, tail)
 	if err != nil {
 		return planner.Output{Err: fmt.Sprintf("collecting the output: %v", err)}
 	}
@@ -320,7 +316,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 	}
 	for i := range children.Items {
 		child := &children.Items[i]
-		if !ControlledBy(child, run.UID) {
+		if !shared.ControlledBy(child, run.UID) {
 			continue
 		}
 		state := planner.ChildState{Phase: child.Status.Phase, UID: string(child.UID), Usage: child.Status.Usage}
@@ -331,7 +327,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 			out := child.Status.Outputs[names[len(names)-1]]
 			state.Output = &out
 			value, err := r.values().OutputValue(ctx, child, &out)
-			var conflict *ConflictError
+			var conflict *shared.ConflictError
 			switch {
 			case errors.As(err, &conflict):
 				f.Conflicts[out.Ref.ConfigMap] = conflict.Error()
@@ -342,7 +338,7 @@ func (r *RunReconciler) gatherChildren(ctx context.Context, reader client.Reader
 		}
 		state.Name = child.Name
 		f.Children[child.Name] = state
-		if stands := StandsFor(child); stands != child.Name {
+		if stands := shared.StandsFor(child); stands != child.Name {
 			// An alternate (run_squatters.go): found by the name the planner gives it too.
 			f.Children[stands] = state
 		}
@@ -379,7 +375,7 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 	}
 	for i := range gates.Items {
 		g := &gates.Items[i]
-		if !ControlledBy(g, run.UID) {
+		if !shared.ControlledBy(g, run.UID) {
 			continue
 		}
 		if !gateMatches(g, run) {
@@ -400,7 +396,7 @@ func (r *RunReconciler) gatherGates(ctx context.Context, reader client.Reader, r
 			}
 		}
 		f.Gates[g.Name] = state
-		if stands := StandsFor(g); stands != g.Name {
+		if stands := shared.StandsFor(g); stands != g.Name {
 			// An alternate (run_squatters.go): found by the name the planner gives it too.
 			f.Gates[stands] = state
 		}
@@ -420,7 +416,7 @@ func (r *RunReconciler) gatherValues(ctx context.Context, run *ergonv1alpha1.Run
 			continue
 		}
 		value, err := r.values().OutputValue(ctx, run, s.Output)
-		var conflict *ConflictError
+		var conflict *shared.ConflictError
 		switch {
 		case errors.As(err, &conflict):
 			f.Conflicts[s.Output.Ref.ConfigMap] = conflict.Error()

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
@@ -73,8 +74,8 @@ var _ = Describe("Internal state read back", func() {
 			cm := &corev1.ConfigMap{}
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)).To(Succeed())
 			Expect(cm.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelInternal, "true"), "ConfigMap %s", name)
-			Expect(ControlledBy(cm, run.UID)).To(BeTrue())
-			sum := Digest(cm.Data[key])
+			Expect(shared.ControlledBy(cm, run.UID)).To(BeTrue())
+			sum := shared.Digest(cm.Data[key])
 			if key == checkpointKey {
 				Expect(work.CheckpointSHA256).To(Equal(sum))
 				Expect(env).To(HaveKeyWithValue(stepcontract.EnvCheckpointSHA256, sum))
@@ -107,7 +108,7 @@ var _ = Describe("Internal state read back", func() {
 
 		Eventually(func() []string {
 			var notes []string
-			for _, e := range warnings(ctx, ns, "plant-1", ReasonUntrustedState) {
+			for _, e := range warnings(ctx, ns, "plant-1", shared.ReasonUntrustedState) {
 				notes = append(notes, e.Note)
 			}
 			return notes

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -81,11 +82,12 @@ func mountMemory(pod *corev1.Pod, spec *agentspec.Spec, run *ergonv1alpha1.Run, 
 // several share, so there is no controller to check; the admission policy is what keeps
 // tenants from writing one.
 func checkStore(cm *corev1.ConfigMap, name string) error {
-	if _, err := VerifyInternal(cm, Want{What: "memory " + name, Key: memoryKey, Size: -1}); err != nil {
+	if _, err := shared.VerifyInternal(cm, shared.Want{What: "memory " + name, Key: memoryKey, Size: -1}); err != nil {
 		return err
 	}
 	if cm.Labels[labelMemory] != name {
-		return &ConflictError{fmt.Sprintf("ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", cm.Name, name)}
+		return &shared.ConflictError{Message: fmt.Sprintf(
+			"ConfigMap %s is not the store of memory %s; delete it to let Ergon keep the memory", cm.Name, name)}
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (a *runActor) writeMemory(ctx context.Context, run *ergonv1alpha1.Run, scen
 	if w == nil {
 		return nil
 	}
-	cm := MarkInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.ConfigMap, Namespace: run.Namespace,
+	cm := shared.MarkInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.ConfigMap, Namespace: run.Namespace,
 		ResourceVersion: w.ResourceVersion, OwnerReferences: w.Owners,
 		Labels: map[string]string{ergonv1alpha1.LabelManagedBy: ergonv1alpha1.ManagedByErgon, labelMemory: string(scene.Spec.Memory.Name)}}})
 	cm.Data = map[string]string{memoryKey: w.Content}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -205,7 +206,7 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 		// The archive's Archived condition is the last change a Run that ended gets.
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
-			g.Expect(Archived(original)).To(BeTrue())
+			g.Expect(shared.Archived(original)).To(BeTrue())
 		}).Should(Succeed())
 		before := original.DeepCopy()
 
@@ -256,7 +257,7 @@ var _ = Describe("The Run controller's control flow by outcome", func() {
 		Expect(original.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), succeededMessage(original))
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(original), original)).To(Succeed())
-			g.Expect(Archived(original)).To(BeTrue())
+			g.Expect(shared.Archived(original)).To(BeTrue())
 		}).Should(Succeed())
 
 		By("rerunning the live Run from shape: produce and side are reused, shape and load run again")

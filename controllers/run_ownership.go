@@ -20,14 +20,12 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
-	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -36,46 +34,6 @@ import (
 // object by its name: it uses one only when the Run (or, for a child's output, the child) is
 // its controlling owner, and an output only when it holds what the status recorded. An object
 // that fails the check is a conflict: the step that needs it fails, naming it.
-
-// ControlledBy reports whether obj's controlling owner reference carries uid.
-func ControlledBy(obj client.Object, uid types.UID) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.UID == uid {
-			return true
-		}
-	}
-	return false
-}
-
-// ConflictError says that an object under a name Ergon uses is not the one it created.
-type ConflictError struct{ Message string }
-
-func (e *ConflictError) Error() string { return e.Message }
-
-// notOwned is the conflict of an object whose controller is not the Run that needs it.
-func notOwned(kind, name string, owner *ergonv1alpha1.Run) *ConflictError {
-	return &ConflictError{fmt.Sprintf("%s %s exists but Run %s did not create it (it is not its controlling owner); "+
-		"Ergon does not adopt objects by name: delete or rename it", kind, name, owner.Name)}
-}
-
-// CheckOutput verifies that a ConfigMap holds the output (or transcript) the status recorded:
-// it is internal state of the Run that wrote it, and the value under the key the status names
-// passes outputs.Verify, as it must for every reader of an output.
-func CheckOutput(cm *corev1.ConfigMap, ownerUID types.UID, ownerName string, out *ergonv1alpha1.OutputValue) (string, error) {
-	want := Want{What: "the " + out.Ref.Key, Owner: ownerUID, OwnerKind: KindRun, OwnerName: ownerName,
-		Key: out.Ref.Key, SHA256: out.SHA256, Size: out.Size}
-	if err := trustInternal(cm, want); err != nil {
-		return "", err
-	}
-	value, ok := outputs.ConfigMapValue(cm, want.Key)
-	if !ok {
-		return "", want.missing(cm)
-	}
-	if outputs.Verify([]byte(value), out) != nil {
-		return "", want.mismatch(cm)
-	}
-	return value, nil
-}
 
 // gatherConflicts looks up the child Runs and Gates the status names that the Run does not
 // own, and records each one that exists as a conflict. Only names missing from what gather
@@ -87,7 +45,7 @@ func (r *RunReconciler) gatherConflicts(ctx context.Context, run *ergonv1alpha1.
 		}
 		if name := s.ChildRun; name != "" {
 			if _, ok := f.Children[name]; !ok {
-				if err := r.conflictOf(ctx, run, KindRun, &ergonv1alpha1.Run{}, name, f); err != nil {
+				if err := r.conflictOf(ctx, run, shared.KindRun, &ergonv1alpha1.Run{}, name, f); err != nil {
 					return err
 				}
 			}
@@ -113,7 +71,7 @@ func (r *RunReconciler) conflictOf(ctx context.Context, run *ergonv1alpha1.Run, 
 	if err != nil {
 		return err
 	}
-	if !ControlledBy(obj, run.UID) {
+	if !shared.ControlledBy(obj, run.UID) {
 		f.Conflicts[name] = notOwned(kind, name, run).Error()
 	} else if g, ok := obj.(*ergonv1alpha1.Gate); ok && !gateMatches(g, run) {
 		f.Conflicts[name] = gateMismatch(g, run).Error()
@@ -130,10 +88,16 @@ func gateMatches(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) bool {
 		return naming.ToolCallName(run.Name, g.Spec.Step, call) == g.Name
 	}
 	// Or an alternate, when someone else's Gate held the name (run_squatters.go).
-	return naming.GateName(run.Name, g.Spec.Step) == StandsFor(g)
+	return naming.GateName(run.Name, g.Spec.Step) == shared.StandsFor(g)
 }
 
-func gateMismatch(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) *ConflictError {
-	return &ConflictError{fmt.Sprintf("Gate %s names Run %q step %q, not a step of Run %s; Ergon does not use it",
+func gateMismatch(g *ergonv1alpha1.Gate, run *ergonv1alpha1.Run) *shared.ConflictError {
+	return &shared.ConflictError{Message: fmt.Sprintf("Gate %s names Run %q step %q, not a step of Run %s; Ergon does not use it",
 		g.Name, g.Spec.RunRef.Name, g.Spec.Step, run.Name)}
+}
+
+// notOwned is the conflict of an object whose controller is not the Run that needs it.
+func notOwned(kind, name string, owner *ergonv1alpha1.Run) *shared.ConflictError {
+	return &shared.ConflictError{Message: fmt.Sprintf("%s %s exists but Run %s did not create it (it is not its controlling owner); "+
+		"Ergon does not adopt objects by name: delete or rename it", kind, name, owner.Name)}
 }

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -45,7 +46,7 @@ func waitingStep(reason, message string) holding {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: initContainer, Ready: true, State: corev1.ContainerState{
 				Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: StepContainer, Image: pod.Spec.Containers[0].Image,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: shared.StepContainer, Image: pod.Spec.Containers[0].Image,
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}},
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
 
@@ -77,7 +78,7 @@ func (a *runActor) podRefused(run *ergonv1alpha1.Run, key string, pod *corev1.Po
 // forbidden by a policy. Anything else (a timeout, a conflict) is retried; a namespace being
 // deleted ends the pass quietly (QuietWhileNamespaceEnds).
 func refused(err error) bool {
-	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && !NamespaceEnding(err)
+	return (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && !shared.NamespaceEnding(err)
 }
 
 // exceededQuota reports whether a ResourceQuota refused the object, as the quota admission

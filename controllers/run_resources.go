@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -37,7 +38,6 @@ import (
 
 // The pieces of a step pod.
 const (
-	StepContainer = "step"
 	initContainer = "ergon-init"
 	// annotationInputPrefix holds small inputs on the pod, for the downward API to project.
 	annotationInputPrefix = "inputs.ergon.dev/"
@@ -52,12 +52,9 @@ const (
 	stepUID = 65532
 )
 
-// KindRun is the kind of a Run, as owner references name it.
-const KindRun = "Run"
-
 // ownerRef makes a Run the controlling owner of a child.
 func ownerRef(run *ergonv1alpha1.Run) metav1.OwnerReference {
-	return *metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind(KindRun))
+	return *metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind(shared.KindRun))
 }
 
 func childLabels(run *ergonv1alpha1.Run, step string) map[string]string {
@@ -229,7 +226,7 @@ func basePod(run *ergonv1alpha1.Run, req planner.PodRequest) *corev1.Pod {
 			SecurityContext:              podsecurity.Pod(stepUID),
 			Volumes:                      []corev1.Volume{emptyDir("ergon-output", "8Mi"), emptyDir("tmp", "256Mi")},
 			Containers: []corev1.Container{{
-				Name: StepContainer,
+				Name: shared.StepContainer,
 				Env: []corev1.EnvVar{
 					{Name: stepcontract.EnvOutput, Value: stepcontract.OutputFile},
 					{Name: stepcontract.EnvRun, Value: run.Name},
@@ -358,5 +355,5 @@ func outputConfigMap(run *ergonv1alpha1.Run, step, value, transcript string) *co
 	cm := outputs.ConfigMap(run, step, value, transcript)
 	cm.Labels = childLabels(run, step)
 	cm.OwnerReferences = []metav1.OwnerReference{ownerRef(run)}
-	return MarkInternal(cm)
+	return shared.MarkInternal(cm)
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/outputs"
@@ -82,7 +83,7 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 	snapshot := &ergonv1alpha1.Scene{Spec: *spec}
 	snapshot.Generation = original.Status.SceneGeneration
 	if err := r.takeSnapshot(ctx, run, snapshot); err != nil {
-		if conflict, ok := errors.AsType[*ConflictError](err); ok {
+		if conflict, ok := errors.AsType[*shared.ConflictError](err); ok {
 			return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 		}
 		return ctrl.Result{}, err
@@ -91,7 +92,7 @@ func (r *RunReconciler) startRetry(ctx context.Context, run *ergonv1alpha1.Run) 
 	if rerr, ok := errors.AsType[*retryError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonRetryOfInvalid, rerr.msg)
 	}
-	if conflict, ok := errors.AsType[*ConflictError](err); ok {
+	if conflict, ok := errors.AsType[*shared.ConflictError](err); ok {
 		return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 	}
 	if err != nil {
@@ -139,7 +140,7 @@ func (r *RunReconciler) retried(ctx context.Context, run *ergonv1alpha1.Run) (*r
 	src.spec = src.run.Status.SceneSnapshot
 	if src.spec == nil {
 		src.spec, err = r.values().ReadSnapshot(ctx, src.run)
-		if conflict, ok := errors.AsType[*ConflictError](err); ok {
+		if conflict, ok := errors.AsType[*shared.ConflictError](err); ok {
 			return nil, &retryError{fmt.Sprintf("the snapshot of Run %s cannot be used: %s", name, conflict.Error())}
 		}
 		if apierrors.IsNotFound(err) {
@@ -247,9 +248,9 @@ func (r *RunReconciler) reusedValue(ctx context.Context, src *retrySource, step 
 	if err != nil {
 		return "", err
 	}
-	value, err := VerifyInternal(cm, Want{What: "the output of step " + step, Owner: original.UID, OwnerKind: KindRun,
+	value, err := shared.VerifyInternal(cm, shared.Want{What: "the output of step " + step, Owner: original.UID, OwnerKind: shared.KindRun,
 		OwnerName: original.Name, Key: out.Ref.Key, SHA256: out.SHA256, Size: out.Size})
-	if conflict, ok := errors.AsType[*ConflictError](err); ok {
+	if conflict, ok := errors.AsType[*shared.ConflictError](err); ok {
 		return "", &retryError{conflict.Error() + "; it cannot be reused"}
 	}
 	return value, err
@@ -267,6 +268,6 @@ func (r *RunReconciler) keepOutput(ctx context.Context, run *ergonv1alpha1.Run, 
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 		return err
 	}
-	_, err = CheckOutput(existing, run.UID, run.Name, out)
+	_, err = shared.CheckOutput(existing, run.UID, run.Name, out)
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/budget"
 )
 
@@ -32,7 +33,7 @@ func (r *RunReconciler) spent(ctx context.Context, run *ergonv1alpha1.Run, scene
 		return budget.Spending{}, nil
 	}
 	runs := &ergonv1alpha1.RunList{}
-	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{SceneRefField: scene.Name},
+	if err := r.List(ctx, runs, client.InNamespace(run.Namespace), client.MatchingFields{shared.SceneRefField: scene.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return budget.Spending{}, err
 	}

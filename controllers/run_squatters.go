@@ -18,19 +18,16 @@ package controllers
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -48,66 +45,6 @@ import (
 // gather reads what holds the name and its alternates (gatherNames), and the planner moves the
 // create (planner.NameFacts).
 
-// TakenBy describes the object that holds a name Ergon wanted, for people: its kind and name,
-// UID, age, controller and the field managers that wrote it, which say which client made it.
-func TakenBy(kind string, obj client.Object) string {
-	var who []string
-	for _, f := range obj.GetManagedFields() {
-		if !slices.Contains(who, f.Manager) {
-			who = append(who, f.Manager)
-		}
-	}
-	controller := "no controller"
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		controller = "controller " + ref.Kind + " " + ref.Name
-	}
-	desc := fmt.Sprintf("%s %s (uid %s, created %s, %s", kind, obj.GetName(), obj.GetUID(),
-		obj.GetCreationTimestamp().UTC().Format(time.RFC3339), controller)
-	if len(who) > 0 {
-		desc += ", written by " + strings.Join(who, ", ")
-	}
-	return desc + ")"
-}
-
-// CreateOwned creates obj under its name or, when an object owner does not control holds it,
-// under the first of naming.Alternate's names (maxLen long at most) that is free or already
-// owner's. obj's name is then the one used, and an alternate's AnnotationStandsFor names the
-// predictable one. taken describes each object that held a name on the way; the error is a
-// *ConflictError when every name was held.
-func CreateOwned(ctx context.Context, c client.Client, reader client.Reader, owner types.UID, kind string,
-	obj client.Object, maxLen int) (taken []string, err error) {
-	predictable := obj.GetName()
-	for k := 0; k <= naming.MaxAlternates; k++ {
-		if k > 0 {
-			obj.SetName(naming.Alternate(maxLen, predictable, string(owner), k))
-			markStandsFor(obj, predictable)
-		}
-		err := c.Create(ctx, obj)
-		if !apierrors.IsAlreadyExists(err) {
-			return taken, err
-		}
-		existing, _ := obj.DeepCopyObject().(client.Object) // a copy of a client.Object is one
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-			return taken, err // gone meanwhile: the next pass creates it
-		}
-		if ControlledBy(existing, owner) {
-			return taken, nil
-		}
-		taken = append(taken, TakenBy(kind, existing))
-	}
-	obj.SetName(predictable)
-	return taken, &ConflictError{fmt.Sprintf("%s %s and its %d alternate names are all held by objects Ergon did not "+
-		"create: %s; Ergon does not touch them: delete them", kind, predictable, naming.MaxAlternates, strings.Join(taken, "; "))}
-}
-
-// StandsFor is the predictable name an object stands for: its annotation's, else its own name.
-func StandsFor(obj client.Object) string {
-	if name := obj.GetAnnotations()[ergonv1alpha1.AnnotationStandsFor]; name != "" {
-		return name
-	}
-	return obj.GetName()
-}
-
 // getOwned reads the object owner controls under name or, when someone else's holds name,
 // under one of its alternates. It returns NotFound when owner has none of them.
 func getOwned(ctx context.Context, reader client.Reader, owner types.UID, key client.ObjectKey, obj client.Object,
@@ -121,7 +58,7 @@ func getOwned(ctx context.Context, reader client.Reader, owner types.UID, key cl
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err == nil && ControlledBy(obj, owner) {
+		if err == nil && shared.ControlledBy(obj, owner) {
 			return nil
 		}
 		if err != nil && k == 0 {
@@ -129,19 +66,6 @@ func getOwned(ctx context.Context, reader client.Reader, owner types.UID, key cl
 		}
 	}
 	return apierrors.NewNotFound(corev1.Resource("object"), name)
-}
-
-// markStandsFor marks obj as created under an alternate of the predictable name standsFor.
-func markStandsFor(obj client.Object, standsFor string) {
-	if standsFor == "" {
-		return
-	}
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[ergonv1alpha1.AnnotationStandsFor] = standsFor
-	obj.SetAnnotations(annotations)
 }
 
 // heldName is a predictable name a create of act found held, of an object of kind.
@@ -164,7 +88,7 @@ func (a *runActor) createHeld(ctx context.Context, kind string, obj client.Objec
 	}
 	held.mu.Lock()
 	defer held.mu.Unlock()
-	held.names = append(held.names, heldName{kind, StandsFor(obj)})
+	held.names = append(held.names, heldName{kind, shared.StandsFor(obj)})
 	return nil
 }
 
@@ -202,7 +126,7 @@ func heldObject(kind string) (client.Object, int) {
 	switch kind {
 	case "pod":
 		return &corev1.Pod{}, naming.MaxLabelLength
-	case KindRun:
+	case shared.KindRun:
 		return &ergonv1alpha1.Run{}, naming.MaxLabelLength
 	case "Gate":
 		return &ergonv1alpha1.Gate{}, naming.MaxLabelLength
@@ -248,11 +172,11 @@ func (r *RunReconciler) resolveHeld(ctx context.Context, run *ergonv1alpha1.Run,
 			return nf, nil
 		case err != nil:
 			return nf, err
-		case ControlledBy(obj, run.UID):
+		case shared.ControlledBy(obj, run.UID):
 			nf.Use, nf.Exists = name, true
 			return nf, nil
 		}
-		nf.Taken = append(nf.Taken, TakenBy(n.kind, obj))
+		nf.Taken = append(nf.Taken, shared.TakenBy(n.kind, obj))
 	}
 	return nf, nil
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -87,7 +88,7 @@ func (r *RunReconciler) reconcileStart(ctx context.Context, run *ergonv1alpha1.R
 		}
 		run.Status.SceneEditors = editors
 		if err := r.takeSnapshot(ctx, run, facts.Scene); err != nil {
-			if conflict, ok := errors.AsType[*ConflictError](err); ok {
+			if conflict, ok := errors.AsType[*shared.ConflictError](err); ok {
 				return r.failUnstarted(ctx, run, ergonv1alpha1.ReasonNameConflict, conflict.Error())
 			}
 			return ctrl.Result{}, err
@@ -111,7 +112,7 @@ func (r *RunReconciler) hasChildren(ctx context.Context, run *ergonv1alpha1.Run)
 			return false, err
 		}
 		for _, o := range items {
-			if obj, ok := o.(client.Object); ok && ControlledBy(obj, run.UID) {
+			if obj, ok := o.(client.Object); ok && shared.ControlledBy(obj, run.UID) {
 				return true, nil
 			}
 		}
@@ -144,7 +145,7 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		run.Status.SceneSnapshot = scene.Spec.DeepCopy()
 		return nil
 	}
-	cm := MarkInternal(&corev1.ConfigMap{
+	cm := shared.MarkInternal(&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: naming.SnapshotConfigMapName(run.Name), Namespace: run.Namespace,
 			Labels: childLabels(run, ""), OwnerReferences: []metav1.OwnerReference{ownerRef(run)},
@@ -152,15 +153,15 @@ func (r *RunReconciler) takeSnapshot(ctx context.Context, run *ergonv1alpha1.Run
 		Data:      map[string]string{snapshotKey: string(raw)},
 		Immutable: new(true),
 	})
-	want := RunWants(run, "the snapshot", snapshotKey)
-	want.SHA256 = Digest(string(raw))
+	want := shared.RunWants(run, "the snapshot", snapshotKey)
+	want.SHA256 = shared.Digest(string(raw))
 	if err := r.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 		// Made by an earlier pass whose status write was lost, or by someone else.
 		existing := &corev1.ConfigMap{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
 			return err
 		}
-		if _, err := VerifyInternal(existing, want); err != nil {
+		if _, err := shared.VerifyInternal(existing, want); err != nil {
 			return err
 		}
 	} else if err != nil {

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/gatepolicy"
@@ -151,7 +152,7 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 		if tc.Pending == nil {
 			continue
 		}
-		want := RunWants(run, "the tool results of step "+s.Name, toolResultsKey)
+		want := shared.RunWants(run, "the tool results of step "+s.Name, toolResultsKey)
 		want.SHA256 = s.ToolResultsSHA256
 		results, cm, err := r.readInternal(ctx, reader, run, naming.ToolResultsConfigMapName(run.Name, s.Name), want, waiting, f)
 		if err != nil {
@@ -186,7 +187,7 @@ func (r *RunReconciler) gatherToolCalls(ctx context.Context, reader client.Reade
 // than recorded is told in an Event and read as absent, so the content is kept again or the
 // step starts afresh.
 func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, run *ergonv1alpha1.Run, name string,
-	want Want, live bool, f *planner.Facts) (string, *corev1.ConfigMap, error) {
+	want shared.Want, live bool, f *planner.Facts) (string, *corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{}
 	err := reader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) && live {
@@ -199,16 +200,16 @@ func (r *RunReconciler) readInternal(ctx context.Context, reader client.Reader, 
 	if err != nil {
 		return "", nil, err
 	}
-	if _, err := VerifyInternal(cm, RunWants(run, want.What, want.Key)); err != nil {
+	if _, err := shared.VerifyInternal(cm, shared.RunWants(run, want.What, want.Key)); err != nil {
 		f.Conflicts[name] = err.Error()
 		return "", nil, nil
 	}
 	if want.SHA256 == "" {
 		return "", cm, nil
 	}
-	value, err := VerifyInternal(cm, want)
+	value, err := shared.VerifyInternal(cm, want)
 	if err != nil {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonUntrustedState, "ReadInternal", "%s", err.Error())
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, shared.ReasonUntrustedState, "ReadInternal", "%s", err.Error())
 		return "", cm, nil
 	}
 	return value, cm, nil
@@ -316,7 +317,7 @@ func messageGate(run *ergonv1alpha1.Run, req planner.GateRequest) *ergonv1alpha1
 	gate.Spec.Input = req.Input
 	gate.Spec.Timeout = &metav1.Duration{Duration: planner.ConversationIdle(req.Chat)}
 	gate.Spec.Approvers, gate.Spec.MinApprovals, gate.Spec.ForbidSelfApproval = req.Chat.Participants.DeepCopy(), nil, false
-	gate.Annotations[ergonv1alpha1.AnnotationConversation] = InternalTrue
+	gate.Annotations[ergonv1alpha1.AnnotationConversation] = shared.InternalTrue
 	return gate
 }
 

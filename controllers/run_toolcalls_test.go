@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
@@ -157,7 +158,7 @@ var _ = Describe("An agent step's tool calls", func() {
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: child}, childRun)).To(Succeed())
 		Expect(childRun.Spec.Params).To(Equal(map[string]string{"text": "hello"}))
 		Expect(childRun.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelParentRun, "w-1"))
-		Expect(ControlledBy(childRun, run.UID)).To(BeTrue())
+		Expect(shared.ControlledBy(childRun, run.UID)).To(BeTrue())
 
 		Expect(toolResultsOf(ctx, ns, "w-1", "work")).To(Equal(agentspec.Results{Attempt: 1, Results: []agentspec.ToolResult{
 			{ID: "call_1", Content: "summary of 'hello'", ChildRun: child}}}))

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -41,7 +42,7 @@ const annotationTool = "agent.ergon.dev/tool"
 
 // isToolPod reports whether a pod of the Run is a container tool call's, not a step attempt's.
 func isToolPod(pod *corev1.Pod) bool {
-	return pod.Labels[ergonv1alpha1.LabelToolCall] == InternalTrue
+	return pod.Labels[ergonv1alpha1.LabelToolCall] == shared.InternalTrue
 }
 
 // addRefusedToolPods records in the facts the pods of a step's container tool calls that the
@@ -82,7 +83,7 @@ func (r *RunReconciler) addToolPod(ctx context.Context, f *planner.Facts, pod *c
 		f.ToolPods = map[string]planner.ToolPodState{}
 	}
 	// By the call's name: an alternate, when someone else's object held it, stands for it.
-	f.ToolPods[StandsFor(pod)] = state
+	f.ToolPods[shared.StandsFor(pod)] = state
 }
 
 // toolPod builds the pod of a container tool call: a container step's pod (basePod: no
@@ -116,7 +117,7 @@ func (a *runActor) createToolPods(ctx context.Context, run *ergonv1alpha1.Run, f
 	for _, req := range plan.ToolPods {
 		log.FromContext(ctx).V(1).Info("Creating tool pod", "step", req.Step.Name, "tool", req.Tool, "pod", req.Name)
 		pod := toolPod(run, f.Scene, req, parts)
-		markStandsFor(pod, req.StandsFor)
+		shared.MarkStandsFor(pod, req.StandsFor)
 		err := a.authorizePod(ctx, run, pod, parts.workspace)
 		if err == nil {
 			err = a.createHeld(ctx, "pod", pod, held)

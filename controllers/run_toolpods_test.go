@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/podsecurity"
@@ -132,7 +133,7 @@ var _ = Describe("An agent step's container tool calls", func() {
 		Expect(pods).To(HaveLen(1), "one pod for one call")
 		pod := pods[0]
 		Expect(pod.Name).To(Equal(name))
-		Expect(ControlledBy(pod, run.UID)).To(BeTrue())
+		Expect(shared.ControlledBy(pod, run.UID)).To(BeTrue())
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelRun, "l-1"))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelStep, "check"))
 		Expect(pod.Annotations).To(HaveKeyWithValue(annotationToolCall, "call_9"))

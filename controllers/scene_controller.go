@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 )
 
 // SceneReconciler keeps each Scene's status: compiled with the compiler admission uses, and
@@ -76,7 +77,7 @@ func (r *SceneReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			// status write may not have reached the cache yet, and a status change is not
 			// an event here (GenerationChangedPredicate), so it does not wait for one.
 			log.FromContext(ctx).V(1).Info("Scene changed since it was read; deciding again")
-			return ctrl.Result{RequeueAfter: ContendedRetry}, nil
+			return ctrl.Result{RequeueAfter: shared.ContendedRetry}, nil
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -111,7 +112,7 @@ func (r *SceneReconciler) gather(ctx context.Context, scene *ergonv1alpha1.Scene
 // SetupWithManager registers the controller: Scenes, and the Scenes and Workspaces they
 // name, so a Scene turns Ready when what it waits for appears and not Ready when it goes.
 func (r *SceneReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := SetupIndexes(mgr); err != nil {
+	if err := shared.SetupIndexes(mgr); err != nil {
 		return err
 	}
 	// A Workspace appearing or going matters to the Scenes that name it; a called Scene's
@@ -119,9 +120,9 @@ func (r *SceneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	appearOrGo := predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ergonv1alpha1.Scene{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ergonv1alpha1.Scene{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(SceneCallsField)),
+		Watches(&ergonv1alpha1.Scene{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(shared.SceneCallsField)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ergonv1alpha1.Workspace{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(SceneWorkspaceField)),
+		Watches(&ergonv1alpha1.Workspace{}, handler.EnqueueRequestsFromMapFunc(r.scenesNaming(shared.SceneWorkspaceField)),
 			builder.WithPredicates(appearOrGo)).
 		Named("scene").
 		Complete(r)

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/closure"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/validate"
 )
@@ -62,7 +62,7 @@ func sceneStatus(f sceneFacts, now metav1.Time) (ergonv1alpha1.SceneStatus, *sce
 	for _, p := range scene.Spec.Params {
 		status.Params = append(status.Params, p.Name)
 	}
-	status.Calls = CalledScenes(&scene.Spec)
+	status.Calls = shared.CalledScenes(&scene.Spec)
 
 	value, reason, message := sceneReadiness(f, status.Calls)
 	before := meta.FindStatusCondition(scene.Status.Conditions, ergonv1alpha1.ConditionReady)
@@ -103,18 +103,6 @@ func sceneReadiness(f sceneFacts, calls []string) (metav1.ConditionStatus, strin
 	}
 	return metav1.ConditionTrue, ergonv1alpha1.ReasonCompiled, fmt.Sprintf(
 		"%d steps compile, and every Scene and Workspace the Scene names exists", len(scene.Spec.Steps))
-}
-
-// CalledScenes are the Scenes a Scene calls, each once, in the walker's order: through its
-// sub-scene steps, in steps and finally, and as its agents' Scene tools.
-func CalledScenes(spec *ergonv1alpha1.SceneSpec) []string {
-	var names []string
-	for _, ref := range closure.OfKind(closure.Own(spec), closure.KindScene) {
-		if !slices.Contains(names, ref.Name) {
-			names = append(names, ref.Name)
-		}
-	}
-	return names
 }
 
 func truncate(message string) string {

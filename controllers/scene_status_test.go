@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 )
 
 func sceneOf(name string, edit func(*ergonv1alpha1.SceneSpec), steps ...ergonv1alpha1.Step) ergonv1alpha1.Scene {
@@ -129,7 +130,7 @@ func TestASceneCallsTheScenesOfItsStepsFinallyAndSceneTools(t *testing.T) {
 			Tools: []ergonv1alpha1.AgentTool{{Scene: "as-tool"}, {Name: ergonv1alpha1.ToolHTTPFetch}}}}, call("b", "first")},
 		Finally: []ergonv1alpha1.Step{call("report", "reporter")},
 	}
-	got := CalledScenes(spec)
+	got := shared.CalledScenes(spec)
 	want := []string{"first", "as-tool", "reporter"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("CalledScenes = %v, want %v", got, want)

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/triggers"
@@ -49,7 +50,7 @@ func (r *TriggerReconciler) reconcileChain(ctx context.Context, trigger *ergonv1
 	source := trigger.Spec.RunCompleted
 	runs := &ergonv1alpha1.RunList{}
 	if err := r.List(ctx, runs, client.InNamespace(trigger.Namespace),
-		client.MatchingFields{SceneRefField: source.SceneRef.Name}); err != nil {
+		client.MatchingFields{shared.SceneRefField: source.SceneRef.Name}); err != nil {
 		return err
 	}
 	phases := source.Phases

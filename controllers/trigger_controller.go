@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/health"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -158,7 +159,7 @@ func (r *TriggerReconciler) createRun(ctx context.Context, trigger *ergonv1alpha
 	predictable := run.Name
 	// Under its name or, when a Run the Trigger does not own holds it, an alternate
 	// (run_squatters.go); run.Name is then the name used.
-	held, err := CreateOwned(ctx, r.Client, r.APIReader, trigger.UID, KindRun, run, naming.MaxLabelLength)
+	held, err := shared.CreateOwned(ctx, r.Client, r.APIReader, trigger.UID, shared.KindRun, run, naming.MaxLabelLength)
 	if len(held) > 0 && err == nil {
 		r.Recorder.Eventf(trigger, nil, corev1.EventTypeWarning, ergonv1alpha1.ReasonNameSquatted, "CreateUnderAlternateName",
 			"%s holds the name of the Run %s; Ergon leaves it alone and uses Run %s", strings.Join(held, "; "), why, run.Name)
@@ -198,7 +199,7 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Location == nil {
 		r.Location = time.Local
 	}
-	if err := SetupIndexes(mgr); err != nil {
+	if err := shared.SetupIndexes(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -207,7 +208,7 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&ergonv1alpha1.Run{}, handler.EnqueueRequestsFromMapFunc(r.triggersWaitingFor)).
 		WithOptions(r.Options).
 		Named("trigger").
-		Complete(QuietWhileNamespaceEnds(r))
+		Complete(shared.QuietWhileNamespaceEnds(r))
 }
 
 // triggersWaitingFor maps a finished Run to the runCompleted Triggers of its Scene.
@@ -218,7 +219,7 @@ func (r *TriggerReconciler) triggersWaitingFor(ctx context.Context, obj client.O
 	}
 	list := &ergonv1alpha1.TriggerList{}
 	if err := r.List(ctx, list, client.InNamespace(run.Namespace),
-		client.MatchingFields{RunCompletedSceneField: run.Spec.SceneRef.Name}); err != nil {
+		client.MatchingFields{shared.RunCompletedSceneField: run.Spec.SceneRef.Name}); err != nil {
 		log.FromContext(ctx).Error(err, "Listing the Triggers waiting for a Scene", "scene", run.Spec.SceneRef.Name)
 		return nil
 	}

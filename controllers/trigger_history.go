@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
 
@@ -127,7 +128,7 @@ func historyToDelete(trigger *ergonv1alpha1.Trigger, facts *triggerFacts) []*erg
 func (r *TriggerReconciler) deleteHistory(ctx context.Context, trigger *ergonv1alpha1.Trigger, facts *triggerFacts) error {
 	for _, run := range historyToDelete(trigger, facts) {
 		if !run.DeletionTimestamp.IsZero() || keptForBudget(trigger, run, r.Clock.Now()) || keptForRate(run, r.Clock.Now()) ||
-			(r.Archive && !Archived(run)) {
+			(r.Archive && !shared.Archived(run)) {
 			continue
 		}
 		log.FromContext(ctx).Info("Deleting Run beyond the history limit", "run", run.Name, "phase", run.Status.Phase)

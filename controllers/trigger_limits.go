@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
@@ -64,7 +65,7 @@ func (r *TriggerReconciler) rate(trigger *ergonv1alpha1.Trigger, facts *triggerF
 // depth the Run would have, or the Runs src's root caused already.
 func (r *TriggerReconciler) chainRefusal(ctx context.Context, src *ergonv1alpha1.Run) (*cause.Refusal, error) {
 	c := cause.Of(src)
-	caused, err := CausedBy(ctx, r.Client, src.Namespace, c.Root)
+	caused, err := shared.CausedBy(ctx, r.Client, src.Namespace, c.Root)
 	if err != nil {
 		return nil, err
 	}

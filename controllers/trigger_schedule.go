@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/triggers"
 )
@@ -107,7 +108,7 @@ func limited(refusal *cause.Refusal) string {
 func setNameTaken(status *ergonv1alpha1.TriggerStatus, trigger *ergonv1alpha1.Trigger, runs []*ergonv1alpha1.Run) {
 	var newest *ergonv1alpha1.Run
 	for _, run := range runs {
-		if run == nil || StandsFor(run) == run.Name {
+		if run == nil || shared.StandsFor(run) == run.Name {
 			continue
 		}
 		if newest == nil || newest.CreationTimestamp.Before(&run.CreationTimestamp) {
@@ -120,5 +121,5 @@ func setNameTaken(status *ergonv1alpha1.TriggerStatus, trigger *ergonv1alpha1.Tr
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ergonv1alpha1.ConditionNameTaken,
 		Status: metav1.ConditionTrue, Reason: ergonv1alpha1.ReasonNameSquatted, ObservedGeneration: trigger.Generation,
 		Message: fmt.Sprintf("Run %s, which the Trigger did not create, holds the name of a Run it starts; Ergon leaves "+
-			"it alone and started Run %s in its place (the Events name who created it)", StandsFor(newest), newest.Name)})
+			"it alone and started Run %s in its place (the Events name who created it)", shared.StandsFor(newest), newest.Name)})
 }

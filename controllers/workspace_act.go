@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/workspace"
 )
@@ -104,7 +105,7 @@ func (r *WorkspaceReconciler) gatherLegacy(ctx context.Context, ws *ergonv1alpha
 // countStep counts a step pod bound to the Workspace as activity, and reports whether it has
 // not terminated. Only a Run's pods count: a pod anyone labels does not keep the Workspace up.
 func countStep(f *workspace.Facts, pod *corev1.Pod) bool {
-	if !RunControlled(pod) {
+	if !shared.RunControlled(pod) {
 		return false
 	}
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/workspace"
 )
@@ -117,7 +118,7 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(isStepOfWorkspace))).
 		Named("workspace").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Complete(QuietWhileNamespaceEnds(r))
+		Complete(shared.QuietWhileNamespaceEnds(r))
 }
 
 // specOrMetadataChanged lets through the changes of a Workspace its controller acts on: its
@@ -139,7 +140,7 @@ func isStepOfWorkspace(obj client.Object) bool {
 		return false
 	}
 	ref := metav1.GetControllerOf(obj)
-	return ref == nil || ref.Kind != KindWorkspace
+	return ref == nil || ref.Kind != shared.KindWorkspace
 }
 
 // workspaceOfStep maps a step pod to the Workspace whose UID it is labelled with; a pod an
@@ -164,6 +165,3 @@ func (r *WorkspaceReconciler) workspaceOfStep(ctx context.Context, pod client.Ob
 	}
 	return requests
 }
-
-// KindWorkspace is the kind in the owner references of a Workspace's pod, claim and Lease.
-const KindWorkspace = "Workspace"

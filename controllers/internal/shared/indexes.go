@@ -14,16 +14,18 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package shared
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/closure"
 )
 
 // The cache's field indexes, by the field they index. Every controller lists through them
@@ -96,4 +98,31 @@ func SetupIndexes(mgr ctrl.Manager) error {
 		}
 	})
 	return reg.err
+}
+
+// CausedBy lists the names of the Runs whose cause's root is root, from the cache's index.
+func CausedBy(ctx context.Context, reader client.Reader, namespace, root string) ([]string, error) {
+	list := &ergonv1alpha1.RunList{}
+	// Only the names are read, so the cache's objects need no copies.
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{causeRootField: root},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		names = append(names, list.Items[i].Name)
+	}
+	return names, nil
+}
+
+// CalledScenes are the Scenes a Scene calls, each once, in the walker's order: through its
+// sub-scene steps, in steps and finally, and as its agents' Scene tools.
+func CalledScenes(spec *ergonv1alpha1.SceneSpec) []string {
+	var names []string
+	for _, ref := range closure.OfKind(closure.Own(spec), closure.KindScene) {
+		if !slices.Contains(names, ref.Name) {
+			names = append(names, ref.Name)
+		}
+	}
+	return names
 }

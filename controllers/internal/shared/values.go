@@ -14,18 +14,22 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package shared
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // RunValues reads the values a Run keeps outside its status (its snapshot, its outputs), as
@@ -84,3 +88,19 @@ func (v RunValues) OutputValue(ctx context.Context, owner *ergonv1alpha1.Run, ou
 	}
 	return CheckOutput(cm, owner.UID, owner.Name, out)
 }
+
+// PodLogs reads the end of a container's log; the kubelet serves it through pods/log.
+type PodLogs interface {
+	Read(ctx context.Context, namespace, pod, container string, tail wire.Tail) (io.ReadCloser, error)
+}
+
+// Archived reports whether a Run's record is in the archive.
+func Archived(run *ergonv1alpha1.Run) bool {
+	return meta.IsStatusConditionTrue(run.Status.Conditions, ergonv1alpha1.ConditionArchived)
+}
+
+// DefaultArchiveGiveUpAfter is how long a deleted Run waits to be archived.
+const DefaultArchiveGiveUpAfter = 10 * time.Minute
+
+// StepContainer is the container of a step pod that runs the step: the one whose log is the step's.
+const StepContainer = "step"

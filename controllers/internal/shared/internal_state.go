@@ -14,13 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package shared
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -61,16 +60,6 @@ func MarkInternal(cm *corev1.ConfigMap) *corev1.ConfigMap {
 	}
 	cm.Labels[ergonv1alpha1.LabelInternal] = InternalTrue
 	return cm
-}
-
-// stepState is a ConfigMap of a step's internal state under one key (its checkpoint, its tool
-// results): owned by the Run, labelled as the step's. uid and version are those of the one
-// gather read, empty for a new one (runActor.put).
-func stepState(run *ergonv1alpha1.Run, step, name, key string, content []byte, uid, version string) *corev1.ConfigMap {
-	return MarkInternal(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: run.Namespace,
-		UID: types.UID(uid), ResourceVersion: version,
-		Labels: childLabels(run, step), OwnerReferences: []metav1.OwnerReference{ownerRef(run)}},
-		Data: map[string]string{key: string(content)}})
 }
 
 // Want is what a reader expects of an internal ConfigMap.
