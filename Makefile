@@ -88,7 +88,7 @@ test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest
 	assets="$$(K8S_VERSION=$(K8S_OLDEST) hack/k8s-binaries.sh envtest)"; \
 	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" \
 		go test ./api/... ./webhook/... ./test/manifests/... -timeout 30m && \
-	KUBEBUILDER_ASSETS="$$assets" go test ./controllers/... -timeout 30m -args -ginkgo.skip "$(OLDEST_SKIP)"
+	KUBEBUILDER_ASSETS="$$assets" go test ./controllers/ -timeout 30m -args -ginkgo.skip "$(OLDEST_SKIP)"
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local cluster (brought up, then down).

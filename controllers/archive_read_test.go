@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	archivecontroller "github.com/ergon-dev/ergon/controllers/archive"
 	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/archiveapi"
 )
@@ -155,10 +156,11 @@ var _ = Describe("Reads of the archive", func() {
 			spaces = append(spaces, ns)
 		}
 		kept, counted, aged := spaces[0], spaces[1], spaces[2]
-		annotate(counted, map[string]string{AnnotationArchiveKeep: "1"})
-		annotate(aged, map[string]string{AnnotationArchiveRetention: "1ms"})
+		annotate(counted, map[string]string{archivecontroller.AnnotationArchiveKeep: "1"})
+		annotate(aged, map[string]string{archivecontroller.AnnotationArchiveRetention: "1ms"})
 
-		pruner := &ArchivePruner{Store: suiteArchive, Reader: k8sClient, Clock: clock.RealClock{}, Retention: DefaultArchiveRetention}
+		pruner := &archivecontroller.ArchivePruner{Store: suiteArchive, Reader: k8sClient, Clock: clock.RealClock{},
+			Retention: archivecontroller.DefaultArchiveRetention}
 		deleted, err := pruner.PruneOnce(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(deleted).To(BeNumerically(">=", 3))
@@ -174,9 +176,9 @@ var _ = Describe("Reads of the archive", func() {
 		Expect(names(aged)).To(BeEmpty())
 
 		By("saying which namespace's annotation does not parse, and keeping the default there")
-		annotate(kept, map[string]string{AnnotationArchiveRetention: "soon"})
+		annotate(kept, map[string]string{archivecontroller.AnnotationArchiveRetention: "soon"})
 		_, err = pruner.PruneOnce(ctx)
-		Expect(err).To(MatchError(ContainSubstring(kept + ": " + AnnotationArchiveRetention)))
+		Expect(err).To(MatchError(ContainSubstring(kept + ": " + archivecontroller.AnnotationArchiveRetention)))
 		Expect(names(kept)).To(ConsistOf("r-1", "r-2"))
 	})
 })

@@ -37,6 +37,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers/internal/shared"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/archive"
 )
 
@@ -144,7 +145,7 @@ var _ = Describe("The archive", func() {
 		Eventually(func(g Gomega) {
 			events := &corev1.EventList{}
 			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			g.Expect(events.Items).To(ContainElement(HaveField("Reason", reasonArchiveFailed)))
+			g.Expect(events.Items).To(ContainElement(HaveField("Reason", "ArchiveFailed")))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
@@ -199,7 +200,7 @@ var _ = Describe("The archive", func() {
 		Eventually(func(g Gomega) {
 			events := &corev1.EventList{}
 			g.Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
-			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", reasonArchiveAbandon),
+			g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "ArchiveAbandoned"),
 				HaveField("Message", ContainSubstring("without a record")))))
 		}).Should(Succeed())
 		Expect(archivedList(ctx, ns)).To(BeEmpty())
@@ -208,7 +209,7 @@ var _ = Describe("The archive", func() {
 	It("is not waited for once a manager runs without it: a Run deleted with the finalizer goes", func(ctx SpecContext) {
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
+		stop := startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3})
 		DeferCleanup(stop)
 		ns := newNamespace(ctx, echoLastArg)
 		createScene(ctx, ns, "brief", container("say", "echo hi"))

@@ -84,7 +84,7 @@ func keepRunControlled(obj any) (any, error) {
 // slimPod is what the manager keeps of a Run's step pod, most of which it made itself and never
 // reads again: the metadata but its annotations (the agent spec, the inputs: the pod's own
 // business; only AnnotationStandsFor stays, by which a pod under an alternate name is found
-// again, run_squatters.go), the node, the restart policies (whether an ended container is the
+// again, controllers/run/squatters.go), the node, the restart policies (whether an ended container is the
 // pod's end), the name, image and resources of each container (pod messages name them), and
 // the whole status. With 10,000 step pods running this is most of the manager's heap
 // (docs/performance.md). Nothing writes a cached step pod back: its spec is immutable,

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
@@ -69,7 +70,7 @@ func limitReached(ctx context.Context, ns, trigger string) *metav1.Condition {
 func withLimits(limits cause.Limits) {
 	stopMgr()
 	DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-	stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Causes: limits})
+	stop := startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Causes: limits})
 	DeferCleanup(stop)
 }
 

@@ -23,13 +23,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/cost"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -77,7 +77,7 @@ func agentScene(ctx context.Context, ns string, agent *ergonv1alpha1.AgentStep) 
 
 func isAgentPod(pod *corev1.Pod) bool {
 	args := pod.Spec.Containers[0].Args
-	return len(args) == 3 && args[2] == AgentInImage
+	return len(args) == 3 && args[2] == runcontroller.AgentInImage
 }
 
 var _ = Describe("An agent step", func() {
@@ -115,8 +115,8 @@ var _ = Describe("An agent step", func() {
 
 		c := pod.Spec.Containers[0]
 		Expect(c.Image).To(Equal("ergon/manager:test"))
-		Expect(c.Command).To(Equal([]string{EntrypointInImage}))
-		Expect(c.Args).To(Equal([]string{"run", "--", AgentInImage}))
+		Expect(c.Command).To(Equal([]string{runcontroller.EntrypointInImage}))
+		Expect(c.Args).To(Equal([]string{"run", "--", runcontroller.AgentInImage}))
 		Expect(pod.Spec.InitContainers).To(BeEmpty())
 		Expect(*pod.Spec.AutomountServiceAccountToken).To(BeFalse())
 		Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
@@ -189,8 +189,11 @@ var _ = Describe("An agent step", func() {
 		Expect(draft.Output.Preview).To(Equal(`{"title":"Sprint 42 went well"}`))
 		Expect(draft.Usage).To(Equal(&ergonv1alpha1.AgentUsage{Turns: 3, PromptTokens: 900, CompletionTokens: 120, TotalTokens: 1020}))
 		// The usage counts once, under the model the Scene names to the provider.
-		Expect(testutil.ToFloat64(agentTokens.WithLabelValues(ns, "small", "prompt"))).To(Equal(900.0))
-		Expect(testutil.ToFloat64(agentTokens.WithLabelValues(ns, "small", "completion"))).To(Equal(120.0))
+		tokens := func(kind string) float64 {
+			return counter(Default, "ergon_agent_tokens_total", map[string]string{"namespace": ns, "model": "small", "kind": kind})
+		}
+		Expect(tokens("prompt")).To(Equal(900.0))
+		Expect(tokens("completion")).To(Equal(120.0))
 		Expect(draft.Transcript).NotTo(BeNil())
 		Expect(draft.Transcript.Size).To(Equal(int64(len(transcript))))
 		Expect(draft.Transcript.Ref.Key).To(Equal("transcript"))

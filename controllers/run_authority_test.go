@@ -35,7 +35,7 @@ import (
 )
 
 // Every effect is authorized at the effect, against the Run's identity and the last editor of
-// every Scene the Run runs, by the real API server's RBAC (run_authority.go).
+// every Scene the Run runs, by the real API server's RBAC (controllers/run/authority.go).
 var _ = Describe("One authority at the effect", func() {
 	BeforeEach(func() {
 		ctx, cancel := context.WithCancel(context.Background())

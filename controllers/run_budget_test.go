@@ -30,7 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/shard"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	"github.com/ergon-dev/ergon/internal/cause"
+	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/slots"
 )
 
@@ -40,11 +42,16 @@ func heldByStatus(ctx context.Context) int {
 	runs := &ergonv1alpha1.RunList{}
 	Expect(k8sClient.List(ctx, runs)).To(Succeed())
 	n := 0
-	for _, u := range slotUsages(runs.Items, shard.All) {
-		n += u.Active
-		if u.Inherits {
-			n--
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if run.Status.Phase.Finished() {
+			continue
 		}
+		units := planner.StatusUnits(&run.Status)
+		if units > 0 && cause.Of(run).Depth > 0 {
+			units-- // a child Run's first unit holds its caller's slot
+		}
+		n += units
 	}
 	return n
 }
@@ -53,7 +60,7 @@ func heldByStatus(ctx context.Context) int {
 func withSlots(limits slots.Limits) {
 	stopMgr()
 	DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-	DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
+	DeferCleanup(startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
 }
 
 // runningPods counts the step pods of a namespace that have not ended, by Run.
@@ -208,18 +215,18 @@ var _ = Describe("The step pod slots after a restart", Serial, func() {
 		limits := slots.Limits{Total: 1000, PerNamespace: 2, PerRun: 2}
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-		first := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
+		first := startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits})
 		createScene(ctx, holder, "fan", fanOut(container("each", "echo {{ .item }}"), 0, 1, 2, 3))
 		createRun(ctx, holder, "holder", "fan", nil)
 		Eventually(func(g Gomega) {
 			g.Expect(runningPods(ctx, g, holder)).To(HaveKeyWithValue("holder", 2))
 			run := &ergonv1alpha1.Run{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: holder, Name: "holder"}, run)).To(Succeed())
-			g.Expect(statusUnits(&run.Status)).To(Equal(2))
+			g.Expect(planner.StatusUnits(&run.Status)).To(Equal(2))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 		first()
 
-		DeferCleanup(startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
+		DeferCleanup(startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Slots: limits}))
 		createScene(ctx, holder, "one", container("only", "echo hi"))
 		createRun(ctx, holder, "late", "one", nil)
 		Eventually(func(g Gomega) {

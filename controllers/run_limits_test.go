@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
 )
@@ -100,7 +101,7 @@ var _ = Describe("The manager's limits on units and stored outputs", Serial, fun
 		limits := planner.Limits{UnitsPerStep: 10, StepOutputBytes: 5000, RunOutputBytes: 1 << 20, ConfigMapsPerRun: 100}
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Limits: limits})
+		stop := startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Limits: limits})
 		DeferCleanup(stop)
 
 		items := make([]any, 40)

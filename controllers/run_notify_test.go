@@ -35,13 +35,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/notify"
 )
 
 // The suite's managers notify one channel, "ops": a receiver on loopback (allow-listed past
 // the address guard, as an admin allows an in-cluster receiver), signing with notifyKey.
 var (
-	suiteNotifier Notifier
+	suiteNotifier runcontroller.Notifier
 	suiteReceiver = &notifyReceiver{}
 )
 
@@ -78,7 +79,7 @@ func (r *notifyReceiver) of(run string) []received {
 	return out
 }
 
-func startNotifier() Notifier {
+func startNotifier() runcontroller.Notifier {
 	srv := httptest.NewServer(suiteReceiver)
 	u, err := url.Parse(srv.URL)
 	Expect(err).NotTo(HaveOccurred())

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -42,11 +43,11 @@ func stepPodOf(ctx context.Context, ns, run, step string) *corev1.Pod {
 
 var _ = Describe("Step pod resources", Serial, func() {
 	BeforeEach(func() {
-		defaults, err := StepDefaultResources("100m", "128Mi", "", "512Mi")
+		defaults, err := runcontroller.StepDefaultResources("100m", "128Mi", "", "512Mi")
 		Expect(err).NotTo(HaveOccurred())
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
-		stop := startManager(RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, StepDefaultResources: defaults})
+		stop := startManager(runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, StepDefaultResources: defaults})
 		DeferCleanup(stop)
 	})
 

@@ -36,6 +36,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers/internal/shared"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -356,8 +357,8 @@ var _ = Describe("The Run controller and pods that do not run", func() {
 
 		By("reconciling it as a manager with a 10m pending timeout would, 11 minutes on")
 		clock := clocktesting.NewFakePassiveClock(run.CreationTimestamp.Add(9 * time.Minute))
-		r := &RunReconciler{Client: k8sClient, APIReader: k8sClient, Recorder: events.NewFakeRecorder(10), Clock: clock,
-			Config: RunConfig{PendingTimeout: 10 * time.Minute, Archive: suiteConfig().Archive}}
+		r := &runcontroller.RunReconciler{Client: k8sClient, APIReader: k8sClient, Recorder: events.NewFakeRecorder(10), Clock: clock,
+			Config: runcontroller.RunConfig{PendingTimeout: 10 * time.Minute, Archive: suiteConfig().Archive}}
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "orphan"}}
 		// The suite's manager, which has no bound, reconciles the Run too: a write may conflict.
 		Eventually(func(g Gomega) {

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/workspace"
 )
@@ -117,7 +118,8 @@ var _ = Describe("A step bound to a Workspace", func() {
 		Expect(c.Resources.Limits.Memory().String()).To(Equal("1Gi"))
 		Expect(pod.Spec.InitContainers).To(HaveLen(1))
 		Expect(pod.Spec.InitContainers[0].Image).To(Equal("ergon/manager:test"))
-		Expect(pod.Spec.InitContainers[0].Command).To(Equal([]string{EntrypointInImage, "copy", entrypointPath, AgentInImage + "=" + agentPath}))
+		Expect(pod.Spec.InitContainers[0].Command).To(Equal([]string{
+			runcontroller.EntrypointInImage, "copy", entrypointPath, runcontroller.AgentInImage + "=" + agentPath}))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspace, ws.Name))
 		Expect(pod.Labels).To(HaveKeyWithValue(ergonv1alpha1.LabelWorkspaceUID, string(ws.UID)))
 		Expect(*pod.Spec.AutomountServiceAccountToken).To(BeFalse())

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/shard"
 )
 
@@ -159,7 +160,7 @@ var _ = Describe("Sharding", Serial, func() {
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		start := func(i int) context.CancelFunc {
-			return startManager(RunConfig{EntrypointImage: shardImage(fmt.Sprintf("shard-%d", i)), MaxDepth: 3},
+			return startManager(runcontroller.RunConfig{EntrypointImage: shardImage(fmt.Sprintf("shard-%d", i)), MaxDepth: 3},
 				asShard(shard.Shard{Index: i, Count: 2}))
 		}
 		stops := []context.CancelFunc{start(0), start(1)}
@@ -206,7 +207,7 @@ var _ = Describe("Sharding", Serial, func() {
 		stopMgr()
 		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
 		id := "failover-" + ns + ".ergon.dev"
-		stopLeader := startManager(RunConfig{EntrypointImage: shardImage("leader"), MaxDepth: 3}, leading(id, false))
+		stopLeader := startManager(runcontroller.RunConfig{EntrypointImage: shardImage("leader"), MaxDepth: 3}, leading(id, false))
 		stopped := false
 		DeferCleanup(func() {
 			if !stopped {
@@ -221,7 +222,7 @@ var _ = Describe("Sharding", Serial, func() {
 		createRun(ctx, ns, "before", "chain", nil)
 		Expect(finished(ctx, ns, "before").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
 
-		DeferCleanup(startManager(RunConfig{EntrypointImage: shardImage("standby"), MaxDepth: 3}, leading(id, true)))
+		DeferCleanup(startManager(runcontroller.RunConfig{EntrypointImage: shardImage("standby"), MaxDepth: 3}, leading(id, true)))
 		time.Sleep(3 * time.Second) // the standby's caches sync; it keeps trying the Lease
 
 		By("killing the leader: it stops renewing and never releases its Lease")

@@ -31,6 +31,12 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	archivecontroller "github.com/ergon-dev/ergon/controllers/archive"
+	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	scenecontroller "github.com/ergon-dev/ergon/controllers/scene"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
+	workspacecontroller "github.com/ergon-dev/ergon/controllers/workspace"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/test/testenv"
 )
@@ -86,14 +92,14 @@ var _ = AfterSuite(func() {
 
 // suiteConfig is the configuration of the suite's manager, which specs that stop it start
 // again: the archive on, as the chart installs it.
-func suiteConfig() RunConfig {
-	return RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Archive: true}
+func suiteConfig() runcontroller.RunConfig {
+	return runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Archive: true}
 }
 
 // startManager runs a manager with Ergon's controllers until the returned function is called;
 // that function returns once the manager has stopped. tune changes its options (sharding,
 // leader election: shard_test.go).
-func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.CancelFunc {
+func startManager(runConfig runcontroller.RunConfig, tune ...func(*ctrl.Options)) context.CancelFunc {
 	if runConfig.ProgressInterval == 0 {
 		// Every manager of the suite reads a running agent's progress often, whichever spec
 		// started it (run_checkpoint_test.go waits for it).
@@ -119,27 +125,28 @@ func startManager(runConfig RunConfig, tune ...func(*ctrl.Options)) context.Canc
 	Expect(err).NotTo(HaveOccurred())
 	// The Run and Trigger controllers count each other's new Runs, as in the manager.
 	ledger := &cause.Ledger{}
-	Expect((&RunReconciler{
+	Expect((&runcontroller.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig, Ledger: ledger,
 		Notifier: suiteNotifier, Archive: suiteArchive,
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
+	Expect((&gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
-	Expect((&SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"), Clock: clock.RealClock{}}).
+	Expect((&scenecontroller.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
+		Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
 	// Triggers tell time by a fake clock the trigger tests step (trigger_controller_test.go).
-	Expect((&TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	Expect((&triggercontroller.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: triggerClock, Location: time.UTC,
 		Limits: runConfig.CauseLimits(), Ledger: ledger, Options: clockedOptions(triggerClock)}).
 		SetupWithManager(mgr)).To(Succeed())
 
 	if runConfig.Archive {
-		Expect((&ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Expect((&archivecontroller.ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-archive"), Clock: clock.RealClock{}, Logs: logs, Store: suiteArchive,
-			Config: ArchiveConfig{GiveUpAfter: archiveGiveUpAfter}}).SetupWithManager(mgr)).To(Succeed())
+			Config: archivecontroller.ArchiveConfig{GiveUpAfter: archiveGiveUpAfter}}).SetupWithManager(mgr)).To(Succeed())
 	}
-	Expect((&WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	Expect((&workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
 		SetupWithManager(mgr)).To(Succeed())
 

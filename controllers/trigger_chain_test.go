@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -121,7 +122,7 @@ var _ = Describe("runCompleted Triggers", Serial, func() {
 		Eventually(func() []metav1.Condition { return getTrigger(ctx, ns, "broken").Status.Conditions }).ShouldNot(BeEmpty())
 		run := createRun(ctx, ns, "source", "ingest", nil)
 		finished(ctx, ns, run.Name)
-		Eventually(func() []string { return eventReasons(ctx, ns, "broken") }).Should(ContainElement(EventMappingFailed))
+		Eventually(func() []string { return eventReasons(ctx, ns, "broken") }).Should(ContainElement(triggercontroller.EventMappingFailed))
 		Consistently(func() []string { return triggerRuns(ctx, ns, "broken") }, "1s").Should(BeEmpty())
 	})
 })

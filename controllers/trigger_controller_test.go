@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
 	"github.com/ergon-dev/ergon/internal/naming"
 )
 
@@ -195,7 +196,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 		want := naming.ScheduledRunName("missed", minute.Add(3*time.Hour))
 		Eventually(func() []string { return triggerRuns(ctx, ns, "missed") }).Should(Equal([]string{want}))
 		Consistently(func() []string { return triggerRuns(ctx, ns, "missed") }, "1s").Should(HaveLen(1))
-		Eventually(func() []string { return eventReasons(ctx, ns, "missed") }).Should(ContainElement(EventTooManyMissed))
+		Eventually(func() []string { return eventReasons(ctx, ns, "missed") }).Should(ContainElement(triggercontroller.EventTooManyMissed))
 	})
 
 	It("gives up a missed time past the starting deadline and starts the next on time", func(ctx SpecContext) {
@@ -231,7 +232,7 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 		Eventually(func() []string { return triggerRuns(ctx, ns, "forbid") }).Should(Equal([]string{first}))
 
 		setTriggerClock(minute.Add(time.Minute + time.Second))
-		Eventually(func() []string { return eventReasons(ctx, ns, "forbid") }).Should(ContainElement(EventRunSkipped))
+		Eventually(func() []string { return eventReasons(ctx, ns, "forbid") }).Should(ContainElement(triggercontroller.EventRunSkipped))
 		Consistently(func() []string { return triggerRuns(ctx, ns, "forbid") }, "1s").Should(Equal([]string{first}))
 
 		// The active Run ends; the owed time starts (no starting deadline), as in a CronJob.
@@ -314,6 +315,6 @@ var _ = Describe("Schedule Triggers", Serial, func() {
 			g.Expect(t.Status.LastSuccessfulTime).NotTo(BeNil())
 			g.Expect(t.Status.Active).To(BeEmpty())
 		}).Should(Succeed())
-		Expect(eventReasons(ctx, ns, "history")).To(ContainElement(EventRunDeleted))
+		Expect(eventReasons(ctx, ns, "history")).To(ContainElement(triggercontroller.EventRunDeleted))
 	})
 })

@@ -34,7 +34,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/workspace"
 )
@@ -165,11 +164,9 @@ var _ = Describe("Workspace ownership", func() {
 				}).Should(Succeed())
 				return np
 			}
-			// A step pod bound to the long-named Workspace, labelled as the Run controller labels it.
-			step := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step", Labels: map[string]string{}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}}}
-			bindToWorkspace(step, &compile.Step{Name: "read", Spec: &ergonv1alpha1.Step{Name: "read"}},
-				getWorkspace(ctx, Default, ns, long.Name), "", ergonBinaries{})
+			// A step pod bound to the long-named Workspace, labelled as the Run controller labels it (workspace.Labels).
+			step := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step",
+				Labels: workspace.Labels(getWorkspace(ctx, Default, ns, long.Name))}}
 			for _, ws := range []*ergonv1alpha1.Workspace{long, short} {
 				other := long
 				if ws == long {

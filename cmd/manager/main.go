@@ -53,6 +53,12 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	archivecontroller "github.com/ergon-dev/ergon/controllers/archive"
+	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	scenecontroller "github.com/ergon-dev/ergon/controllers/scene"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
+	workspacecontroller "github.com/ergon-dev/ergon/controllers/workspace"
 	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/hooks"
@@ -82,7 +88,7 @@ type options struct {
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	workspaceWorkers, triggerWorkers, gateWorkers        int
 	stepBinaries, notificationChannels                   string
-	run                                                  controllers.RunConfig
+	run                                                  runcontroller.RunConfig
 	// ledger is the record of Runs started a moment ago that the Run and Trigger
 	// controllers and the hooks server share, so each counts the others' too.
 	ledger        *cause.Ledger
@@ -163,12 +169,12 @@ func (o *options) bindFlags() {
 	flag.StringVar(&o.archiveURL, "archive-url", os.Getenv("ERGON_ARCHIVE_URL"), "Where Runs that ended are archived "+
 		"(docs/archive.md): sqlite:///PATH (one manager only) or postgres://...; $ERGON_ARCHIVE_URL by default, so that "+
 		"a password comes from a Secret. Empty archives nothing.")
-	flag.DurationVar(&o.run.ArchiveWait, "archive-wait", controllers.DefaultArchiveGiveUpAfter, "How long a deleted Run "+
+	flag.DurationVar(&o.run.ArchiveWait, "archive-wait", archivecontroller.DefaultArchiveGiveUpAfter, "How long a deleted Run "+
 		"waits to be archived, and a finished Run's pods wait for its record, before they go without it.")
 	flag.StringVar(&o.archiveRetention, "archive-retention", "90d", "How long archived Runs are kept after they finished: "+
-		"a duration (2160h), days (90d) or forever; a Namespace's annotation "+controllers.AnnotationArchiveRetention+" overrides it.")
+		"a duration (2160h), days (90d) or forever; a Namespace's annotation "+archivecontroller.AnnotationArchiveRetention+" overrides it.")
 	flag.IntVar(&o.archiveKeep, "archive-keep", 0, "At most this many archived Runs kept per namespace, the newest; 0 keeps any "+
-		"number; a Namespace's annotation "+controllers.AnnotationArchiveKeep+" overrides it.")
+		"number; a Namespace's annotation "+archivecontroller.AnnotationArchiveKeep+" overrides it.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -317,7 +323,7 @@ type noController struct{}
 func (noController) SetupWithManager(ctrl.Manager) error { return nil }
 
 // stepBinaries resolves --step-binaries, asking the API server its version for auto.
-func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinaries, error) {
+func stepBinaries(restConfig *rest.Config, mode string) (runcontroller.StepBinaries, error) {
 	version := ""
 	if mode == "auto" {
 		dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
@@ -330,7 +336,7 @@ func stepBinaries(restConfig *rest.Config, mode string) (controllers.StepBinarie
 		}
 		version = v.GitVersion
 	}
-	return controllers.ResolveStepBinaries(mode, version)
+	return runcontroller.ResolveStepBinaries(mode, version)
 }
 
 // setupControllers registers the Run, Gate, Scene, Trigger and Workspace controllers, each
@@ -350,11 +356,11 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	if store := o.webhooks.archive; store != nil {
 		runConfig.Archive = true
 		setupLog.Info("Runs that end are archived", "store", store.Kind())
-		archiver = &controllers.ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		archiver = &archivecontroller.ArchiveReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-archive"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Store: store,
-			Config: controllers.ArchiveConfig{GiveUpAfter: o.run.ArchiveWait}}
-		retention, forever, err := controllers.ParseRetention(o.archiveRetention)
+			Logs: runcontroller.KubeletLogs{Clientset: clientset}, Store: store,
+			Config: archivecontroller.ArchiveConfig{GiveUpAfter: o.run.ArchiveWait}}
+		retention, forever, err := archivecontroller.ParseRetention(o.archiveRetention)
 		if err != nil {
 			return fmt.Errorf("--archive-retention: %w", err)
 		}
@@ -364,7 +370,7 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		if o.archiveKeep < 0 {
 			return errors.New("--archive-keep: want 0 (any number) or more")
 		}
-		if err := mgr.Add(&controllers.ArchivePruner{Store: store, Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
+		if err := mgr.Add(&archivecontroller.ArchivePruner{Store: store, Reader: mgr.GetAPIReader(), Clock: clock.RealClock{},
 			Retention: retention, Keep: o.archiveKeep, Shard: o.scale.shard}); err != nil {
 			return err
 		}
@@ -373,20 +379,20 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		name string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Run", &controllers.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		{"Run", &runcontroller.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
-			Logs: controllers.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
+			Logs: runcontroller.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
 			Archive: o.webhooks.archive}},
-		{"Gate", &controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+		{"Gate", &gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
-		{"Scene", &controllers.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
+		{"Scene", &scenecontroller.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),
 			Clock: clock.RealClock{}}},
-		{"Trigger", &controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		{"Trigger", &triggercontroller.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{},
 			Limits: runConfig.CauseLimits(), Ledger: o.ledger, Archive: runConfig.Archive,
 			Options: controller.Options{MaxConcurrentReconciles: o.triggerWorkers}}},
 		{"Archive", archiver},
-		{"Workspace", &controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		{"Workspace", &workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
 			EntrypointImage: runConfig.EntrypointImage, Workers: o.workspaceWorkers}},
 	} {

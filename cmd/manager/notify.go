@@ -21,14 +21,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/notify"
 )
 
 // notifications loads the channels file --notification-channels names and runs a notifier of
 // them in the manager; nil, nil without one. How each notification ended is an Event on its
 // Run: Notified, or NotificationFailed with why.
-func notifications(mgr ctrl.Manager, path string) (controllers.Notifier, error) {
+func notifications(mgr ctrl.Manager, path string) (runcontroller.Notifier, error) {
 	if path == "" {
 		return nil, nil
 	}

@@ -20,7 +20,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/ergon-dev/ergon/controllers"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 )
 
 // stepResourceOptions are the --step-default-* flags: the requests and limits of step pods
@@ -39,8 +39,8 @@ func (s *stepResourceOptions) bindFlags() {
 }
 
 // apply sets the run engine's default step resources from the flags.
-func (s *stepResourceOptions) apply(run *controllers.RunConfig) error {
-	r, err := controllers.StepDefaultResources(s.cpuRequest, s.memoryRequest, s.cpuLimit, s.memoryLimit)
+func (s *stepResourceOptions) apply(run *runcontroller.RunConfig) error {
+	r, err := runcontroller.StepDefaultResources(s.cpuRequest, s.memoryRequest, s.cpuLimit, s.memoryLimit)
 	if err != nil {
 		return fmt.Errorf("--step-default-*: %w", err)
 	}

@@ -40,7 +40,7 @@ type (
 	script  func(step string) outcome
 )
 
-// simLogs serves the logs the simulated kubelet wrote to the Run controller (controllers.PodLogs)
+// simLogs serves the logs the simulated kubelet wrote to the Run controller (PodLogs, controllers/internal/shared)
 // and to the plugin (LogSource).
 type simLogs struct{ *testenv.Logs }
 

@@ -43,7 +43,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/controllers"
+	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
 	"github.com/ergon-dev/ergon/test/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -113,13 +115,13 @@ func startManager(ctx context.Context, cfg *rest.Config) {
 	mgr, err := ctrl.NewManager(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr, webhookv1alpha1.Options{})).To(Succeed())
-	Expect((&controllers.RunReconciler{
+	Expect((&runcontroller.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
-		Clock: clock.RealClock{}, Logs: podLogs, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
+		Clock: clock.RealClock{}, Logs: podLogs, Config: runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+	Expect((&gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 		Clock: clock.RealClock{}}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	Expect((&triggercontroller.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
 	stopMgr, err := testEnv.StartManager(mgr)

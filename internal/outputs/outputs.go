@@ -126,7 +126,7 @@ func Verify(b []byte, v *ergonv1alpha1.OutputValue) error {
 // holds it all, else the key of the ConfigMap it refers to. Either is checked with Verify, so a
 // reader never gets a value the status did not record. Read does not check who wrote the
 // ConfigMap; the controller, which acts on what it reads, also requires its Run to control it
-// before it checks the value with Verify (CheckOutput in package controllers).
+// before it checks the value with Verify (CheckOutput in controllers/internal/shared).
 func Read(ctx context.Context, c client.Reader, namespace string, v *ergonv1alpha1.OutputValue) ([]byte, error) {
 	if v.Ref == nil {
 		b := []byte(v.Preview)

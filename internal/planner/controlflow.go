@@ -44,6 +44,24 @@ type StoreRequest struct {
 	Transcript string
 }
 
+// StatusUnits counts the running units a Run's status records without its compiled Scene:
+// a fan-out's running instances, and each step whose pod or child Run is active. It agrees
+// with ActiveUnits, which the running Run's own passes use.
+func StatusUnits(status *ergonv1alpha1.RunStatus) int {
+	n := 0
+	for i := range status.Steps {
+		s := &status.Steps[i]
+		switch {
+		case s.Phase.Finished():
+		case s.Instances != nil:
+			n += strings.Count(s.Instances.States, string(rune(ergonv1alpha1.InstanceRunning)))
+		case s.PodActive() && (s.PodName != "" || s.ChildRun != ""):
+			n++
+		}
+	}
+	return n
+}
+
 // ActiveUnits is how many pods or child Runs the steps of a Run's status hold against the
 // manager's step pod slots.
 func ActiveUnits(scene *compile.Scene, status *ergonv1alpha1.RunStatus) int {

@@ -156,7 +156,7 @@ type ChildState struct {
 	// UID is the child Run's, so that only it is cancelled.
 	UID string
 	// Name is the child Run's own name: an alternate one when someone else's object holds
-	// the name the planner gives it (see the controllers' run_squatters.go).
+	// the name the planner gives it (see controllers/run/squatters.go).
 	Name    string
 	Phase   ergonv1alpha1.RunPhase
 	Message string

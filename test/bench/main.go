@@ -59,6 +59,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/authz"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
@@ -211,10 +212,10 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 	})
 	must(err)
 	authorizer = &authz.Authorizer{Client: mgr.GetClient()}
-	must((&controllers.RunReconciler{
+	must((&runcontroller.RunReconciler{
 		Authorizer: authorizer,
 		Client:     mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
-		Clock: clock.RealClock{}, Logs: noLogs{}, Config: controllers.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
+		Clock: clock.RealClock{}, Logs: noLogs{}, Config: runcontroller.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
 			StatusInterval: time.Second, EventInterval: 10 * time.Second, // the manager's defaults (cmd/manager)
 			Slots: limits},
 	}).SetupWithManager(mgr))

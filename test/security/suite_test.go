@@ -35,6 +35,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ergon-dev/ergon/controllers"
+	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
+	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	triggercontroller "github.com/ergon-dev/ergon/controllers/trigger"
 	"github.com/ergon-dev/ergon/test/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -101,14 +104,14 @@ func startManager() context.CancelFunc {
 	mgr, err := ctrl.NewManager(managerCfg, options)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(webhookv1alpha1.SetupWebhooksWithManager(mgr, webhookv1alpha1.Options{})).To(Succeed())
-	Expect((&controllers.RunReconciler{
+	Expect((&runcontroller.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: kubelet.Logs,
-		Config: controllers.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
+		Config: runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3},
 	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controllers.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
+	Expect((&gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 		Clock: clock.RealClock{}}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controllers.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	Expect((&triggercontroller.TriggerReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-trigger"), Clock: clock.RealClock{}, Location: time.UTC}).
 		SetupWithManager(mgr)).To(Succeed())
 

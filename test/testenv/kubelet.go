@@ -218,7 +218,7 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 }
 
 // Logs keeps the container logs the simulated kubelet wrote, and serves them as the kubelet
-// does: the Run controller reads their end (controllers.PodLogs).
+// does: the Run controller reads their end (PodLogs, controllers/internal/shared).
 type Logs struct {
 	mu   sync.Mutex
 	logs map[string][]byte

@@ -47,6 +47,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
+	workspacecontroller "github.com/ergon-dev/ergon/controllers/workspace"
 )
 
 var scheme = k8sruntime.NewScheme()
@@ -68,7 +69,7 @@ func main() {
 	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{Scheme: scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controllers.CacheOptions()})
 	must(err)
-	must((&controllers.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	must((&workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: "ergon/manager:bench"}).
 		SetupWithManager(mgr))
 	go func() { must(mgr.Start(ctx)) }()

@@ -1,0 +1,177 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package run
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/slots"
+)
+
+// Prometheus metrics of the Run engine, served by the manager with controller-runtime's own
+// (reconcile counts, errors and durations per controller).
+var (
+	runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_runs_finished_total",
+		Help: "Runs that finished, by phase.",
+	}, []string{"phase"})
+	runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ergon_runs_started_total",
+		Help: "Runs that started executing.",
+	})
+	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ergon_step_duration_seconds",
+		Help:    "Time from a step's start to its end, by kind and phase.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14),
+	}, []string{"kind", "phase"})
+	stepPodsActive = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ergon_step_pods_active",
+		Help: "Step pods this manager started that have not finished.",
+	})
+	agentTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_agent_tokens_total",
+		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
+	}, []string{labelNamespace, "model", "kind"})
+)
+
+// queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
+// metrics report: the manager has one.
+var queueSlots atomic.Pointer[slots.Allocator]
+
+// The ergon_queue_* metrics: step pod slots held and units waiting per namespace, and the
+// limits in effect (internal/slots).
+var (
+	queueSlotsHeldDesc = prometheus.NewDesc("ergon_queue_slots_held",
+		"Step pod slots held by the Runs of a namespace: running step pods and child Runs.",
+		[]string{labelNamespace}, nil)
+	queueUnitsWaitingDesc = prometheus.NewDesc("ergon_queue_units_waiting",
+		"Steps and units of a namespace's Runs that could start but wait for a step pod slot.",
+		[]string{labelNamespace}, nil)
+	queueSlotLimitDesc = prometheus.NewDesc("ergon_queue_slot_limit",
+		"Step pod slot limits in effect (total per shard, namespace, run); 0 means no limit.",
+		[]string{"limit"}, nil)
+)
+
+// labelNamespace is the label of the metrics counted per namespace.
+const labelNamespace = "namespace"
+
+// queueCollector reads the ergon_queue_* metrics from the allocator when they are scraped, so a
+// namespace whose Runs hold and wait for nothing drops out rather than staying at zero.
+type queueCollector struct{}
+
+// Describe sends the descriptions of the ergon_queue_* metrics.
+func (queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueSlotsHeldDesc
+	ch <- queueUnitsWaitingDesc
+	ch <- queueSlotLimitDesc
+}
+
+// Collect sends the ergon_queue_* metrics as the allocator counts them now.
+func (queueCollector) Collect(ch chan<- prometheus.Metric) {
+	a := queueSlots.Load()
+	if a == nil {
+		return
+	}
+	l := a.Limits()
+	for _, limit := range []struct {
+		name  string
+		value int
+	}{{"total", l.Total}, {labelNamespace, l.PerNamespace}, {"run", l.PerRun}} {
+		ch <- prometheus.MustNewConstMetric(queueSlotLimitDesc, prometheus.GaugeValue, float64(max(limit.value, 0)), limit.name)
+	}
+	for _, u := range a.Usage() {
+		ch <- prometheus.MustNewConstMetric(queueSlotsHeldDesc, prometheus.GaugeValue, float64(u.Held), u.Namespace)
+		ch <- prometheus.MustNewConstMetric(queueUnitsWaitingDesc, prometheus.GaugeValue, float64(u.Waiting), u.Namespace)
+	}
+}
+
+func init() {
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, queueCollector{})
+}
+
+// observeTransitions records the metrics of what changed between two statuses of a Run of
+// a namespace.
+func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus, scene *compile.Scene) {
+	if !before.Phase.Finished() && before.StartedAt == nil && after.StartedAt != nil {
+		runsStarted.Inc()
+	}
+	if !before.Phase.Finished() && after.Phase.Finished() {
+		runsFinished.WithLabelValues(string(after.Phase)).Inc()
+	}
+	was := map[string]ergonv1alpha1.StepPhase{}
+	used := map[string]*ergonv1alpha1.AgentUsage{}
+	wasActive := map[string]bool{}
+	for _, s := range before.Steps {
+		was[s.Name], used[s.Name] = s.Phase, s.Usage
+		wasActive[s.Name] = s.PodActive()
+	}
+	for _, s := range after.Steps {
+		step := scene.Steps[s.Name]
+		if s.Usage != nil && !equality.Semantic.DeepEqual(s.Usage, used[s.Name]) {
+			model := agentModel(scene, step)
+			agentTokens.WithLabelValues(namespace, model, "prompt").Add(float64(s.Usage.PromptTokens))
+			agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(s.Usage.CompletionTokens))
+		}
+		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
+		if pod && s.PodActive() && !wasActive[s.Name] {
+			stepPodsActive.Inc()
+		}
+		if pod && !s.PodActive() && wasActive[s.Name] {
+			stepPodsActive.Dec()
+		}
+		if s.Phase.Finished() && !was[s.Name].Finished() && s.StartedAt != nil && s.FinishedAt != nil {
+			stepDuration.WithLabelValues(stepKind(step), string(s.Phase)).Observe(s.FinishedAt.Sub(s.StartedAt.Time).Seconds())
+		}
+	}
+}
+
+func stepKind(step *compile.Step) string {
+	switch {
+	case step == nil:
+		return "unknown"
+	case step.Spec.Container != nil:
+		return "container"
+	case step.Spec.Agent != nil:
+		return "agent"
+	case step.Spec.Gate != nil:
+		return "gate"
+	default:
+		return "scene"
+	}
+}
+
+// agentModel is the model an agent step called, as its Scene's models name it to the
+// provider; "unknown" when the step or model is not in the Scene.
+func agentModel(scene *compile.Scene, step *compile.Step) string {
+	if step == nil || step.Spec.Agent == nil {
+		return "unknown"
+	}
+	name := step.Spec.Agent.Model
+	if name == "" {
+		name = "default"
+	}
+	if m, ok := scene.Spec.Models[name]; ok && m.Model != "" {
+		return m.Model
+	}
+	return name
+}

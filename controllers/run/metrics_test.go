@@ -1,0 +1,162 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package run
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/slots"
+)
+
+func metricsScene(t *testing.T) *compile.Scene {
+	t.Helper()
+	spec := &ergonv1alpha1.SceneSpec{
+		Models: map[string]ergonv1alpha1.ModelSpec{"default": {BaseURL: "http://llm/v1", Model: "small"}},
+		Steps: []ergonv1alpha1.Step{
+			{Name: "build", Container: &ergonv1alpha1.ContainerStep{Image: "busybox:test", Command: []string{"x"}}},
+			{Name: "draft", Agent: &ergonv1alpha1.AgentStep{Prompt: "p"}},
+			{Name: "review", Gate: &ergonv1alpha1.GateStep{}},
+		},
+	}
+	scene, errs := compile.Compile(spec)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return scene
+}
+
+func histogramCount(t *testing.T, h prometheus.Observer) uint64 {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := h.(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// Each transition of a Run's status moves the metrics once, and an unchanged status moves
+// none, so a reconcile that writes nothing counts nothing.
+func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
+	scene := metricsScene(t)
+	t0 := metav1.NewTime(time.Unix(1000, 0))
+	t1 := metav1.NewTime(time.Unix(1004, 0))
+	pending := ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunPending}
+	running := ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunRunning, StartedAt: &t0, Steps: []ergonv1alpha1.StepStatus{
+		{Name: "build", Phase: ergonv1alpha1.StepRunning, StartedAt: &t0},
+		{Name: "draft", Phase: ergonv1alpha1.StepRunning, StartedAt: &t0},
+		{Name: "review", Phase: ergonv1alpha1.StepWaiting, StartedAt: &t0},
+	}}
+	usage := &ergonv1alpha1.AgentUsage{Turns: 2, PromptTokens: 300, CompletionTokens: 40, TotalTokens: 340}
+	done := ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunFailed, StartedAt: &t0, FinishedAt: &t1, Steps: []ergonv1alpha1.StepStatus{
+		{Name: "build", Phase: ergonv1alpha1.StepSucceeded, StartedAt: &t0, FinishedAt: &t1},
+		{Name: "draft", Phase: ergonv1alpha1.StepFailed, StartedAt: &t0, FinishedAt: &t1, Usage: usage},
+		{Name: "review", Phase: ergonv1alpha1.StepCancelled, StartedAt: &t0, FinishedAt: &t1},
+	}}
+
+	started := testutil.ToFloat64(runsStarted)
+	failed := testutil.ToFloat64(runsFinished.WithLabelValues("Failed"))
+	active := testutil.ToFloat64(stepPodsActive)
+	containerOK := histogramCount(t, stepDuration.WithLabelValues("container", "Succeeded"))
+	agentFailed := histogramCount(t, stepDuration.WithLabelValues("agent", "Failed"))
+	gateCancelled := histogramCount(t, stepDuration.WithLabelValues("gate", "Cancelled"))
+
+	observeTransitions("metrics-test", &pending, &running, scene)
+	if got := testutil.ToFloat64(runsStarted) - started; got != 1 {
+		t.Errorf("ergon_runs_started_total moved by %v on start, want 1", got)
+	}
+	if got := testutil.ToFloat64(stepPodsActive) - active; got != 2 {
+		t.Errorf("ergon_step_pods_active moved by %v with a container and an agent running, want 2 (a gate has no pod)", got)
+	}
+	observeTransitions("metrics-test", &running, &running, scene)
+	if testutil.ToFloat64(runsStarted)-started != 1 || testutil.ToFloat64(stepPodsActive)-active != 2 {
+		t.Error("an unchanged status moved the metrics")
+	}
+
+	observeTransitions("metrics-test", &running, &done, scene)
+	observeTransitions("metrics-test", &done, &done, scene)
+	if got := testutil.ToFloat64(runsFinished.WithLabelValues("Failed")) - failed; got != 1 {
+		t.Errorf("ergon_runs_finished_total{phase=Failed} moved by %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(stepPodsActive) - active; got != 0 {
+		t.Errorf("ergon_step_pods_active is %v above where it started once the pods finished, want 0", got)
+	}
+	for _, c := range []struct {
+		kind, phase string
+		before      uint64
+	}{{"container", "Succeeded", containerOK}, {"agent", "Failed", agentFailed}, {"gate", "Cancelled", gateCancelled}} {
+		if got := histogramCount(t, stepDuration.WithLabelValues(c.kind, c.phase)) - c.before; got != 1 {
+			t.Errorf("ergon_step_duration_seconds{kind=%s,phase=%s} has %d new samples, want 1", c.kind, c.phase, got)
+		}
+	}
+	m := &dto.Metric{}
+	if err := stepDuration.WithLabelValues("container", "Succeeded").(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	if m.GetHistogram().GetSampleSum() < 4 {
+		t.Errorf("the container step's 4 s are not in the duration sum %v", m.GetHistogram().GetSampleSum())
+	}
+	if got := testutil.ToFloat64(agentTokens.WithLabelValues("metrics-test", "small", "prompt")); got != 300 {
+		t.Errorf("ergon_agent_tokens_total{kind=prompt} is %v, want 300, counted once", got)
+	}
+	if got := testutil.ToFloat64(agentTokens.WithLabelValues("metrics-test", "small", "completion")); got != 40 {
+		t.Errorf("ergon_agent_tokens_total{kind=completion} is %v, want 40", got)
+	}
+}
+
+func TestTheQueueMetricsReportEachNamespaceAndTheLimits(t *testing.T) {
+	a := slots.New(slots.Limits{Total: 3, PerNamespace: 2, PerRun: 2}, nil)
+	queueSlots.Store(a)
+	t.Cleanup(func() { queueSlots.Store(nil) })
+	busy, other := slots.Key{Namespace: "busy", Name: "r"}, slots.Key{Namespace: "other", Name: "r"}
+	a.Acquire(busy, slots.Usage{})
+	a.Settle(busy, slots.Usage{Active: 2}, 5)
+	a.Acquire(other, slots.Usage{})
+	a.Settle(other, slots.Usage{Active: 1}, 0)
+
+	want := `
+# HELP ergon_queue_slot_limit Step pod slot limits in effect (total per shard, namespace, run); 0 means no limit.
+# TYPE ergon_queue_slot_limit gauge
+ergon_queue_slot_limit{limit="namespace"} 2
+ergon_queue_slot_limit{limit="run"} 2
+ergon_queue_slot_limit{limit="total"} 3
+# HELP ergon_queue_slots_held Step pod slots held by the Runs of a namespace: running step pods and child Runs.
+# TYPE ergon_queue_slots_held gauge
+ergon_queue_slots_held{namespace="busy"} 2
+ergon_queue_slots_held{namespace="other"} 1
+# HELP ergon_queue_units_waiting Steps and units of a namespace's Runs that could start but wait for a step pod slot.
+# TYPE ergon_queue_units_waiting gauge
+ergon_queue_units_waiting{namespace="busy"} 5
+ergon_queue_units_waiting{namespace="other"} 0
+`
+	if err := testutil.CollectAndCompare(queueCollector{}, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+	// A namespace whose Runs end drops out.
+	a.Forget(other)
+	if n := testutil.CollectAndCount(queueCollector{}, "ergon_queue_slots_held"); n != 1 {
+		t.Fatalf("%d namespaces reported after one's Runs ended, want 1", n)
+	}
+}
