@@ -102,10 +102,10 @@ func usesChannel(step *compile.Step) bool {
 	return len(approve)+len(calls) > 0 || step.Spec.Agent.Conversation != nil
 }
 
-// SceneToolSchema is the JSON Schema of a Scene tool's arguments: an object with a string
+// sceneToolSchema is the JSON Schema of a Scene tool's arguments: an object with a string
 // property per param the Scene declares (Secret params are not the caller's to set), the
 // params without a default required, nothing else allowed.
-func SceneToolSchema(spec *ergonv1alpha1.SceneSpec) json.RawMessage {
+func sceneToolSchema(spec *ergonv1alpha1.SceneSpec) json.RawMessage {
 	props := map[string]any{}
 	required := []string{}
 	for _, p := range spec.Params {
