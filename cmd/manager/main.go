@@ -19,6 +19,7 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -47,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -63,6 +65,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/cause"
 	"github.com/ergon-dev/ergon/internal/hooks"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 var (
@@ -83,7 +86,7 @@ type options struct {
 	metricsCertPath, metricsCertName, metricsCertKey     string
 	webhookCertPath, webhookCertName, webhookCertKey     string
 	webhookPort                                          int
-	leaderElection, secureMetrics, http2                 bool
+	leaderElection, secureMetrics, http2, traceContent   bool
 	hooksRate                                            float64
 	hooksBurst, hooksMaxBodies, hooksMaxBodiesPerTrigger int
 	workspaceWorkers, triggerWorkers, gateWorkers        int
@@ -175,6 +178,9 @@ func (o *options) bindFlags() {
 		"a duration (2160h), days (90d) or forever; a Namespace's annotation "+archivecontroller.AnnotationArchiveRetention+" overrides it.")
 	flag.IntVar(&o.archiveKeep, "archive-keep", 0, "At most this many archived Runs kept per namespace, the newest; 0 keeps any "+
 		"number; a Namespace's annotation "+archivecontroller.AnnotationArchiveKeep+" overrides it.")
+	flag.BoolVar(&o.traceContent, "trace-content", false, "Export what agents were told and answered (prompts, "+
+		"completions, tool results) in traces. Off by default: they may hold personal data or secrets. Traces are "+
+		"exported only when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.")
 	flag.BoolVar(&o.run.KeepFailedPods, "keep-failed-pods", false,
 		"Keep the pods of failed step attempts for debugging instead of deleting them.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -279,6 +285,9 @@ func run(o *options) error {
 		}
 		o.webhooks.archive = archive.Lazy(o.archiveURL)
 	}
+	if err := setupTraces(mgr, o); err != nil {
+		return err
+	}
 	if err := setupControllers(mgr, restConfig, o); err != nil {
 		return err
 	}
@@ -321,6 +330,21 @@ func run(o *options) error {
 type noController struct{}
 
 func (noController) SetupWithManager(ctrl.Manager) error { return nil }
+
+// setupTraces exports a trace of every Run when the standard OpenTelemetry variables name an
+// endpoint (internal/tracing); its metrics are registered either way, at zero.
+func setupTraces(mgr ctrl.Manager, o *options) error {
+	metrics.Registry.MustRegister(tracing.Collectors()...)
+	_, version, _ := strings.Cut(o.run.EntrypointImage, ":")
+	traces, err := tracing.FromEnvironment(context.Background(), os.Getenv,
+		tracing.Options{Content: o.traceContent, Version: version, Log: ctrl.Log.WithName("traces")})
+	if err != nil || traces == nil {
+		return err
+	}
+	setupLog.Info("Exporting traces", "semconv", tracing.SemconvVersion, "content", o.traceContent)
+	o.run.Traces = traces
+	return mgr.Add(traces)
+}
 
 // stepBinaries resolves --step-binaries, asking the API server its version for auto.
 func stepBinaries(restConfig *rest.Config, mode string) (runcontroller.StepBinaries, error) {

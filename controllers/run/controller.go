@@ -50,6 +50,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/shard"
 	"github.com/ergon-dev/ergon/internal/slots"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // RunConfig holds the manager-wide settings of the Run engine.
@@ -104,6 +105,9 @@ type RunConfig struct {
 	// started and succeeded): progress that comes sooner is told, folded, with the next
 	// (tellEvents). Zero tells each pass's progress at once.
 	EventInterval time.Duration
+	// Traces, when set, exports a trace of every Run (internal/tracing): each status write
+	// emits the spans of what it ended, and step pods carry TRACEPARENT.
+	Traces *tracing.Exporter
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -332,6 +336,7 @@ func (r *RunReconciler) reconcileRunning(ctx context.Context, base, run *ergonv1
 		plan.RequeueAfter = wait
 	}
 	observeTransitions(run.Namespace, &base.Status, &plan.Status, scene)
+	r.trace(run, &base.Status, &plan.Status, scene, facts)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 

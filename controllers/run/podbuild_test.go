@@ -33,6 +33,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // TestPodBuildersBuildEachPodWhole builds the pods of each kind of step from a request and
@@ -174,5 +175,27 @@ func TestPodBuildersBuildEachPodWhole(t *testing.T) {
 				t.Errorf("breaks the restricted profile: %s: %s", res.ForbiddenReason(), res.ForbiddenDetail())
 			}
 		})
+	}
+}
+
+func TestAStepPodOfATracedManagerCarriesItsAttemptsSpan(t *testing.T) {
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "u"}}
+	bins := ergonBinaries{Image: "ergon/manager:v1", Mode: BinariesImageVolume}
+	req := planner.PodRequest{Name: "r-build-2", Attempt: 2, Rendered: &compile.Rendered{Command: []string{"make"},
+		Env: []corev1.EnvVar{{Name: "TRACEPARENT", Value: "the step's own"}}},
+		Step: &compile.Step{Name: "build", Spec: &ergonv1alpha1.Step{Name: "build",
+			Container: &ergonv1alpha1.ContainerStep{Image: "busybox", Command: []string{"make"}}}}}
+	want := tracing.Traceparent(tracing.AttemptContext(run, "build", 2))
+	env := stepPod(run, &compile.Scene{}, req, podParts{bins: bins, traced: true}).Spec.Containers[0].Env
+	if len(env) == 0 || env[0].Name != stepcontract.EnvTraceparent || env[0].Value != want {
+		t.Errorf("env %v, want TRACEPARENT=%s first, so that the step's own may follow it", env, want)
+	}
+	if env[len(env)-1].Value != "the step's own" {
+		t.Errorf("the step's own TRACEPARENT is not last: %v", env)
+	}
+	for _, e := range stepPod(run, &compile.Scene{}, req, podParts{bins: bins}).Spec.Containers[0].Env {
+		if e.Name == stepcontract.EnvTraceparent && e.Value != "the step's own" {
+			t.Errorf("an untraced manager's pod carries TRACEPARENT=%s", e.Value)
+		}
 	}
 }

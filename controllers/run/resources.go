@@ -34,6 +34,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/podsecurity"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // The pieces of a step pod.
@@ -89,6 +90,9 @@ type podParts struct {
 	// defaults are the resources a container step or tool call that sets none gets: the
 	// manager's, nil where a LimitRange of the namespace gives containers defaults.
 	defaults *corev1.ResourceRequirements
+	// traced is set when the manager exports traces: each step pod then carries its
+	// attempt's span as TRACEPARENT, so that what the step's program traces joins the Run's.
+	traced bool
 }
 
 // sceneSchema is the params schema a Scene tool's calls are checked against.
@@ -112,6 +116,13 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	}
 	if parts.workspace != nil {
 		bindToWorkspace(pod, req.Step, parts.workspace, parts.node, parts.bins)
+	}
+	if parts.traced {
+		// First, so that a step's own env may set another.
+		main := &pod.Spec.Containers[0]
+		traceparent := corev1.EnvVar{Name: stepcontract.EnvTraceparent,
+			Value: tracing.Traceparent(tracing.AttemptContext(run, req.Step.Name, req.Attempt))}
+		main.Env = append([]corev1.EnvVar{traceparent}, main.Env...)
 	}
 	return pod
 }

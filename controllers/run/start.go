@@ -179,9 +179,11 @@ func (r *RunReconciler) failUnstarted(ctx context.Context, run *ergonv1alpha1.Ru
 
 // actStart writes the status of a Run that ends or waits before it starts, then its Events.
 func (r *RunReconciler) actStart(ctx context.Context, run *ergonv1alpha1.Run, plan planner.StartPlan) (ctrl.Result, error) {
-	if err := r.patchStatus(ctx, run.DeepCopy(), run, plan.Status); err != nil {
+	base := run.DeepCopy()
+	if err := r.patchStatus(ctx, base, run, plan.Status); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.emit(run, "Start", plan.Events)
+	r.trace(run, &base.Status, plan.Status, nil, nil)
 	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }

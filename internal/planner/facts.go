@@ -129,8 +129,8 @@ type PodState struct {
 	// StartedAt and FinishedAt are zero while unknown.
 	StartedAt, FinishedAt time.Time
 	// CreatedAt is when the pod was created: a pod still Pending pendingTimeout after it
-	// fails its attempt.
-	CreatedAt time.Time
+	// fails its attempt. ScheduledAt is when the scheduler bound it to a node; zero until then.
+	CreatedAt, ScheduledAt time.Time
 	// TerminatingUntil is, for a pod being deleted, when its grace period ends: until then
 	// its containers may still run, so no next attempt of the step starts.
 	TerminatingUntil time.Time

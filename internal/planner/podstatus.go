@@ -40,6 +40,11 @@ const messageDeleted = "the step's pod was deleted before it finished"
 func ObservePod(pod *corev1.Pod, container string) PodState {
 	attempt, _ := strconv.Atoi(pod.Labels[ergonv1alpha1.LabelAttempt])
 	s := PodState{Name: pod.Name, UID: string(pod.UID), Attempt: int32(attempt), CreatedAt: pod.CreationTimestamp.Time}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			s.ScheduledAt = c.LastTransitionTime.Time
+		}
+	}
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		s.Phase = PodSucceeded

@@ -37,6 +37,10 @@ const (
 	EnvParamPrefix = "ERGON_PARAM_"
 	// EnvTerminationLog overrides where the entrypoint writes its report (tests only).
 	EnvTerminationLog = "ERGON_TERMINATION_LOG"
+	// EnvTraceparent is the attempt's span as a W3C traceparent, set when the manager
+	// exports traces: the name OpenTelemetry's SDKs read a parent from, so that what the
+	// step's program traces joins its Run's trace.
+	EnvTraceparent = "TRACEPARENT"
 )
 
 // Environment variables of an agent step's container, besides those of every step.

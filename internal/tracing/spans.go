@@ -1,0 +1,308 @@
+/*
+Copyright 2026 The Ergon Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package tracing
+
+import (
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+)
+
+// SemconvVersion is the version of the OpenTelemetry semantic conventions the spans follow.
+// Their GenAI part (invoke_agent, chat, execute_tool) is still marked Development there.
+const SemconvVersion = "1.41.0"
+
+// Span is one finished span, with the ids and times it was given, not the time it was built.
+type Span struct {
+	Name       string
+	Context    trace.SpanContext
+	Parent     trace.SpanContext
+	Kind       trace.SpanKind
+	Start, End time.Time
+	Attributes []attribute.KeyValue
+	Status     codes.Code
+	Message    string
+}
+
+// Step kinds, as the spans name them (ergon.step.kind).
+const (
+	KindContainer = "container"
+	KindAgent     = "agent"
+	KindGate      = "gate"
+	KindScene     = "scene"
+)
+
+// StepInfo is what the Scene says of a step that its status does not.
+type StepInfo struct {
+	Kind string
+	// Model and Provider are an agent step's model, as its Scene names it to the provider,
+	// and the provider's kind (gen_ai.provider.name).
+	Model, Provider string
+}
+
+// PodTimes are when a step's pod reached each stage; zero when unknown.
+type PodTimes struct {
+	Created, Scheduled, Started, Finished time.Time
+}
+
+// GateInfo is how a step's Gate was decided.
+type GateInfo struct {
+	Option, DecidedBy string
+}
+
+// Change is one status write of a Run: the status before and after it, and what the pass
+// that wrote it saw and the status does not keep. Spans returns the spans of what ended in
+// it; a pass that writes no status ends nothing.
+type Change struct {
+	Run           *ergonv1alpha1.Run
+	Before, After *ergonv1alpha1.RunStatus
+	// Now is when the status was written: the end of what ended without a recorded time.
+	Now time.Time
+	// Steps, by step name; Pods, by pod name; Gates, by Gate name.
+	Steps map[string]StepInfo
+	Pods  map[string]PodTimes
+	Gates map[string]GateInfo
+	// Transcripts are the agent pods' transcripts (JSON), by pod name.
+	Transcripts map[string]string
+	// Content exports what agents were told and answered (gen_ai.*.messages, tool call
+	// arguments and results); off by default.
+	Content bool
+}
+
+// Spans returns the spans of everything that ended between c.Before and c.After: the Run,
+// its steps, each step's attempts and their stages, and the GenAI spans of agent attempts.
+func Spans(c Change) []Span {
+	var out []Span
+	before := map[string]*ergonv1alpha1.StepStatus{}
+	for i := range c.Before.Steps {
+		before[c.Before.Steps[i].Name] = &c.Before.Steps[i]
+	}
+	for i := range c.After.Steps {
+		s := &c.After.Steps[i]
+		was := before[s.Name]
+		if was == nil {
+			was = &ergonv1alpha1.StepStatus{}
+		}
+		out = append(out, c.attempts(s, was)...)
+		if s.Phase.Finished() && !was.Phase.Finished() {
+			out = append(out, c.step(s))
+		}
+	}
+	if c.After.Phase.Finished() && !c.Before.Phase.Finished() {
+		out = append(out, c.run())
+	}
+	return out
+}
+
+func (c Change) run() Span {
+	run := c.Run
+	attrs := []attribute.KeyValue{
+		semconv.K8SNamespaceName(run.Namespace),
+		attribute.String("ergon.run.name", run.Name),
+		attribute.String("ergon.run.uid", string(run.UID)),
+		attribute.String("ergon.scene.name", run.Spec.SceneRef.Name),
+		attribute.String("ergon.run.phase", string(c.After.Phase)),
+		semconv.GenAIWorkflowName(run.Spec.SceneRef.Name),
+	}
+	if who := run.Annotations[ergonv1alpha1.AnnotationCreatedBy]; who != "" {
+		attrs = append(attrs, attribute.String("ergon.run.created_by", who))
+	}
+	if t := run.Labels[ergonv1alpha1.LabelTrigger]; t != "" {
+		attrs = append(attrs, attribute.String("ergon.trigger.name", t))
+	}
+	sp := Span{Name: "run " + run.Spec.SceneRef.Name, Context: RunContext(run), Parent: parentOf(run),
+		Kind: trace.SpanKindServer, Start: run.CreationTimestamp.Time, End: timeOr(c.After.FinishedAt, c.Now), Attributes: attrs}
+	if cond := meta.FindStatusCondition(c.After.Conditions, ergonv1alpha1.ConditionSucceeded); cond != nil {
+		attrs = append(attrs, attribute.String("ergon.run.reason", cond.Reason))
+		if c.After.Phase == ergonv1alpha1.RunFailed {
+			sp.Status, sp.Message = codes.Error, cond.Message
+		}
+	}
+	sp.Attributes = attrs
+	return sp
+}
+
+func (c Change) step(s *ergonv1alpha1.StepStatus) Span {
+	info := c.Steps[s.Name]
+	end := timeOr(s.FinishedAt, c.Now)
+	attrs := []attribute.KeyValue{
+		attribute.String("ergon.step.name", s.Name),
+		attribute.String("ergon.step.kind", info.Kind),
+		attribute.String("ergon.step.phase", string(s.Phase)),
+	}
+	if s.Reason != "" {
+		attrs = append(attrs, attribute.String("ergon.step.reason", s.Reason))
+	}
+	if s.Attempts > 0 {
+		attrs = append(attrs, attribute.Int("ergon.step.attempts", int(s.Attempts)))
+	}
+	if s.ChildRun != "" {
+		attrs = append(attrs, attribute.String("ergon.child_run.name", s.ChildRun))
+	}
+	if s.Gate != "" {
+		g := c.Gates[s.Gate]
+		attrs = append(attrs, attribute.String("ergon.gate.name", s.Gate))
+		if option := firstOf(g.Option, s.Decision); option != "" {
+			attrs = append(attrs, attribute.String("ergon.gate.decision", option))
+		}
+		if g.DecidedBy != "" {
+			attrs = append(attrs, attribute.String("ergon.gate.decided_by", g.DecidedBy))
+		}
+	}
+	sp := Span{Name: "step " + s.Name, Context: StepContext(c.Run, s.Name), Parent: RunContext(c.Run),
+		Kind: trace.SpanKindInternal, Start: timeOr(s.StartedAt, end), End: end, Attributes: attrs}
+	if s.Phase == ergonv1alpha1.StepFailed {
+		sp.Status, sp.Message = codes.Error, s.Message
+	}
+	return sp
+}
+
+// attempt is one attempt of a pod step as the status records it.
+type attempt struct {
+	n          int32
+	pod        string
+	phase      ergonv1alpha1.StepPhase
+	reason     string
+	message    string
+	start, end *time.Time
+}
+
+// attempts returns the spans of the attempts of a container or agent step that ended between
+// was and s: those history gained, and the last one when the step ended.
+func (c Change) attempts(s, was *ergonv1alpha1.StepStatus) []Span {
+	info := c.Steps[s.Name]
+	if info.Kind != KindContainer && info.Kind != KindAgent || s.Instances != nil || s.Loop != nil {
+		return nil
+	}
+	var ended []attempt
+	for _, h := range s.History[min(len(was.History), len(s.History)):] {
+		ended = append(ended, attempt{n: h.Attempt, pod: h.PodName, phase: h.Phase, reason: h.Reason, message: h.Message,
+			start: timePtr(h.StartedAt), end: timePtr(h.FinishedAt)})
+	}
+	if s.Phase.Finished() && !was.Phase.Finished() && s.PodName != "" {
+		end := timeOr(s.FinishedAt, c.Now)
+		ended = append(ended, attempt{n: max(s.Attempts, 1), pod: s.PodName, phase: s.Phase, reason: s.Reason,
+			message: s.Message, end: &end})
+	}
+	var out []Span
+	for _, a := range ended {
+		out = append(out, c.attempt(s, info, a)...)
+	}
+	return out
+}
+
+func (c Change) attempt(s *ergonv1alpha1.StepStatus, info StepInfo, a attempt) []Span {
+	pod := c.Pods[a.pod]
+	ctx := AttemptContext(c.Run, s.Name, a.n)
+	end := c.Now
+	if a.end != nil {
+		end = *a.end
+	}
+	start := firstTime(pod.Created, pod.Started, derefTime(a.start), end)
+	sp := Span{Name: "attempt " + s.Name, Context: ctx, Parent: StepContext(c.Run, s.Name), Kind: trace.SpanKindInternal,
+		Start: start, End: end, Attributes: []attribute.KeyValue{
+			attribute.String("ergon.step.name", s.Name),
+			attribute.Int("ergon.attempt", int(a.n)),
+			attribute.String("ergon.attempt.phase", string(a.phase)),
+			semconv.K8SPodName(a.pod),
+		}}
+	if a.reason != "" {
+		sp.Attributes = append(sp.Attributes, attribute.String("ergon.attempt.reason", a.reason))
+	}
+	if a.phase == ergonv1alpha1.StepFailed || a.phase == ergonv1alpha1.StepRetrying {
+		sp.Status, sp.Message = codes.Error, a.message
+	}
+	out := []Span{}
+	if a.n == 1 && s.StartedAt != nil && !pod.Created.IsZero() {
+		out = append(out, c.stage("queue", s.Name, "", StepContext(c.Run, s.Name), s.StartedAt.Time, pod.Created))
+	}
+	out = append(out,
+		c.stage("schedule", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Created, pod.Scheduled),
+		c.stage("prepare", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Scheduled, pod.Started),
+		c.stage("run", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Started, pod.Finished),
+		c.stage("store outputs", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Finished, end))
+	if info.Kind == KindAgent {
+		agent := c.agent(s.Name, info, ctx, c.Transcripts[a.pod], &sp)
+		out = append(out, agent...)
+	}
+	spans := []Span{sp}
+	for _, st := range out {
+		if st.Name != "" {
+			spans = append(spans, st)
+		}
+	}
+	return spans
+}
+
+// stage is a stage of an attempt (or the queue before the first), when both its ends are
+// known and in order; a Span without a name otherwise.
+func (c Change) stage(name, step, attempt string, parent trace.SpanContext, start, end time.Time) Span {
+	if start.IsZero() || end.IsZero() || end.Before(start) {
+		return Span{}
+	}
+	return Span{Name: name, Context: spanContext(parent.TraceID(), spanIDOf(c.Run.UID, "step", step, "attempt", attempt, name)),
+		Parent: parent, Kind: trace.SpanKindInternal, Start: start, End: end,
+		Attributes: []attribute.KeyValue{attribute.String("ergon.step.name", step)}}
+}
+
+func timeOr(t *metav1.Time, or time.Time) time.Time {
+	if t == nil || t.IsZero() {
+		return or
+	}
+	return t.Time
+}
+
+func timePtr(t *metav1.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return &t.Time
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// firstTime is the first of ts that is known.
+func firstTime(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
