@@ -32,6 +32,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/tracing"
+	"github.com/ergon-dev/ergon/internal/tracing/otlp"
 )
 
 // collector is an OTLP endpoint in memory: it keeps every span any manager sends it.
@@ -58,7 +59,7 @@ func (c *collector) get() []sdktrace.ReadOnlySpan {
 // tracedManager starts a manager that exports traces to c, until the returned function is
 // called.
 func tracedManager(c *collector) func() {
-	exporter, err := tracing.New(context.Background(), c, tracing.Options{Version: "test"})
+	exporter, err := otlp.New(context.Background(), c, otlp.Options{Version: "test"})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

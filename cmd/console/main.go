@@ -48,9 +48,9 @@ func main() {
 
 // options are the console's flags.
 type options struct {
-	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile string
-	readOnly                                                    bool
-	maxStreams                                                  int
+	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile, traceURL string
+	readOnly                                                              bool
+	maxStreams                                                            int
 }
 
 // parseFlags reads the flags from args into a FlagSet of the console's own: the packages it
@@ -70,6 +70,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.namespace, "default-namespace", "default", "namespace shown first, and to viewers who may not list namespaces")
 	fs.StringVar(&o.certFile, "tls-cert-file", "", "serve HTTPS with this certificate (with --tls-key-file)")
 	fs.StringVar(&o.keyFile, "tls-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&o.traceURL, "trace-url", "",
+		"link each Run to its trace: an http(s) URL with {traceId} where the Run's trace id goes, e.g. https://jaeger.example/trace/{traceId}")
 	fs.IntVar(&o.maxStreams, "max-streams", 500,
 		"live streams (server-sent events) open at once; each holds one watch per kind with its viewer's token")
 	if err := fs.Parse(args); err != nil {
@@ -98,7 +100,8 @@ func run(args []string) error {
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	c := console.Config{APIServer: cfg, ProxyHeader: o.proxyHeader, Key: key, DefaultNamespace: o.namespace, MaxStreams: o.maxStreams}
+	c := console.Config{APIServer: cfg, ProxyHeader: o.proxyHeader, Key: key, DefaultNamespace: o.namespace, MaxStreams: o.maxStreams,
+		TraceURL: o.traceURL}
 	if o.readOnly {
 		c.ReadOnly = cfg
 	}

@@ -66,6 +66,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/hooks"
 	"github.com/ergon-dev/ergon/internal/planner"
 	"github.com/ergon-dev/ergon/internal/tracing"
+	"github.com/ergon-dev/ergon/internal/tracing/otlp"
 )
 
 var (
@@ -334,10 +335,10 @@ func (noController) SetupWithManager(ctrl.Manager) error { return nil }
 // setupTraces exports a trace of every Run when the standard OpenTelemetry variables name an
 // endpoint (internal/tracing); its metrics are registered either way, at zero.
 func setupTraces(mgr ctrl.Manager, o *options) error {
-	metrics.Registry.MustRegister(tracing.Collectors()...)
+	metrics.Registry.MustRegister(otlp.Collectors()...)
 	_, version, _ := strings.Cut(o.run.EntrypointImage, ":")
-	traces, err := tracing.FromEnvironment(context.Background(), os.Getenv,
-		tracing.Options{Content: o.traceContent, Version: version, Log: ctrl.Log.WithName("traces")})
+	traces, err := otlp.FromEnvironment(context.Background(), os.Getenv,
+		otlp.Options{Content: o.traceContent, Version: version, Log: ctrl.Log.WithName("traces")})
 	if err != nil || traces == nil {
 		return err
 	}

@@ -51,6 +51,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/shard"
 	"github.com/ergon-dev/ergon/internal/slots"
 	"github.com/ergon-dev/ergon/internal/tracing"
+	"github.com/ergon-dev/ergon/internal/tracing/otlp"
 )
 
 // RunConfig holds the manager-wide settings of the Run engine.
@@ -105,9 +106,10 @@ type RunConfig struct {
 	// started and succeeded): progress that comes sooner is told, folded, with the next
 	// (tellEvents). Zero tells each pass's progress at once.
 	EventInterval time.Duration
-	// Traces, when set, exports a trace of every Run (internal/tracing): each status write
-	// emits the spans of what it ended, and step pods carry TRACEPARENT.
-	Traces *tracing.Exporter
+	// Traces, when set, exports a trace of every Run: each status write emits the spans of
+	// what it ended (internal/tracing builds them, internal/tracing/otlp sends them), and
+	// step pods carry TRACEPARENT.
+	Traces *otlp.Exporter
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does
@@ -198,6 +200,10 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	if !run.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if r.Config.Traces != nil {
+		// What the pass logs joins the Run's trace.
+		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("trace_id", tracing.RunContext(run).TraceID().String()))
 	}
 	if run.Status.Phase.Finished() {
 		r.forget(req)

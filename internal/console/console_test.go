@@ -37,6 +37,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/console"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 const scriptOutput = `<script>alert("owned")</script>`
@@ -337,6 +338,28 @@ var _ = Describe("The console server", func() {
 		}
 		Consistently(sch, time.Second).ShouldNot(Receive(ContainSubstring(`"progress"`)), "a stranger sees no Run")
 		Expect(server.Streams()).To(Equal(3))
+	})
+
+	It("links a Run to its trace when given a trace URL, and refuses a URL with no place for the trace id", func() {
+		ns := newNamespace()
+		_, token := userToken(ns, "console", "ergon-viewer")
+		run, _ := waitingRun(ns)
+		readOnly := &rest.Config{Host: adminCfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: adminCfg.CAData}, BearerToken: token}
+		_, err := console.New(console.Config{APIServer: apiServerOnly(adminCfg), Key: make([]byte, 32), ReadOnly: readOnly,
+			TraceURL: "https://jaeger.example/search"})
+		Expect(err).To(MatchError(ContainSubstring("{traceId}")))
+		traced, err := console.New(console.Config{APIServer: apiServerOnly(adminCfg), Key: make([]byte, 32), ReadOnly: readOnly,
+			TraceURL: "https://jaeger.example/trace/{traceId}?uiEmbed=v0"})
+		Expect(err).NotTo(HaveOccurred())
+		ts := httptest.NewTLSServer(traced.Handler())
+		defer ts.Close()
+		res, err := ts.Client().Get(ts.URL + "/api/namespaces/" + ns + "/runs/" + run.Name)
+		Expect(err).NotTo(HaveOccurred())
+		var detail struct {
+			TraceURL string `json:"traceURL"`
+		}
+		Expect(json.NewDecoder(res.Body).Decode(&detail)).To(Succeed())
+		Expect(detail.TraceURL).To(Equal("https://jaeger.example/trace/" + tracing.RunContext(run).TraceID().String() + "?uiEmbed=v0"))
 	})
 
 	It("in read-only mode shows everyone what its own ServiceAccount may see and refuses every write", func() {

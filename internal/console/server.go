@@ -24,8 +24,10 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -68,6 +70,10 @@ type Config struct {
 	// MaxStreams bounds the live streams (server-sent events) open at once, each one watch
 	// per kind with the viewer's token; MaxStreamsPerSession bounds those of one session.
 	MaxStreams, MaxStreamsPerSession int
+	// TraceURL, when set, links each Run to its trace: an http(s) URL in which {traceId}
+	// stands for the Run's trace id (internal/tracing), e.g. a Jaeger UI's
+	// https://jaeger.example/trace/{traceId}.
+	TraceURL string
 }
 
 // Server serves the console.
@@ -88,6 +94,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	if len(cfg.Key) < 32 {
 		return nil, errors.New("the console needs a key of at least 32 bytes for its CSRF tokens")
+	}
+	if u := cfg.TraceURL; u != "" && (!strings.Contains(u, traceIDPlaceholder) ||
+		!strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://")) {
+		return nil, fmt.Errorf("the trace URL %q: want an http(s) URL with %s where the trace id goes", u, traceIDPlaceholder)
 	}
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 500

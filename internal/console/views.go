@@ -40,6 +40,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/kubectlergon"
 	"github.com/ergon-dev/ergon/internal/outputs"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 const (
@@ -194,8 +195,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
 	if l.rec != nil {
 		answer["archived"] = map[string]any{"archivedAt": l.rec.ArchivedAt, "missing": l.rec.Missing}
 	}
+	if u := s.cfg.TraceURL; u != "" {
+		answer["traceURL"] = strings.ReplaceAll(u, traceIDPlaceholder, tracing.RunContext(run).TraceID().String())
+	}
 	writeJSON(w, answer)
 }
+
+// traceIDPlaceholder stands for a Run's trace id in Config.TraceURL.
+const traceIDPlaceholder = "{traceId}"
 
 // snapshotOf is the Scene spec a Run executes: inline, or from its snapshot ConfigMap.
 func snapshotOf(ctx context.Context, v *viewer, run *ergonv1alpha1.Run) (*ergonv1alpha1.SceneSpec, error) {

@@ -17,16 +17,11 @@ limitations under the License.
 package tracing
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/agent"
@@ -145,108 +140,5 @@ func TestAFailedAgentAttemptIsAnError(t *testing.T) {
 		if s.Name == "invoke_agent draft" && (s.Status != codes.Error || !strings.Contains(s.Message, "ModelError")) {
 			t.Errorf("invoke_agent of a failed attempt: status %v %q", s.Status, s.Message)
 		}
-	}
-}
-
-func TestTheExporterSendsSpansAsBuilt(t *testing.T) {
-	mem := tracetest.NewInMemoryExporter()
-	e, err := New(context.Background(), mem, Options{Version: "v0.test", QueueSize: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spans := Spans(agentChange(t, false))
-	e.Emit(spans)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Start(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(mem.GetSpans()) < len(spans) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	got := mem.GetSpans() // before Start ends: the in-memory exporter forgets them on Shutdown
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	if len(got) != len(spans) {
-		t.Fatalf("exported %d spans, want %d", len(got), len(spans))
-	}
-	for i, s := range got {
-		if !s.SpanContext.Equal(spans[i].Context) || !s.Parent.Equal(spans[i].Parent) || !s.StartTime.Equal(spans[i].Start) ||
-			!s.EndTime.Equal(spans[i].End) || s.Name != spans[i].Name {
-			t.Errorf("span %d: exported %s %s..%s, built %s %s..%s", i, s.Name, s.StartTime, s.EndTime,
-				spans[i].Name, spans[i].Start, spans[i].End)
-		}
-		if v, ok := s.Resource.Set().Value("service.name"); !ok || v.AsString() != "ergon-manager" {
-			t.Errorf("service.name = %v", v.AsInterface())
-		}
-	}
-}
-
-func TestAFullQueueDropsAndNeverBlocks(t *testing.T) {
-	e, err := New(context.Background(), tracetest.NewInMemoryExporter(), Options{QueueSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := dropped("queue_full")
-	e.Emit(make([]Span, 5)) // nothing exports them: Start is not running
-	if got := dropped("queue_full") - before; got != 3 {
-		t.Errorf("dropped %v spans, want 3 of 5 with room for 2", got)
-	}
-}
-
-func TestNothingIsExportedWithoutAnEndpoint(t *testing.T) {
-	for _, tt := range []struct {
-		env  map[string]string
-		want bool
-	}{
-		{map[string]string{}, false},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, false},
-	} {
-		e, err := FromEnvironment(context.Background(), func(k string) string { return tt.env[k] }, Options{})
-		if err != nil || (e != nil) != tt.want {
-			t.Errorf("%v: exporter %v, error %v; want an exporter: %v", tt.env, e != nil, err, tt.want)
-		}
-	}
-	_, err := FromEnvironment(context.Background(), func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}[k]
-	}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL") {
-		t.Errorf("an unknown protocol: %v, want an error naming the variable", err)
-	}
-}
-
-func dropped(reason string) float64 {
-	m := &dto.Metric{}
-	_ = spansDropped.WithLabelValues(reason).Write(m)
-	return m.GetCounter().GetValue()
-}
-
-// recorder keeps what it is sent, through Shutdown.
-type recorder struct{ spans []sdktrace.ReadOnlySpan }
-
-func (r *recorder) ExportSpans(_ context.Context, s []sdktrace.ReadOnlySpan) error {
-	r.spans = append(r.spans, s...)
-	return nil
-}
-func (r *recorder) Shutdown(context.Context) error { return nil }
-
-func TestAStoppingManagerSendsWhatIsQueued(t *testing.T) {
-	rec := &recorder{}
-	e, err := New(context.Background(), rec, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Emit(Spans(agentChange(t, false))[:3])
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.spans) != 3 {
-		t.Errorf("sent %d of the 3 queued spans when stopping", len(rec.spans))
 	}
 }

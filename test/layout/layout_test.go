@@ -106,6 +106,19 @@ func TestTheCodeMapArrowsHold(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTheBinariesCarryOnlyWhatTheyNeed checks what the binaries other than the manager's depend on.
+func TestTheBinariesCarryOnlyWhatTheyNeed(t *testing.T) {
+	pkgs := listPackages(t)
+	// The OTLP exporters are the manager's: the console and the plugin name traces, never send them.
+	for _, bin := range []string{"cmd/console", "cmd/kubectl-ergon"} {
+		for _, dep := range pkgs[bin].deps {
+			if dep == module+"internal/tracing/otlp" {
+				t.Errorf("%s depends on internal/tracing/otlp: only the manager exports spans", bin)
+			}
+		}
+	}
 	// What runs inside every step pod is small and holds no client: it talks to nothing but
 	// the files and the model the step is given.
 	for _, bin := range []string{"cmd/entrypoint", "cmd/agent"} {

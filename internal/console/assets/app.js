@@ -559,7 +559,8 @@
           h("span", {}, "Steps ", h("b", { id: "progress" }, sum.done + "/" + sum.total)),
           h("span", { title: stamp(sum.started) }, "Started ", h("b", {}, ago(sum.started) || "not yet")),
           h("span", {}, "Duration ", h("b", {}, between(sum.started, sum.finished))),
-          h("span", {}, "By ", h("b", {}, (run.metadata.annotations || {})["ergon.dev/created-by"] || "?"))),
+          h("span", {}, "By ", h("b", {}, (run.metadata.annotations || {})["ergon.dev/created-by"] || "?")),
+          data.traceURL ? h("span", {}, h("a", { href: data.traceURL, id: "trace", target: "_blank", rel: "noopener" }, "Trace")) : null),
         Object.keys(run.spec.params || {}).length ? h("div", { class: "meta" }, ...Object.entries(run.spec.params).map(([k, v]) => h("span", {}, k + " = ", h("b", {}, v)))) : null,
         cond && cond.message ? h("p", { class: "muted", id: "condition" }, cond.reason + ": " + cond.message) : null,
         archived, h("div", { class: "actions" }, ...[cancel, rerun].filter(Boolean)), rerunBox].filter(Boolean));

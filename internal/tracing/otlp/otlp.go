@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package tracing
+// Package otlp exports the spans internal/tracing builds to an OTLP endpoint, in batches, off
+// the reconcile path. Only the manager imports it: what else needs a Run's trace id (the
+// console) imports internal/tracing alone, without the exporters.
+package otlp
 
 import (
 	"context"
@@ -31,6 +34,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // Defaults of an Exporter: bounded, so that a collector that is down costs a bounded amount of
@@ -64,8 +69,8 @@ type Exporter struct {
 	exporter sdktrace.SpanExporter
 	resource *resource.Resource
 	scope    instrumentation.Scope
-	queue    chan Span
-	// Content exports what agents were told and answered (Change.Content).
+	queue    chan tracing.Span
+	// Content exports what agents were told and answered (tracing.Change.Content).
 	Content bool
 	log     logr.Logger
 }
@@ -128,12 +133,12 @@ func New(ctx context.Context, exp sdktrace.SpanExporter, o Options) (*Exporter, 
 	if size <= 0 {
 		size = DefaultQueueSize
 	}
-	return &Exporter{exporter: exp, resource: res, queue: make(chan Span, size), Content: o.Content, log: o.Log,
+	return &Exporter{exporter: exp, resource: res, queue: make(chan tracing.Span, size), Content: o.Content, log: o.Log,
 		scope: instrumentation.Scope{Name: "github.com/ergon-dev/ergon", Version: o.Version, SchemaURL: semconv.SchemaURL}}, nil
 }
 
 // Emit queues spans for export. It never blocks: a span that finds the queue full is dropped.
-func (e *Exporter) Emit(spans []Span) {
+func (e *Exporter) Emit(spans []tracing.Span) {
 	for _, s := range spans {
 		select {
 		case e.queue <- s:
@@ -187,7 +192,7 @@ func (e *Exporter) Start(ctx context.Context) error {
 }
 
 // readOnly is s as the SDK's exporters take it, with the ids and times it was given.
-func (e *Exporter) readOnly(s Span) sdktrace.ReadOnlySpan {
+func (e *Exporter) readOnly(s tracing.Span) sdktrace.ReadOnlySpan {
 	status := sdktrace.Status{Code: s.Status, Description: s.Message}
 	return tracetest.SpanStub{
 		Name: s.Name, SpanContext: s.Context, Parent: s.Parent, SpanKind: s.Kind,
