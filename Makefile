@@ -132,6 +132,13 @@ verify-generated: controller-gen ## Fail when generated files (CRDs, RBAC, deepc
 bench-authz: envtest-assets ## Measure what authorization at the effect adds to deps->pod latency: a 1,000-step fan-out, its leaves reading a Secret and reading nothing.
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -authz-rounds 4
 
+.PHONY: bench-traces
+bench-traces: envtest-assets ## Measure what exporting traces costs: a 1,000-step fan-out without and with an OTLP receiver, alternated (docs/observability.md).
+	for i in 1 2 3; do \
+		KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -trace-rounds 2 || exit 1; \
+		KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -trace-rounds 2 -traces || exit 1; \
+	done
+
 .PHONY: bench-console
 bench-console: envtest-assets ## Measure the web console in headless Chromium (Debian's chromium): first paint of a 1,000-step Run, SSE latency, memory per stream.
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/console

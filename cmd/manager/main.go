@@ -337,7 +337,7 @@ func (noController) SetupWithManager(ctrl.Manager) error { return nil }
 func setupTraces(mgr ctrl.Manager, o *options) error {
 	metrics.Registry.MustRegister(otlp.Collectors()...)
 	_, version, _ := strings.Cut(o.run.EntrypointImage, ":")
-	traces, err := otlp.FromEnvironment(context.Background(), os.Getenv,
+	traces, err := otlp.FromEnvironment(context.Background(),
 		otlp.Options{Content: o.traceContent, Version: version, Log: ctrl.Log.WithName("traces")})
 	if err != nil || traces == nil {
 		return err

@@ -31,7 +31,7 @@ import (
 func (r *RunReconciler) trace(run *ergonv1alpha1.Run, before, after *ergonv1alpha1.RunStatus, scene *compile.Scene,
 	facts *planner.Facts) {
 	t := r.Config.Traces
-	if t == nil {
+	if t == nil || !tracing.Ends(before, after) {
 		return
 	}
 	t.Emit(tracing.Spans(traceChange(run, before, after, scene, facts, r.Clock.Now(), t.Content)))

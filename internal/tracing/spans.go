@@ -91,6 +91,28 @@ type Change struct {
 	Content bool
 }
 
+// Ends reports whether anything ended between two statuses of a Run (the Run, a step, an
+// attempt): only then does Spans return any, and is a Change worth building.
+func Ends(before, after *ergonv1alpha1.RunStatus) bool {
+	if after.Phase.Finished() && !before.Phase.Finished() {
+		return true
+	}
+	was := make(map[string]*ergonv1alpha1.StepStatus, len(before.Steps))
+	for i := range before.Steps {
+		was[before.Steps[i].Name] = &before.Steps[i]
+	}
+	for i := range after.Steps {
+		s, b := &after.Steps[i], was[after.Steps[i].Name]
+		if b == nil {
+			b = &ergonv1alpha1.StepStatus{}
+		}
+		if s.Phase.Finished() && !b.Phase.Finished() || len(s.History) > len(b.History) {
+			return true
+		}
+	}
+	return false
+}
+
 // Spans returns the spans of everything that ended between c.Before and c.After: the Run,
 // its steps, each step's attempts and their stages, and the GenAI spans of agent attempts.
 func Spans(c Change) []Span {

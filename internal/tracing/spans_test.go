@@ -106,6 +106,9 @@ func TestAStepThatEndsIsASpanWithItsAttemptAndStages(t *testing.T) {
 	if !spans["attempt build"].Context.Equal(attempt) {
 		t.Errorf("the attempt's span is not the one its pod's TRACEPARENT names")
 	}
+	if !Ends(before, after) || Ends(after, after) {
+		t.Errorf("Ends: %v for the write that ended the step, %v for one that ended nothing", Ends(before, after), Ends(after, after))
+	}
 	if again := Spans(Change{Run: run, Before: after, After: after, Now: c.Now, Steps: c.Steps, Pods: c.Pods}); len(again) != 0 {
 		t.Errorf("a write that ends nothing emits %d spans; each span is emitted once, when it ends", len(again))
 	}

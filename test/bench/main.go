@@ -64,6 +64,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/slots"
+	"github.com/ergon-dev/ergon/internal/tracing/otlp"
 	"github.com/ergon-dev/ergon/test/testenv"
 	webhookv1alpha1 "github.com/ergon-dev/ergon/webhook/v1alpha1"
 )
@@ -99,6 +100,9 @@ func main() {
 	archiveRuns := flag.Int("archive-runs", 200, "archive cost: Runs of the 10-step Scene per round")
 	authzRounds := flag.Int("authz-rounds", 0,
 		"run only the authorization bench: this many rounds of the fan-out, its leaves reading a Secret and reading nothing")
+	traceRounds := flag.Int("trace-rounds", 0,
+		"run only the tracing bench: this many rounds of the fan-out, with the manager's traces as -traces says")
+	traced := flag.Bool("traces", false, "export the manager's traces to an OTLP/HTTP receiver on loopback")
 	flag.Parse()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(ergonv1alpha1.AddToScheme(scheme))
@@ -148,6 +152,10 @@ func main() {
 	if *fair {
 		limits = defaultSlots
 	}
+	var receiver *traceReceiver
+	if *traced {
+		benchTraces, receiver = startTraces(ctx)
+	}
 	startManager(ctx, mgrCfg, &env.WebhookInstallOptions, limits)
 
 	kcfg := rest.CopyConfig(cfg)
@@ -161,6 +169,10 @@ func main() {
 	go k.run(ctx)
 	if *authzRounds > 0 {
 		authorizationCost(ctx, c, k, *fanOut, *authzRounds)
+		return
+	}
+	if *traceRounds > 0 {
+		traceCost(ctx, c, k, *fanOut, *traceRounds, receiver)
 		return
 	}
 	if *fair {
@@ -202,6 +214,9 @@ func must(err error) {
 // authorizer is the manager's, whose figures the fan-out reports.
 var authorizer *authz.Authorizer
 
+// benchTraces is the manager's trace exporter under -traces.
+var benchTraces *otlp.Exporter
+
 func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookInstallOptions, limits slots.Limits) {
 	ctrl.SetLogger(logr.Discard()) // the bench prints figures, not the manager's log
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -217,7 +232,7 @@ func startManager(ctx context.Context, cfg *rest.Config, hooks *envtest.WebhookI
 		Client:     mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("ergon-run"),
 		Clock: clock.RealClock{}, Logs: noLogs{}, Config: runcontroller.RunConfig{EntrypointImage: "ergon/manager:bench", MaxDepth: 5, Workers: 4,
 			StatusInterval: time.Second, EventInterval: 10 * time.Second, // the manager's defaults (cmd/manager)
-			Slots: limits},
+			Slots: limits, Traces: benchTraces},
 	}).SetupWithManager(mgr))
 	must(webhookv1alpha1.SetupSceneWebhookWithManager(mgr))
 	must(webhookv1alpha1.SetupRunWebhookWithManager(mgr))

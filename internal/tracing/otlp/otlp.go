@@ -22,6 +22,7 @@ package otlp
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -95,10 +96,11 @@ func Enabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
 }
 
-// FromEnvironment returns an Exporter configured by the standard OTEL_EXPORTER_OTLP_*
-// variables (endpoint, protocol, headers, certificates, timeout), or nil when they name no
-// endpoint: nothing is exported then.
-func FromEnvironment(ctx context.Context, getenv func(string) string, o Options) (*Exporter, error) {
+// FromEnvironment returns an Exporter configured by the process's standard
+// OTEL_EXPORTER_OTLP_* variables (endpoint, protocol, headers, certificates, timeout), or nil
+// when they name no endpoint: nothing is exported then.
+func FromEnvironment(ctx context.Context, o Options) (*Exporter, error) {
+	getenv := os.Getenv
 	if !Enabled(getenv) {
 		return nil, nil
 	}

@@ -104,16 +104,24 @@ func TestNothingIsExportedWithoutAnEndpoint(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, false},
 	} {
-		e, err := FromEnvironment(context.Background(), func(k string) string { return tt.env[k] }, Options{})
-		if err != nil || (e != nil) != tt.want {
-			t.Errorf("%v: exporter %v, error %v; want an exporter: %v", tt.env, e != nil, err, tt.want)
+		if got := Enabled(func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("%v: enabled %v, want %v", tt.env, got, tt.want)
 		}
 	}
-	_, err := FromEnvironment(context.Background(), func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}[k]
-	}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL") {
-		t.Errorf("an unknown protocol: %v, want an error naming the variable", err)
+	e, err := FromEnvironment(context.Background(), Options{})
+	if err != nil || e != nil {
+		t.Errorf("without an endpoint: exporter %v, error %v; want neither", e != nil, err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	for protocol, ok := range map[string]bool{"": true, "http/protobuf": true, "grpc": true, "http/json": false} {
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+		e, err := FromEnvironment(context.Background(), Options{})
+		if ok && (err != nil || e == nil) {
+			t.Errorf("protocol %q: exporter %v, error %v", protocol, e != nil, err)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL")) {
+			t.Errorf("protocol %q: %v, want an error naming the variable", protocol, err)
+		}
 	}
 }
 
