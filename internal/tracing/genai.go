@@ -75,7 +75,8 @@ const providerName = "openai"
 // model calls (chat) and tool calls (execute_tool), read from its transcript. The transcript
 // records how long each call took, not when it began: the calls are laid end to end from the
 // attempt's start, in the order they happened.
-func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw string, sp *Span) []Span {
+func (b *builder) agent(step string, info StepInfo, attempt trace.SpanContext, raw string, sp *Span) {
+	c := b.Change
 	sp.Name = "invoke_agent " + step
 	sp.Kind = trace.SpanKindClient
 	sp.Attributes = append(sp.Attributes,
@@ -88,7 +89,7 @@ func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw
 	}
 	var t transcript
 	if raw == "" || json.Unmarshal([]byte(raw), &t) != nil {
-		return nil
+		return
 	}
 	sp.Attributes = append(sp.Attributes,
 		semconv.GenAIUsageInputTokens(int(t.Usage.PromptTokens)),
@@ -97,10 +98,9 @@ func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw
 		sp.Start, sp.End = t.StartedAt, t.FinishedAt
 	}
 	at := sp.Start
-	var out []Span
 	for i, e := range t.Entries {
 		d := time.Duration(e.DurationMS) * time.Millisecond
-		id := spanContext(attempt.TraceID(), spanIDOf(c.Run.UID, "span", attempt.SpanID().String(), "entry", strconv.Itoa(i)))
+		id := b.context("span", attempt.SpanID().String(), "entry", strconv.Itoa(i))
 		switch e.Role {
 		case "assistant":
 			model := firstOf(e.Model, t.Model, info.Model)
@@ -119,7 +119,7 @@ func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw
 			if c.Content {
 				s.Attributes = append(s.Attributes, semconv.GenAIOutputMessagesKey.String(assistantMessage(e)))
 			}
-			out = append(out, s)
+			b.out = append(b.out, s)
 		case "tool":
 			s := Span{Name: "execute_tool " + e.Tool, Context: id, Parent: attempt, Kind: trace.SpanKindInternal, Start: at, End: at.Add(d),
 				Attributes: []attribute.KeyValue{
@@ -146,7 +146,7 @@ func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw
 					s.Message = e.Content
 				}
 			}
-			out = append(out, s)
+			b.out = append(b.out, s)
 		default:
 			continue
 		}
@@ -155,7 +155,6 @@ func (c Change) agent(step string, info StepInfo, attempt trace.SpanContext, raw
 	if t.Outcome != "" && t.Outcome != "Succeeded" {
 		sp.Status, sp.Message = codes.Error, t.Outcome+": "+t.Message
 	}
-	return out
 }
 
 // assistantMessage is an assistant entry as gen_ai.output.messages carries it.

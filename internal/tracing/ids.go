@@ -38,7 +38,8 @@ import (
 
 // traceIDOf is the trace of every Run caused by root ("NAME/UID", cause.Cause.Root).
 func traceIDOf(root string) trace.TraceID {
-	sum := sha256.Sum256([]byte("ergon.dev/trace\x00" + root))
+	var arr [256]byte
+	sum := sha256.Sum256(append(append(arr[:0], "ergon.dev/trace\x00"...), root...))
 	var id trace.TraceID
 	copy(id[:], sum[:])
 	return id
@@ -47,14 +48,15 @@ func traceIDOf(root string) trace.TraceID {
 // spanIDOf is the span of one thing a Run did: parts name it within the Run ("run",
 // "step", NAME, "attempt", N, ...).
 func spanIDOf(uid types.UID, parts ...string) trace.SpanID {
-	h := sha256.New()
-	h.Write([]byte("ergon.dev/span\x00" + string(uid)))
+	// On the stack for any name a Run's span has: a Run builds thousands of them in a pass.
+	var arr [256]byte
+	buf := append(append(arr[:0], "ergon.dev/span\x00"...), uid...)
 	for _, p := range parts {
-		h.Write([]byte{0})
-		h.Write([]byte(p))
+		buf = append(append(buf, 0), p...)
 	}
+	sum := sha256.Sum256(buf)
 	var id trace.SpanID
-	copy(id[:], h.Sum(nil))
+	copy(id[:], sum[:])
 	if !id.IsValid() { // all zeroes: not a valid span id, and as likely as any other
 		id[7] = 1
 	}

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	"github.com/ergon-dev/ergon/internal/cause"
 )
 
 // SemconvVersion is the version of the OpenTelemetry semantic conventions the spans follow.
@@ -116,8 +117,8 @@ func Ends(before, after *ergonv1alpha1.RunStatus) bool {
 // Spans returns the spans of everything that ended between c.Before and c.After: the Run,
 // its steps, each step's attempts and their stages, and the GenAI spans of agent attempts.
 func Spans(c Change) []Span {
-	var out []Span
-	before := map[string]*ergonv1alpha1.StepStatus{}
+	b := &builder{Change: c, trace: traceIDOf(cause.Of(c.Run).Root)}
+	before := make(map[string]*ergonv1alpha1.StepStatus, len(c.Before.Steps))
 	for i := range c.Before.Steps {
 		before[c.Before.Steps[i].Name] = &c.Before.Steps[i]
 	}
@@ -127,19 +128,31 @@ func Spans(c Change) []Span {
 		if was == nil {
 			was = &ergonv1alpha1.StepStatus{}
 		}
-		out = append(out, c.attempts(s, was)...)
+		b.attempts(s, was)
 		if s.Phase.Finished() && !was.Phase.Finished() {
-			out = append(out, c.step(s))
+			b.step(s)
 		}
 	}
 	if c.After.Phase.Finished() && !c.Before.Phase.Finished() {
-		out = append(out, c.run())
+		b.run()
 	}
-	return out
+	return b.out
 }
 
-func (c Change) run() Span {
-	run := c.Run
+// builder builds the spans of one Change, in the trace of its Run's cause.
+type builder struct {
+	Change
+	trace trace.TraceID
+	out   []Span
+}
+
+// context is the span of what parts name in the Run (ids.go).
+func (b *builder) context(parts ...string) trace.SpanContext {
+	return spanContext(b.trace, spanIDOf(b.Run.UID, parts...))
+}
+
+func (b *builder) run() {
+	c, run := b.Change, b.Run
 	attrs := []attribute.KeyValue{
 		semconv.K8SNamespaceName(run.Namespace),
 		attribute.String("ergon.run.name", run.Name),
@@ -154,7 +167,7 @@ func (c Change) run() Span {
 	if t := run.Labels[ergonv1alpha1.LabelTrigger]; t != "" {
 		attrs = append(attrs, attribute.String("ergon.trigger.name", t))
 	}
-	sp := Span{Name: "run " + run.Spec.SceneRef.Name, Context: RunContext(run), Parent: parentOf(run),
+	sp := Span{Name: "run " + run.Spec.SceneRef.Name, Context: b.context("run"), Parent: parentOf(run),
 		Kind: trace.SpanKindServer, Start: run.CreationTimestamp.Time, End: timeOr(c.After.FinishedAt, c.Now), Attributes: attrs}
 	if cond := meta.FindStatusCondition(c.After.Conditions, ergonv1alpha1.ConditionSucceeded); cond != nil {
 		attrs = append(attrs, attribute.String("ergon.run.reason", cond.Reason))
@@ -163,10 +176,11 @@ func (c Change) run() Span {
 		}
 	}
 	sp.Attributes = attrs
-	return sp
+	b.out = append(b.out, sp)
 }
 
-func (c Change) step(s *ergonv1alpha1.StepStatus) Span {
+func (b *builder) step(s *ergonv1alpha1.StepStatus) {
+	c := b.Change
 	info := c.Steps[s.Name]
 	end := timeOr(s.FinishedAt, c.Now)
 	attrs := []attribute.KeyValue{
@@ -193,12 +207,12 @@ func (c Change) step(s *ergonv1alpha1.StepStatus) Span {
 			attrs = append(attrs, attribute.String("ergon.gate.decided_by", g.DecidedBy))
 		}
 	}
-	sp := Span{Name: "step " + s.Name, Context: StepContext(c.Run, s.Name), Parent: RunContext(c.Run),
+	sp := Span{Name: "step " + s.Name, Context: b.context("step", s.Name), Parent: b.context("run"),
 		Kind: trace.SpanKindInternal, Start: timeOr(s.StartedAt, end), End: end, Attributes: attrs}
 	if s.Phase == ergonv1alpha1.StepFailed {
 		sp.Status, sp.Message = codes.Error, s.Message
 	}
-	return sp
+	b.out = append(b.out, sp)
 }
 
 // attempt is one attempt of a pod step as the status records it.
@@ -211,12 +225,13 @@ type attempt struct {
 	start, end *time.Time
 }
 
-// attempts returns the spans of the attempts of a container or agent step that ended between
+// attempts builds the spans of the attempts of a container or agent step that ended between
 // was and s: those history gained, and the last one when the step ended.
-func (c Change) attempts(s, was *ergonv1alpha1.StepStatus) []Span {
+func (b *builder) attempts(s, was *ergonv1alpha1.StepStatus) {
+	c := b.Change
 	info := c.Steps[s.Name]
 	if info.Kind != KindContainer && info.Kind != KindAgent || s.Instances != nil || s.Loop != nil {
-		return nil
+		return
 	}
 	var ended []attempt
 	for _, h := range s.History[min(len(was.History), len(s.History)):] {
@@ -228,22 +243,22 @@ func (c Change) attempts(s, was *ergonv1alpha1.StepStatus) []Span {
 		ended = append(ended, attempt{n: max(s.Attempts, 1), pod: s.PodName, phase: s.Phase, reason: s.Reason,
 			message: s.Message, end: &end})
 	}
-	var out []Span
 	for _, a := range ended {
-		out = append(out, c.attempt(s, info, a)...)
+		b.attempt(s, info, a)
 	}
-	return out
 }
 
-func (c Change) attempt(s *ergonv1alpha1.StepStatus, info StepInfo, a attempt) []Span {
+func (b *builder) attempt(s *ergonv1alpha1.StepStatus, info StepInfo, a attempt) {
+	c := b.Change
 	pod := c.Pods[a.pod]
-	ctx := AttemptContext(c.Run, s.Name, a.n)
+	n := strconv.Itoa(int(a.n))
+	ctx, step := b.context("step", s.Name, "attempt", n), b.context("step", s.Name)
 	end := c.Now
 	if a.end != nil {
 		end = *a.end
 	}
 	start := firstTime(pod.Created, pod.Started, derefTime(a.start), end)
-	sp := Span{Name: "attempt " + s.Name, Context: ctx, Parent: StepContext(c.Run, s.Name), Kind: trace.SpanKindInternal,
+	sp := Span{Name: "attempt " + s.Name, Context: ctx, Parent: step, Kind: trace.SpanKindInternal,
 		Start: start, End: end, Attributes: []attribute.KeyValue{
 			attribute.String("ergon.step.name", s.Name),
 			attribute.Int("ergon.attempt", int(a.n)),
@@ -256,37 +271,30 @@ func (c Change) attempt(s *ergonv1alpha1.StepStatus, info StepInfo, a attempt) [
 	if a.phase == ergonv1alpha1.StepFailed || a.phase == ergonv1alpha1.StepRetrying {
 		sp.Status, sp.Message = codes.Error, a.message
 	}
-	out := []Span{}
-	if a.n == 1 && s.StartedAt != nil && !pod.Created.IsZero() {
-		out = append(out, c.stage("queue", s.Name, "", StepContext(c.Run, s.Name), s.StartedAt.Time, pod.Created))
+	at := len(b.out)
+	b.out = append(b.out, Span{}) // the attempt's own, once the agent's transcript has shaped it
+	if a.n == 1 && s.StartedAt != nil {
+		b.stage("queue", s.Name, "", step, s.StartedAt.Time, pod.Created)
 	}
-	out = append(out,
-		c.stage("schedule", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Created, pod.Scheduled),
-		c.stage("prepare", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Scheduled, pod.Started),
-		c.stage("run", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Started, pod.Finished),
-		c.stage("store outputs", s.Name, strconv.Itoa(int(a.n)), ctx, pod.Finished, end))
+	b.stage("schedule", s.Name, n, ctx, pod.Created, pod.Scheduled)
+	b.stage("prepare", s.Name, n, ctx, pod.Scheduled, pod.Started)
+	b.stage("run", s.Name, n, ctx, pod.Started, pod.Finished)
+	b.stage("store outputs", s.Name, n, ctx, pod.Finished, end)
 	if info.Kind == KindAgent {
-		agent := c.agent(s.Name, info, ctx, c.Transcripts[a.pod], &sp)
-		out = append(out, agent...)
+		b.agent(s.Name, info, ctx, c.Transcripts[a.pod], &sp)
 	}
-	spans := []Span{sp}
-	for _, st := range out {
-		if st.Name != "" {
-			spans = append(spans, st)
-		}
-	}
-	return spans
+	b.out[at] = sp
 }
 
-// stage is a stage of an attempt (or the queue before the first), when both its ends are
-// known and in order; a Span without a name otherwise.
-func (c Change) stage(name, step, attempt string, parent trace.SpanContext, start, end time.Time) Span {
+// stage builds a stage of an attempt (or the queue before the first) when both its ends are
+// known and in order.
+func (b *builder) stage(name, step, attempt string, parent trace.SpanContext, start, end time.Time) {
 	if start.IsZero() || end.IsZero() || end.Before(start) {
-		return Span{}
+		return
 	}
-	return Span{Name: name, Context: spanContext(parent.TraceID(), spanIDOf(c.Run.UID, "step", step, "attempt", attempt, name)),
+	b.out = append(b.out, Span{Name: name, Context: b.context("step", step, "attempt", attempt, name),
 		Parent: parent, Kind: trace.SpanKindInternal, Start: start, End: end,
-		Attributes: []attribute.KeyValue{attribute.String("ergon.step.name", step)}}
+		Attributes: []attribute.KeyValue{attribute.String("ergon.step.name", step)}})
 }
 
 func timeOr(t *metav1.Time, or time.Time) time.Time {

@@ -18,6 +18,7 @@ package tracing
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -222,4 +223,47 @@ func keys(m map[string]Span) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// BenchmarkAFanOutEnds is the pass that records the end of a 1,000-step fan-out's leaves: the
+// check that something ended, then every step's spans (the step, its attempt and its stages).
+func BenchmarkAFanOutEnds(b *testing.B) {
+	run := testRun()
+	before := &ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunRunning}
+	c := Change{Run: run, Before: before, Now: t0.Add(time.Hour), Steps: map[string]StepInfo{}, Pods: map[string]PodTimes{}}
+	for i := range 1000 {
+		name, pod := "leaf-"+strconv.Itoa(i), "pod-"+strconv.Itoa(i)
+		before.Steps = append(before.Steps, ergonv1alpha1.StepStatus{Name: name, Phase: ergonv1alpha1.StepRunning,
+			StartedAt: at(1), PodName: pod, Attempts: 1})
+		c.Steps[name] = StepInfo{Kind: KindContainer}
+		c.Pods[pod] = PodTimes{Created: at(2).Time, Scheduled: at(3).Time, Started: at(4).Time, Finished: at(5).Time}
+	}
+	after := before.DeepCopy()
+	for i := range after.Steps {
+		after.Steps[i].Phase, after.Steps[i].FinishedAt = ergonv1alpha1.StepSucceeded, at(6)
+	}
+	c.After = after
+	b.ReportAllocs()
+	for b.Loop() {
+		if !Ends(before, after) {
+			b.Fatal("nothing ended")
+		}
+		if n := len(Spans(c)); n != 7000 {
+			b.Fatalf("%d spans, want 7 a step", n)
+		}
+	}
+}
+
+// BenchmarkAPassThatEndsNothing is what every other pass of that Run pays: the check alone.
+func BenchmarkAPassThatEndsNothing(b *testing.B) {
+	status := &ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunRunning}
+	for i := range 1000 {
+		status.Steps = append(status.Steps, ergonv1alpha1.StepStatus{Name: "leaf-" + strconv.Itoa(i), Phase: ergonv1alpha1.StepRunning})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if Ends(status, status) {
+			b.Fatal("something ended")
+		}
+	}
 }
