@@ -17,6 +17,7 @@ limitations under the License.
 package run
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/slots"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // Prometheus metrics of the Run engine, served by the manager with controller-runtime's own
@@ -33,8 +35,8 @@ import (
 var (
 	runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ergon_runs_finished_total",
-		Help: "Runs that finished, by phase.",
-	}, []string{"phase"})
+		Help: "Runs that finished, by namespace and phase.",
+	}, []string{labelNamespace, "phase"})
 	runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ergon_runs_started_total",
 		Help: "Runs that started executing.",
@@ -52,7 +54,46 @@ var (
 		Name: "ergon_agent_tokens_total",
 		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
 	}, []string{labelNamespace, "model", "kind"})
+	stepStage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ergon_step_stage_seconds",
+		Help: "Time a step pod's attempt spent in each stage: queue (ready to pod created), schedule, prepare " +
+			"(image pulls, Ergon's init), run (the step's container), store outputs.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
+	}, []string{"stage"})
+	gateWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ergon_gate_wait_seconds",
+		Help:    "Time a Gate step waited for its decision, by namespace.",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+	}, []string{labelNamespace})
+	agentFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_agent_failures_total",
+		Help: "Agent step attempts that failed, by namespace and reason.",
+	}, []string{labelNamespace, "reason"})
 )
+
+// maxModels bounds the values of the model label: a Scene names its models, so past this many
+// distinct ones a manager counts the rest as "other" rather than grow its series without bound.
+const maxModels = 50
+
+var models = struct {
+	sync.Mutex
+	seen map[string]bool
+}{seen: map[string]bool{}}
+
+// modelLabel is model as the model label carries it: itself among the first maxModels a
+// manager sees, "other" after.
+func modelLabel(model string) string {
+	models.Lock()
+	defer models.Unlock()
+	if models.seen[model] {
+		return model
+	}
+	if len(models.seen) >= maxModels {
+		return "other"
+	}
+	models.seen[model] = true
+	return model
+}
 
 // queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
 // metrics report: the manager has one.
@@ -106,7 +147,8 @@ func (queueCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func init() {
-	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, queueCollector{})
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, stepStage, gateWait,
+		agentFailures, queueCollector{})
 }
 
 // observeTransitions records the metrics of what changed between two statuses of a Run of
@@ -116,7 +158,7 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 		runsStarted.Inc()
 	}
 	if !before.Phase.Finished() && after.Phase.Finished() {
-		runsFinished.WithLabelValues(string(after.Phase)).Inc()
+		runsFinished.WithLabelValues(namespace, string(after.Phase)).Inc()
 	}
 	was := map[string]ergonv1alpha1.StepPhase{}
 	used := map[string]*ergonv1alpha1.AgentUsage{}
@@ -128,7 +170,7 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 	for _, s := range after.Steps {
 		step := scene.Steps[s.Name]
 		if s.Usage != nil && !equality.Semantic.DeepEqual(s.Usage, used[s.Name]) {
-			model := agentModel(scene, step)
+			model := modelLabel(agentModel(scene, step))
 			agentTokens.WithLabelValues(namespace, model, "prompt").Add(float64(s.Usage.PromptTokens))
 			agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(s.Usage.CompletionTokens))
 		}
@@ -174,4 +216,21 @@ func agentModel(scene *compile.Scene, step *compile.Step) string {
 		return m.Model
 	}
 	return name
+}
+
+// observeSpans records the metrics of what a status write ended from its spans, which the
+// traces are made of too: the stages of the attempts, the Gates' waits, the agents' failures.
+func observeSpans(namespace string, spans []tracing.Span) {
+	for i := range spans {
+		s := &spans[i]
+		d := s.End.Sub(s.Start).Seconds()
+		switch {
+		case tracing.IsStage(s.Name):
+			stepStage.WithLabelValues(s.Name).Observe(d)
+		case s.Attr("ergon.step.kind") == tracing.KindGate:
+			gateWait.WithLabelValues(namespace).Observe(d)
+		case s.Attr("gen_ai.operation.name") == "invoke_agent" && s.Attr("ergon.attempt.phase") == string(ergonv1alpha1.StepFailed):
+			agentFailures.WithLabelValues(namespace, s.Attr("ergon.attempt.reason")).Inc()
+		}
+	}
 }

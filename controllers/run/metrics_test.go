@@ -17,6 +17,7 @@ limitations under the License.
 package run
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/slots"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 func metricsScene(t *testing.T) *compile.Scene {
@@ -77,7 +79,7 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 	}}
 
 	started := testutil.ToFloat64(runsStarted)
-	failed := testutil.ToFloat64(runsFinished.WithLabelValues("Failed"))
+	failed := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed"))
 	active := testutil.ToFloat64(stepPodsActive)
 	containerOK := histogramCount(t, stepDuration.WithLabelValues("container", "Succeeded"))
 	agentFailed := histogramCount(t, stepDuration.WithLabelValues("agent", "Failed"))
@@ -97,7 +99,7 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 
 	observeTransitions("metrics-test", &running, &done, scene)
 	observeTransitions("metrics-test", &done, &done, scene)
-	if got := testutil.ToFloat64(runsFinished.WithLabelValues("Failed")) - failed; got != 1 {
+	if got := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed")) - failed; got != 1 {
 		t.Errorf("ergon_runs_finished_total{phase=Failed} moved by %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(stepPodsActive) - active; got != 0 {
@@ -158,5 +160,58 @@ ergon_queue_units_waiting{namespace="other"} 0
 	a.Forget(other)
 	if n := testutil.CollectAndCount(queueCollector{}, "ergon_queue_slots_held"); n != 1 {
 		t.Fatalf("%d namespaces reported after one's Runs ended, want 1", n)
+	}
+}
+
+func TestTheSpansOfAWriteAreItsMetricsToo(t *testing.T) {
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "spans-test", UID: "u"}}
+	at := func(s int) *metav1.Time { return &metav1.Time{Time: time.Unix(1000+int64(s), 0)} }
+	before := &ergonv1alpha1.RunStatus{Steps: []ergonv1alpha1.StepStatus{
+		{Name: "build", Phase: ergonv1alpha1.StepRunning, StartedAt: at(0), PodName: "p", Attempts: 1},
+		{Name: "review", Phase: ergonv1alpha1.StepWaiting, StartedAt: at(0), Gate: "g"},
+		{Name: "draft", Phase: ergonv1alpha1.StepRunning, StartedAt: at(0), PodName: "d", Attempts: 1}}}
+	after := before.DeepCopy()
+	after.Steps[0].Phase, after.Steps[0].FinishedAt = ergonv1alpha1.StepSucceeded, at(10)
+	after.Steps[1].Phase, after.Steps[1].FinishedAt = ergonv1alpha1.StepSucceeded, at(120)
+	after.Steps[2].Phase, after.Steps[2].Reason, after.Steps[2].FinishedAt = ergonv1alpha1.StepFailed, "AgentMaxTurns", at(30)
+	c := tracing.Change{Run: run, Before: before, After: after, Now: time.Unix(2000, 0),
+		Steps: map[string]tracing.StepInfo{"build": {Kind: tracing.KindContainer}, "review": {Kind: tracing.KindGate},
+			"draft": {Kind: tracing.KindAgent, Model: "small"}},
+		Pods: map[string]tracing.PodTimes{"p": {Created: at(1).Time, Scheduled: at(2).Time, Started: at(4).Time, Finished: at(9).Time}}}
+	count := func(h prometheus.Observer) uint64 {
+		m := &dto.Metric{}
+		_ = h.(prometheus.Metric).Write(m)
+		return m.GetHistogram().GetSampleCount()
+	}
+	stages := map[string]uint64{}
+	for _, s := range tracing.Stages {
+		stages[s] = count(stepStage.WithLabelValues(s))
+	}
+	gates := count(gateWait.WithLabelValues("spans-test"))
+	failures := testutil.ToFloat64(agentFailures.WithLabelValues("spans-test", "AgentMaxTurns"))
+
+	observeSpans(run.Namespace, tracing.Spans(c))
+	for _, s := range tracing.Stages {
+		if got := count(stepStage.WithLabelValues(s)) - stages[s]; got != 1 {
+			t.Errorf("stage %s observed %d times, want once", s, got)
+		}
+	}
+	if got := count(gateWait.WithLabelValues("spans-test")) - gates; got != 1 {
+		t.Errorf("the Gate's wait observed %d times, want once", got)
+	}
+	if got := testutil.ToFloat64(agentFailures.WithLabelValues("spans-test", "AgentMaxTurns")) - failures; got != 1 {
+		t.Errorf("the agent's failure counted %v times, want once", got)
+	}
+}
+
+func TestTheModelLabelIsBounded(t *testing.T) {
+	for i := range maxModels + 10 {
+		modelLabel("model-" + strconv.Itoa(i))
+	}
+	if got := modelLabel("yet-another"); got != "other" {
+		t.Errorf("model %d is %q, want other", maxModels+11, got)
+	}
+	if got := modelLabel("model-3"); got != "model-3" {
+		t.Errorf("a model seen first keeps its label: %q", got)
 	}
 }

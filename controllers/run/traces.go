@@ -25,16 +25,21 @@ import (
 	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
-// trace emits the spans of what a status write ended, when the manager exports traces. The
-// spans' times are the status's (and the pods' and transcripts' the pass read), their ids the
-// Run's, so a pass after a restart emits nothing twice and the trace stays one tree.
+// trace builds the spans of what a status write ended, records the metrics read from them
+// (observeSpans), and emits them when the manager exports traces. The spans' times are the
+// status's (and the pods' and transcripts' the pass read), their ids the Run's, so a pass
+// after a restart emits nothing twice and the trace stays one tree.
 func (r *RunReconciler) trace(run *ergonv1alpha1.Run, before, after *ergonv1alpha1.RunStatus, scene *compile.Scene,
 	facts *planner.Facts) {
-	t := r.Config.Traces
-	if t == nil || !tracing.Ends(before, after) {
+	if !tracing.Ends(before, after) {
 		return
 	}
-	t.Emit(tracing.Spans(traceChange(run, before, after, scene, facts, r.Clock.Now(), t.Content)))
+	t := r.Config.Traces
+	spans := tracing.Spans(traceChange(run, before, after, scene, facts, r.Clock.Now(), t != nil && t.Content))
+	observeSpans(run.Namespace, spans)
+	if t != nil {
+		t.Emit(spans)
+	}
 }
 
 // traceChange is a status write as internal/tracing reads it: the steps' kinds and models

@@ -17,6 +17,7 @@ limitations under the License.
 package tracing
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -45,6 +46,24 @@ type Span struct {
 	Attributes []attribute.KeyValue
 	Status     codes.Code
 	Message    string
+}
+
+// Stages are the names of the spans of an attempt's stages, and of the queue before the first.
+var Stages = []string{"queue", "schedule", "prepare", "run", "store outputs"}
+
+// IsStage reports whether a span's name is one of Stages.
+func IsStage(name string) bool {
+	return slices.Contains(Stages, name)
+}
+
+// Attr is the value of the span's attribute key, as a string; "" when it has none.
+func (s *Span) Attr(key string) string {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
 }
 
 // Step kinds, as the spans name them (ergon.step.kind).
