@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	archivecontroller "github.com/ergon-dev/ergon/controllers/archive"
+	"github.com/ergon-dev/ergon/controllers/census"
 	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
 	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	scenecontroller "github.com/ergon-dev/ergon/controllers/scene"
@@ -149,6 +150,8 @@ func startManager(runConfig runcontroller.RunConfig, tune ...func(*ctrl.Options)
 	Expect((&workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
 		SetupWithManager(mgr)).To(Succeed())
+
+	Expect(mgr.Add(&census.Census{Reader: mgr.GetCache(), Shard: runConfig.Shard, Clock: clock.RealClock{}})).To(Succeed())
 
 	stop, err := testEnv.StartManager(mgr)
 	Expect(err).NotTo(HaveOccurred())

@@ -36,6 +36,7 @@ import (
 	// Client auth plugins (OIDC, cloud providers) for kubeconfigs outside the cluster.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -56,6 +57,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers"
 	archivecontroller "github.com/ergon-dev/ergon/controllers/archive"
+	"github.com/ergon-dev/ergon/controllers/census"
 	gatecontroller "github.com/ergon-dev/ergon/controllers/gate"
 	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	scenecontroller "github.com/ergon-dev/ergon/controllers/scene"
@@ -286,6 +288,7 @@ func run(o *options) error {
 		}
 		o.webhooks.archive = archive.Lazy(o.archiveURL)
 	}
+	metrics.Registry.MustRegister(collectors()...)
 	if err := setupTraces(mgr, o); err != nil {
 		return err
 	}
@@ -332,10 +335,16 @@ type noController struct{}
 
 func (noController) SetupWithManager(ctrl.Manager) error { return nil }
 
+// collectors are the metrics of the manager's parts outside controllers/ and webhook/, whose
+// packages register their own: the trace exporter's and the webhook Trigger endpoint's. All
+// are registered whether those parts are on or not, at zero (metrics_test.go reads them all).
+func collectors() []prometheus.Collector {
+	return append(otlp.Collectors(), hooks.Collectors()...)
+}
+
 // setupTraces exports a trace of every Run when the standard OpenTelemetry variables name an
-// endpoint (internal/tracing); its metrics are registered either way, at zero.
+// endpoint (internal/tracing).
 func setupTraces(mgr ctrl.Manager, o *options) error {
-	metrics.Registry.MustRegister(otlp.Collectors()...)
 	_, version, _ := strings.Cut(o.run.EntrypointImage, ":")
 	traces, err := otlp.FromEnvironment(context.Background(),
 		otlp.Options{Content: o.traceContent, Version: version, Log: ctrl.Log.WithName("traces")})
@@ -399,6 +408,9 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 			Retention: retention, Keep: o.archiveKeep, Shard: o.scale.shard}); err != nil {
 			return err
 		}
+	}
+	if err := mgr.Add(&census.Census{Reader: mgr.GetCache(), Shard: o.scale.shard, Clock: clock.RealClock{}}); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		name string

@@ -17,11 +17,13 @@ limitations under the License.
 package run
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -35,8 +37,9 @@ import (
 var (
 	runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ergon_runs_finished_total",
-		Help: "Runs that finished, by namespace and phase.",
-	}, []string{labelNamespace, "phase"})
+		Help: "Runs that finished, by namespace, phase and reason (the reason of their Succeeded condition: " +
+			"StepFailed, BudgetExceeded, RunTimedOut, ...).",
+	}, []string{labelNamespace, "phase", "reason"})
 	runsStarted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ergon_runs_started_total",
 		Help: "Runs that started executing.",
@@ -54,12 +57,16 @@ var (
 		Name: "ergon_agent_tokens_total",
 		Help: "Tokens agent steps used, from their transcripts, by namespace, model and kind (prompt or completion).",
 	}, []string{labelNamespace, "model", "kind"})
+	agentCost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ergon_agent_cost_total",
+		Help: "What agent steps' model calls cost, in the currency of the Scenes' model pricing, by namespace and model.",
+	}, []string{labelNamespace, "model"})
 	stepStage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "ergon_step_stage_seconds",
 		Help: "Time a step pod's attempt spent in each stage: queue (ready to pod created), schedule, prepare " +
-			"(image pulls, Ergon's init), run (the step's container), store outputs.",
+			"(image pulls, Ergon's init), run (the step's container), store outputs; by namespace and stage.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16),
-	}, []string{"stage"})
+	}, []string{labelNamespace, "stage"})
 	gateWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ergon_gate_wait_seconds",
 		Help:    "Time a Gate step waited for its decision, by namespace.",
@@ -71,28 +78,35 @@ var (
 	}, []string{labelNamespace, "reason"})
 )
 
-// maxModels bounds the values of the model label: a Scene names its models, so past this many
-// distinct ones a manager counts the rest as "other" rather than grow its series without bound.
-const maxModels = 50
+// maxLabelValues bounds the values of a label whose values come from what tenants write (the
+// model a Scene names, the reason an agent's attempt ended with): past this many distinct ones
+// a manager counts the rest as "other" rather than grow its series without bound.
+const maxLabelValues = 50
 
-var models = struct {
+// boundedLabel is the values of one such label a manager has seen.
+type boundedLabel struct {
 	sync.Mutex
 	seen map[string]bool
-}{seen: map[string]bool{}}
+}
 
-// modelLabel is model as the model label carries it: itself among the first maxModels a
-// manager sees, "other" after.
-func modelLabel(model string) string {
-	models.Lock()
-	defer models.Unlock()
-	if models.seen[model] {
-		return model
+var (
+	models  = &boundedLabel{seen: map[string]bool{}}
+	reasons = &boundedLabel{seen: map[string]bool{}}
+)
+
+// value is v as the label carries it: itself among the first maxLabelValues it sees, "other"
+// after.
+func (l *boundedLabel) value(v string) string {
+	l.Lock()
+	defer l.Unlock()
+	if l.seen[v] {
+		return v
 	}
-	if len(models.seen) >= maxModels {
+	if len(l.seen) >= maxLabelValues {
 		return "other"
 	}
-	models.seen[model] = true
-	return model
+	l.seen[v] = true
+	return v
 }
 
 // queueSlots is the slot allocator of the Run controller whose counts the ergon_queue_*
@@ -147,8 +161,8 @@ func (queueCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func init() {
-	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, stepStage, gateWait,
-		agentFailures, queueCollector{})
+	metrics.Registry.MustRegister(runsFinished, runsStarted, stepDuration, stepPodsActive, agentTokens, agentCost, stepStage,
+		gateWait, agentFailures, queueCollector{})
 }
 
 // observeTransitions records the metrics of what changed between two statuses of a Run of
@@ -158,7 +172,11 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 		runsStarted.Inc()
 	}
 	if !before.Phase.Finished() && after.Phase.Finished() {
-		runsFinished.WithLabelValues(namespace, string(after.Phase)).Inc()
+		reason := ""
+		if c := meta.FindStatusCondition(after.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
+			reason = c.Reason
+		}
+		runsFinished.WithLabelValues(namespace, string(after.Phase), reasons.value(reason)).Inc()
 	}
 	was := map[string]ergonv1alpha1.StepPhase{}
 	used := map[string]*ergonv1alpha1.AgentUsage{}
@@ -170,9 +188,7 @@ func observeTransitions(namespace string, before, after *ergonv1alpha1.RunStatus
 	for _, s := range after.Steps {
 		step := scene.Steps[s.Name]
 		if s.Usage != nil && !equality.Semantic.DeepEqual(s.Usage, used[s.Name]) {
-			model := modelLabel(agentModel(scene, step))
-			agentTokens.WithLabelValues(namespace, model, "prompt").Add(float64(s.Usage.PromptTokens))
-			agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(s.Usage.CompletionTokens))
+			observeUsage(namespace, models.value(agentModel(scene, step)), used[s.Name], s.Usage)
 		}
 		pod := step != nil && (step.Spec.Container != nil || step.Spec.Agent != nil)
 		if pod && s.PodActive() && !wasActive[s.Name] {
@@ -226,11 +242,38 @@ func observeSpans(namespace string, spans []tracing.Span) {
 		d := s.End.Sub(s.Start).Seconds()
 		switch {
 		case tracing.IsStage(s.Name):
-			stepStage.WithLabelValues(s.Name).Observe(d)
+			stepStage.WithLabelValues(namespace, s.Name).Observe(d)
 		case s.Attr("ergon.step.kind") == tracing.KindGate:
 			gateWait.WithLabelValues(namespace).Observe(d)
 		case s.Attr("gen_ai.operation.name") == "invoke_agent" && s.Attr("ergon.attempt.phase") == string(ergonv1alpha1.StepFailed):
-			agentFailures.WithLabelValues(namespace, s.Attr("ergon.attempt.reason")).Inc()
+			agentFailures.WithLabelValues(namespace, reasons.value(s.Attr("ergon.attempt.reason"))).Inc()
 		}
 	}
+}
+
+// observeUsage counts what an agent step used since its usage was before: a step's usage
+// grows as its attempts and turns are recorded, and each token is counted once.
+func observeUsage(namespace, model string, before, after *ergonv1alpha1.AgentUsage) {
+	if before == nil {
+		before = &ergonv1alpha1.AgentUsage{}
+	}
+	if d := after.PromptTokens - before.PromptTokens; d > 0 {
+		agentTokens.WithLabelValues(namespace, model, "prompt").Add(float64(d))
+	}
+	if d := after.CompletionTokens - before.CompletionTokens; d > 0 {
+		agentTokens.WithLabelValues(namespace, model, "completion").Add(float64(d))
+	}
+	if d := costOf(after.Cost) - costOf(before.Cost); d > 0 {
+		agentCost.WithLabelValues(namespace, model).Add(d)
+	}
+}
+
+// costOf is a status' cost as a number; 0 when unset (or not a number, which admission and
+// the agent runtime never let through).
+func costOf(cost string) float64 {
+	f, err := strconv.ParseFloat(cost, 64)
+	if err != nil {
+		return 0
+	}
+	return f
 }

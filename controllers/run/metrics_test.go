@@ -71,15 +71,17 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 		{Name: "draft", Phase: ergonv1alpha1.StepRunning, StartedAt: &t0},
 		{Name: "review", Phase: ergonv1alpha1.StepWaiting, StartedAt: &t0},
 	}}
-	usage := &ergonv1alpha1.AgentUsage{Turns: 2, PromptTokens: 300, CompletionTokens: 40, TotalTokens: 340}
-	done := ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunFailed, StartedAt: &t0, FinishedAt: &t1, Steps: []ergonv1alpha1.StepStatus{
+	usage := &ergonv1alpha1.AgentUsage{Turns: 2, PromptTokens: 300, CompletionTokens: 40, TotalTokens: 340, Cost: "0.25"}
+	done := ergonv1alpha1.RunStatus{Phase: ergonv1alpha1.RunFailed, StartedAt: &t0, FinishedAt: &t1, Conditions: []metav1.Condition{
+		{Type: ergonv1alpha1.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: ergonv1alpha1.ReasonStepFailed},
+	}, Steps: []ergonv1alpha1.StepStatus{
 		{Name: "build", Phase: ergonv1alpha1.StepSucceeded, StartedAt: &t0, FinishedAt: &t1},
 		{Name: "draft", Phase: ergonv1alpha1.StepFailed, StartedAt: &t0, FinishedAt: &t1, Usage: usage},
 		{Name: "review", Phase: ergonv1alpha1.StepCancelled, StartedAt: &t0, FinishedAt: &t1},
 	}}
 
 	started := testutil.ToFloat64(runsStarted)
-	failed := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed"))
+	failed := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed", "StepFailed"))
 	active := testutil.ToFloat64(stepPodsActive)
 	containerOK := histogramCount(t, stepDuration.WithLabelValues("container", "Succeeded"))
 	agentFailed := histogramCount(t, stepDuration.WithLabelValues("agent", "Failed"))
@@ -99,8 +101,8 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 
 	observeTransitions("metrics-test", &running, &done, scene)
 	observeTransitions("metrics-test", &done, &done, scene)
-	if got := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed")) - failed; got != 1 {
-		t.Errorf("ergon_runs_finished_total{phase=Failed} moved by %v, want 1", got)
+	if got := testutil.ToFloat64(runsFinished.WithLabelValues("metrics-test", "Failed", "StepFailed")) - failed; got != 1 {
+		t.Errorf("ergon_runs_finished_total{phase=Failed,reason=StepFailed} moved by %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(stepPodsActive) - active; got != 0 {
 		t.Errorf("ergon_step_pods_active is %v above where it started once the pods finished, want 0", got)
@@ -125,6 +127,31 @@ func TestTheRunMetricsCountEachTransitionOnce(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(agentTokens.WithLabelValues("metrics-test", "small", "completion")); got != 40 {
 		t.Errorf("ergon_agent_tokens_total{kind=completion} is %v, want 40", got)
+	}
+	if got := testutil.ToFloat64(agentCost.WithLabelValues("metrics-test", "small")); got != 0.25 {
+		t.Errorf("ergon_agent_cost_total is %v, want 0.25", got)
+	}
+}
+
+// A step's usage grows as its turns and attempts are recorded: each token and each cent is
+// counted once.
+func TestUsageIsCountedByWhatItGrew(t *testing.T) {
+	prompt := func() float64 { return testutil.ToFloat64(agentTokens.WithLabelValues("usage-test", "m", "prompt")) }
+	completion := func() float64 {
+		return testutil.ToFloat64(agentTokens.WithLabelValues("usage-test", "m", "completion"))
+	}
+	cost := func() float64 { return testutil.ToFloat64(agentCost.WithLabelValues("usage-test", "m")) }
+	observeUsage("usage-test", "m", nil, &ergonv1alpha1.AgentUsage{PromptTokens: 100, CompletionTokens: 10, Cost: "0.5"})
+	observeUsage("usage-test", "m", &ergonv1alpha1.AgentUsage{PromptTokens: 100, CompletionTokens: 10, Cost: "0.5"},
+		&ergonv1alpha1.AgentUsage{PromptTokens: 250, CompletionTokens: 30, Cost: "1.25"})
+	if prompt() != 250 || completion() != 30 || cost() != 1.25 {
+		t.Errorf("counted prompt %v, completion %v, cost %v; want 250, 30, 1.25", prompt(), completion(), cost())
+	}
+	// A usage that went down (an attempt's record replaced) counts nothing back.
+	observeUsage("usage-test", "m", &ergonv1alpha1.AgentUsage{PromptTokens: 250, CompletionTokens: 30, Cost: "1.25"},
+		&ergonv1alpha1.AgentUsage{PromptTokens: 20})
+	if prompt() != 250 || completion() != 30 || cost() != 1.25 {
+		t.Errorf("a smaller usage moved the counters: prompt %v, completion %v, cost %v", prompt(), completion(), cost())
 	}
 }
 
@@ -185,14 +212,14 @@ func TestTheSpansOfAWriteAreItsMetricsToo(t *testing.T) {
 	}
 	stages := map[string]uint64{}
 	for _, s := range tracing.Stages {
-		stages[s] = count(stepStage.WithLabelValues(s))
+		stages[s] = count(stepStage.WithLabelValues("spans-test", s))
 	}
 	gates := count(gateWait.WithLabelValues("spans-test"))
 	failures := testutil.ToFloat64(agentFailures.WithLabelValues("spans-test", "AgentMaxTurns"))
 
 	observeSpans(run.Namespace, tracing.Spans(c))
 	for _, s := range tracing.Stages {
-		if got := count(stepStage.WithLabelValues(s)) - stages[s]; got != 1 {
+		if got := count(stepStage.WithLabelValues("spans-test", s)) - stages[s]; got != 1 {
 			t.Errorf("stage %s observed %d times, want once", s, got)
 		}
 	}
@@ -204,14 +231,15 @@ func TestTheSpansOfAWriteAreItsMetricsToo(t *testing.T) {
 	}
 }
 
-func TestTheModelLabelIsBounded(t *testing.T) {
-	for i := range maxModels + 10 {
-		modelLabel("model-" + strconv.Itoa(i))
+func TestATenantNamedLabelIsBounded(t *testing.T) {
+	l := &boundedLabel{seen: map[string]bool{}}
+	for i := range maxLabelValues + 10 {
+		l.value("model-" + strconv.Itoa(i))
 	}
-	if got := modelLabel("yet-another"); got != "other" {
-		t.Errorf("model %d is %q, want other", maxModels+11, got)
+	if got := l.value("yet-another"); got != "other" {
+		t.Errorf("model %d is %q, want other", maxLabelValues+11, got)
 	}
-	if got := modelLabel("model-3"); got != "model-3" {
+	if got := l.value("model-3"); got != "model-3" {
 		t.Errorf("a model seen first keeps its label: %q", got)
 	}
 }

@@ -103,6 +103,7 @@ func (s *Server) serveDelivery(w http.ResponseWriter, req *http.Request) {
 	if a.closeConn {
 		w.Header().Set("Connection", "close")
 	}
+	countDelivery(a.status)
 	writeJSON(w, a.status, a.body)
 }
 

@@ -29,6 +29,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,8 +153,10 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 	})
 
 	It("starts a Run for a signed delivery, with params mapped from the body, and records it", func(ctx SpecContext) {
+		accepted := testutil.ToFloat64(deliveries.WithLabelValues("202"))
 		a := h.signed(path, body, hookKey, "delivery-1")
 		Expect(a.status).To(Equal(http.StatusAccepted), a.raw)
+		Expect(testutil.ToFloat64(deliveries.WithLabelValues("202"))).To(Equal(accepted+1), "ergon_hook_deliveries_total{code=202}")
 		Expect(a.body).To(HaveKeyWithValue("namespace", ns))
 		name := a.body["run"]
 		run := getRun(ctx, ns, name)
@@ -254,6 +257,7 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 			return func() hookAnswer { return h.signed("/hooks/"+ns+"/"+trigger, body, key, "d") }
 		}
 		var first hookAnswer
+		unauthenticated := testutil.ToFloat64(deliveries.WithLabelValues("401"))
 		for i, tc := range []struct {
 			name   string
 			answer func() hookAnswer
@@ -286,6 +290,7 @@ var _ = Describe("The webhook Trigger endpoint", func() {
 			Expect(a.raw).To(Equal(first.raw), tc.name)
 			Expect(a.header).To(Equal(first.header), tc.name)
 		}
+		Expect(testutil.ToFloat64(deliveries.WithLabelValues("401"))).To(Equal(unauthenticated+9), "ergon_hook_deliveries_total{code=401}")
 		Expect(allRuns(ctx, ns)).To(BeEmpty())
 	})
 

@@ -35,7 +35,7 @@ import (
 )
 
 // explainingManager hands the webhook builders a server that wraps each admission webhook in
-// explainDecoding.
+// explainDecoding and countRefusals.
 type explainingManager struct{ ctrl.Manager }
 
 func (m explainingManager) GetWebhookServer() webhook.Server {
@@ -49,7 +49,7 @@ type explainingServer struct {
 
 func (s explainingServer) Register(path string, hook http.Handler) {
 	if wh, ok := hook.(*admission.Webhook); ok && wh.Handler != nil {
-		wh.Handler = explainDecoding{Handler: wh.Handler, scheme: s.scheme}
+		wh.Handler = countRefusals{Handler: explainDecoding{Handler: wh.Handler, scheme: s.scheme}}
 	}
 	s.Server.Register(path, hook)
 }

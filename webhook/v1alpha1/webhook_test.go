@@ -21,6 +21,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,23 @@ var _ = Describe("The admission webhooks", func() {
 		a := scene("a", callStep("call-b", "b"))
 		a.Namespace = ns
 		refused(k8sClient.Create(ctx, &a), "spec.steps[0].scene.name", "Scenes call each other in a cycle: a -> b -> a")
+	})
+
+	It("count what they refuse by kind and operation, and nothing they admit", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		refusals := func(op string) float64 { return testutil.ToFloat64(admissionRefusals.WithLabelValues("Scene", op)) }
+		created, updated := refusals("CREATE"), refusals("UPDATE")
+		good := scene("fine", container("a", "x"))
+		good.Namespace = ns
+		Expect(k8sClient.Create(ctx, &good)).To(Succeed())
+		Expect(refusals("CREATE")).To(Equal(created), "an admitted Scene counted as refused")
+		s := scene("loop", container("a", "x", "b"), container("b", "x", "a"))
+		s.Namespace = ns
+		refused(k8sClient.Create(ctx, &s), "steps form a cycle")
+		Expect(refusals("CREATE")).To(Equal(created + 1))
+		good.Spec.Steps = append(good.Spec.Steps, container("b", "x", "c"), container("c", "x", "b"))
+		refused(k8sClient.Update(ctx, &good), "steps form a cycle")
+		Expect(refusals("UPDATE")).To(Equal(updated + 1))
 	})
 
 	It("refuse a Trigger whose schedule does not parse, and one that leaves a required param unset", func(ctx SpecContext) {
