@@ -70,8 +70,8 @@ ifeq ($(E2E),1)
 endif
 
 .PHONY: test-unit
-test-unit: envtest-assets helm kustomize ## Unit and envtest tests (a real kube-apiserver and etcd, a real PostgreSQL), and hack/tools' own.
-	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" \
+test-unit: envtest-assets helm kustomize promtool ## Unit and envtest tests (a real kube-apiserver and etcd, a real PostgreSQL, promtool for the alerts), and hack/tools' own.
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" PROMTOOL="$(PROMTOOL)" \
 		ERGON_POSTGRES_BIN="$$(hack/postgres.sh bin)" ERGON_REQUIRE_POSTGRES=1 go test ./... -timeout 30m -coverprofile cover.out
 	cd hack/tools && go test ./...
 
@@ -84,9 +84,9 @@ K8S_OLDEST ?= v1.35.4
 # version: the oldest Kubernetes runs every other spec.
 OLDEST_SKIP = across restarts|Sharding|fails over
 
-test-oldest: helm kustomize ## The API, webhook, controller and manifest envtest suites again, on the oldest supported Kubernetes.
+test-oldest: helm kustomize promtool ## The API, webhook, controller and manifest envtest suites again, on the oldest supported Kubernetes.
 	assets="$$(K8S_VERSION=$(K8S_OLDEST) hack/k8s-binaries.sh envtest)"; \
-	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" \
+	KUBEBUILDER_ASSETS="$$assets" HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" PROMTOOL="$(PROMTOOL)" \
 		go test ./api/... ./webhook/... ./test/manifests/... -timeout 30m && \
 	KUBEBUILDER_ASSETS="$$assets" go test ./controllers/ -timeout 30m -args -ginkgo.skip "$(OLDEST_SKIP)"
 
@@ -350,6 +350,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT = $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
+PROMTOOL ?= $(LOCALBIN)/promtool
 
 ## Tool Versions
 KUSTOMIZE_VERSION ?= v5.8.1
@@ -357,6 +358,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 
 GOLANGCI_LINT_VERSION ?= v2.13.1
 HELM_VERSION ?= v3.22.0
+# promtool of Prometheus 3.16.0 (its module's versions are v0.3XX.Y for Prometheus 3.XX.Y).
+PROMTOOL_VERSION ?= v0.316.0
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Download kustomize locally if necessary.
 $(KUSTOMIZE): $(LOCALBIN)
@@ -376,6 +379,14 @@ $(HELM): $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Download golangci-lint locally if necessary.
 $(GOLANGCI_LINT): $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build Prometheus' promtool, for the chart's alert rule tests.
+# Without Prometheus' service discovery plugins (cloud SDKs), which promtool's rule tests need
+# none of: a cold build takes a few minutes rather than many.
+$(PROMTOOL): export GOFLAGS = -tags=remove_all_sd
+$(PROMTOOL): $(LOCALBIN)
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
 # go-install-tool will 'go install' any package with custom target and name of binary, if it doesn't exist
 # $1 - target path with name of binary
