@@ -199,3 +199,26 @@ func TestAStepPodOfATracedManagerCarriesItsAttemptsSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestAToolPodOfATracedManagerCarriesItsCallsSpan(t *testing.T) {
+	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", UID: "u"}}
+	bins := ergonBinaries{Image: "ergon/manager:v1", Mode: BinariesImageVolume}
+	call := planner.ToolPodRequest{Name: "r-think-2-lint", Attempt: 2, Tool: "lint", CallID: "c7", Image: "tools:1",
+		Command: []string{"lint"}, Step: &compile.Step{Name: "think", Spec: &ergonv1alpha1.Step{Name: "think",
+			Agent: &ergonv1alpha1.AgentStep{Prompt: "p"}}}}
+	want := tracing.Traceparent(tracing.ToolCallContext(run, "think", 2, "c7"))
+	traceparent := func(pod *corev1.Pod) string {
+		for _, e := range pod.Spec.Containers[0].Env {
+			if e.Name == stepcontract.EnvTraceparent {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	if got := traceparent(toolPod(run, &compile.Scene{}, call, podParts{bins: bins, traced: true})); got != want {
+		t.Errorf("TRACEPARENT=%q, want the call's execute_tool span %s", got, want)
+	}
+	if got := traceparent(toolPod(run, &compile.Scene{}, call, podParts{bins: bins})); got != "" {
+		t.Errorf("an untraced manager's tool pod carries TRACEPARENT=%s", got)
+	}
+}

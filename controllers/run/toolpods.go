@@ -31,6 +31,8 @@ import (
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/naming"
 	"github.com/ergon-dev/ergon/internal/planner"
+	"github.com/ergon-dev/ergon/internal/stepcontract"
+	"github.com/ergon-dev/ergon/internal/tracing"
 )
 
 // Container tools (internal/planner/toolpods.go decides): the Run controller runs each call of
@@ -103,6 +105,11 @@ func toolPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.ToolPodRe
 	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Command...), req.Args...)
 	main.Resources = defaultedResources(main.Resources, sceneStepResources(scene), parts.defaults)
+	if parts.traced {
+		// The call's execute_tool span, so that what the tool traces joins the agent's.
+		main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvTraceparent,
+			Value: tracing.Traceparent(tracing.ToolCallContext(run, req.Step.Name, req.Attempt, req.CallID))})
+	}
 	if parts.workspace != nil {
 		// A step of no kind writes nothing: the volume is mounted read-only.
 		bindToWorkspace(pod, &compile.Step{Name: req.Step.Name, Spec: &ergonv1alpha1.Step{Name: req.Step.Name}},

@@ -98,9 +98,16 @@ func (b *builder) agent(step string, info StepInfo, attempt trace.SpanContext, r
 		sp.Start, sp.End = t.StartedAt, t.FinishedAt
 	}
 	at := sp.Start
+	calls := map[string]bool{}
 	for i, e := range t.Entries {
 		d := time.Duration(e.DurationMS) * time.Millisecond
 		id := b.context("span", attempt.SpanID().String(), "entry", strconv.Itoa(i))
+		if e.Role == "tool" && e.ToolCallID != "" && !calls[e.ToolCallID] {
+			// Named by its call, which its tool pod knows before the transcript is written
+			// (ToolCallContext); a call id a model used twice names only its first.
+			calls[e.ToolCallID] = true
+			id = b.context(toolCallParts(attempt, e.ToolCallID)...)
+		}
 		switch e.Role {
 		case "assistant":
 			model := firstOf(e.Model, t.Model, info.Model)

@@ -142,3 +142,39 @@ func TestAFailedAgentAttemptIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// The execute_tool span of a call is the one its tool pod's TRACEPARENT names, whatever its
+// place in the transcript; a call id a model used twice names only its first span.
+func TestAToolCallsSpanIsTheOneItsPodNames(t *testing.T) {
+	c := agentChange(t, false)
+	var tools []Span
+	for _, s := range Spans(c) {
+		if strings.HasPrefix(s.Name, "execute_tool ") {
+			tools = append(tools, s)
+		}
+	}
+	if len(tools) != 1 {
+		t.Fatalf("%d execute_tool spans, want 1", len(tools))
+	}
+	if want := ToolCallContext(c.Run, "draft", 1, "c1"); !tools[0].Context.Equal(want) {
+		t.Errorf("execute_tool span %s, want %s, the one the call's pod carries", tools[0].Context.SpanID(), want.SpanID())
+	}
+
+	var tr agent.Transcript
+	if err := json.Unmarshal([]byte(c.Transcripts["draft-pod"]), &tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Entries = append(tr.Entries, tr.Entries[2])
+	raw, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Transcripts["draft-pod"] = string(raw)
+	ids := map[string]bool{}
+	for _, s := range Spans(c) {
+		if ids[s.Context.SpanID().String()] {
+			t.Errorf("span %s shares its id with another", s.Name)
+		}
+		ids[s.Context.SpanID().String()] = true
+	}
+}

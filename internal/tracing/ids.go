@@ -83,6 +83,17 @@ func AttemptContext(run *ergonv1alpha1.Run, step string, attempt int32) trace.Sp
 	return spanContext(traceIDOf(cause.Of(run).Root), spanIDOf(run.UID, "step", step, "attempt", strconv.Itoa(int(attempt))))
 }
 
+// ToolCallContext is the execute_tool span of one tool call of an agent step's attempt: the
+// span the call's tool pod carries in TRACEPARENT.
+func ToolCallContext(run *ergonv1alpha1.Run, step string, attempt int32, callID string) trace.SpanContext {
+	a := AttemptContext(run, step, attempt)
+	return spanContext(a.TraceID(), spanIDOf(run.UID, toolCallParts(a, callID)...))
+}
+
+func toolCallParts(attempt trace.SpanContext, callID string) []string {
+	return []string{"span", attempt.SpanID().String(), "tool", callID}
+}
+
 // Traceparent is sc as the W3C traceparent header (and the TRACEPARENT variable) carries it.
 func Traceparent(sc trace.SpanContext) string {
 	return fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
