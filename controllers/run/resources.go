@@ -120,8 +120,11 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	if parts.traced {
 		// First, so that a step's own env may set another.
 		main := &pod.Spec.Containers[0]
-		traceparent := corev1.EnvVar{Name: stepcontract.EnvTraceparent,
-			Value: tracing.Traceparent(tracing.AttemptContext(run, req.Step.Name, req.Attempt))}
+		span := tracing.AttemptContext(run, req.Step.Name, req.Attempt)
+		if u := req.Unit; u != nil {
+			span = tracing.UnitAttemptContext(run, req.Step.Name, u.Index, u.Iteration, req.Attempt)
+		}
+		traceparent := corev1.EnvVar{Name: stepcontract.EnvTraceparent, Value: tracing.Traceparent(span)}
 		main.Env = append([]corev1.EnvVar{traceparent}, main.Env...)
 	}
 	return pod

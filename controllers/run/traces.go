@@ -67,6 +67,7 @@ func traceChange(run *ergonv1alpha1.Run, before, after *ergonv1alpha1.RunStatus,
 			c.Pods[p.Name] = tracing.PodTimes{Created: p.CreatedAt, Scheduled: p.ScheduledAt, Started: p.StartedAt, Finished: p.FinishedAt}
 		}
 	}
+	c.Units = endedUnits(before, after, facts.UnitPods)
 	for name, g := range facts.Gates {
 		if g.Decided {
 			c.Gates[name] = tracing.GateInfo{Option: g.Option, DecidedBy: g.DecidedBy}
@@ -78,4 +79,38 @@ func traceChange(run *ergonv1alpha1.Run, before, after *ergonv1alpha1.RunStatus,
 		}
 	}
 	return c
+}
+
+// endedUnits are the pods of fan-out instances and loop iterations that after records as
+// done and before did not, by step: each is traced once, by the write that records its end.
+func endedUnits(before, after *ergonv1alpha1.RunStatus, pods map[string]map[planner.Unit][]planner.PodState) map[string][]tracing.UnitPod {
+	if len(pods) == 0 {
+		return nil
+	}
+	was := make(map[string]*ergonv1alpha1.StepStatus, len(before.Steps))
+	for i := range before.Steps {
+		was[before.Steps[i].Name] = &before.Steps[i]
+	}
+	units := map[string][]tracing.UnitPod{}
+	for i := range after.Steps {
+		s := &after.Steps[i]
+		if s.Instances == nil && s.Loop == nil {
+			continue
+		}
+		old := was[s.Name]
+		if old == nil {
+			old = &ergonv1alpha1.StepStatus{}
+		}
+		for un, ps := range pods[s.Name] {
+			for _, p := range ps {
+				if !planner.UnitPodEnded(s, un, p) || planner.UnitPodEnded(old, un, p) {
+					continue
+				}
+				units[s.Name] = append(units[s.Name], tracing.UnitPod{Index: un.Index, Iteration: un.Iteration, Attempt: p.Attempt,
+					Name: p.Name, Phase: string(p.Phase),
+					PodTimes: tracing.PodTimes{Created: p.CreatedAt, Scheduled: p.ScheduledAt, Started: p.StartedAt, Finished: p.FinishedAt}})
+			}
+		}
+	}
+	return units
 }

@@ -67,7 +67,7 @@ func EndedPods(status *ergonv1alpha1.RunStatus, pods map[string][]PodState,
 					continue
 				}
 				phase, ok := ended[p.Name]
-				if !ok && s != nil && unitPodEnded(s, un, p) {
+				if !ok && s != nil && UnitPodEnded(s, un, p) {
 					phase, ok = ergonv1alpha1.StepSucceeded, true
 				}
 				keep(p.Name, phase, ok)
@@ -78,9 +78,9 @@ func EndedPods(status *ergonv1alpha1.RunStatus, pods map[string][]PodState,
 	return slices.Compact(out)
 }
 
-// unitPodEnded reports whether the status records that a unit's pod has done its work: its
+// UnitPodEnded reports whether the status records that a unit's pod has done its work: its
 // step ended, or its unit has moved past it (ended, a later attempt or a later iteration).
-func unitPodEnded(s *ergonv1alpha1.StepStatus, un Unit, p PodState) bool {
+func UnitPodEnded(s *ergonv1alpha1.StepStatus, un Unit, p PodState) bool {
 	if s.Phase.Finished() {
 		return true
 	}

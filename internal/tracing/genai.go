@@ -27,6 +27,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// roleTool is the role of a transcript's entry that records a tool call's result.
+const roleTool = "tool"
+
 // transcript is what the spans read of an agent attempt's transcript (internal/agent's
 // Transcript; genai_test.go writes one with that type, so the two cannot drift apart).
 type transcript struct {
@@ -102,7 +105,7 @@ func (b *builder) agent(step string, info StepInfo, attempt trace.SpanContext, r
 	for i, e := range t.Entries {
 		d := time.Duration(e.DurationMS) * time.Millisecond
 		id := b.context("span", attempt.SpanID().String(), "entry", strconv.Itoa(i))
-		if e.Role == "tool" && e.ToolCallID != "" && !calls[e.ToolCallID] {
+		if e.Role == roleTool && e.ToolCallID != "" && !calls[e.ToolCallID] {
 			// Named by its call, which its tool pod knows before the transcript is written
 			// (ToolCallContext); a call id a model used twice names only its first.
 			calls[e.ToolCallID] = true
@@ -127,7 +130,7 @@ func (b *builder) agent(step string, info StepInfo, attempt trace.SpanContext, r
 				s.Attributes = append(s.Attributes, semconv.GenAIOutputMessagesKey.String(assistantMessage(e)))
 			}
 			b.out = append(b.out, s)
-		case "tool":
+		case roleTool:
 			s := Span{Name: "execute_tool " + e.Tool, Context: id, Parent: attempt, Kind: trace.SpanKindInternal, Start: at, End: at.Add(d),
 				Attributes: []attribute.KeyValue{
 					semconv.GenAIOperationNameExecuteTool,

@@ -83,6 +83,18 @@ func AttemptContext(run *ergonv1alpha1.Run, step string, attempt int32) trace.Sp
 	return spanContext(traceIDOf(cause.Of(run).Root), spanIDOf(run.UID, "step", step, "attempt", strconv.Itoa(int(attempt))))
 }
 
+// UnitAttemptContext is the span of one attempt of a fan-out instance or loop iteration: its
+// pod's, which the pod's TRACEPARENT names.
+func UnitAttemptContext(run *ergonv1alpha1.Run, step string, index, iteration, attempt int32) trace.SpanContext {
+	return spanContext(traceIDOf(cause.Of(run).Root), spanIDOf(run.UID, "step", step, "attempt", unitAttemptKey(index, iteration, attempt)))
+}
+
+// unitAttemptKey names a unit's attempt among its step's attempts; a plain attempt's is its
+// number alone, so the two never meet.
+func unitAttemptKey(index, iteration, attempt int32) string {
+	return fmt.Sprintf("unit-%d-%d-%d", index, iteration, attempt)
+}
+
 // ToolCallContext is the execute_tool span of one tool call of an agent step's attempt: the
 // span the call's tool pod carries in TRACEPARENT.
 func ToolCallContext(run *ergonv1alpha1.Run, step string, attempt int32, callID string) trace.SpanContext {
@@ -91,7 +103,7 @@ func ToolCallContext(run *ergonv1alpha1.Run, step string, attempt int32, callID 
 }
 
 func toolCallParts(attempt trace.SpanContext, callID string) []string {
-	return []string{"span", attempt.SpanID().String(), "tool", callID}
+	return []string{"span", attempt.SpanID().String(), roleTool, callID}
 }
 
 // Traceparent is sc as the W3C traceparent header (and the TRACEPARENT variable) carries it.

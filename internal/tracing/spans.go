@@ -106,13 +106,26 @@ type Change struct {
 	Gates map[string]GateInfo
 	// Transcripts are the agent pods' transcripts (JSON), by pod name.
 	Transcripts map[string]string
+	// Units are the pods of fan-out instances and loop iterations whose end this write
+	// records, by step name (the controller decides which, as the planner does: UnitPodEnded).
+	Units map[string][]UnitPod
 	// Content exports what agents were told and answered (gen_ai.*.messages, tool call
 	// arguments and results); off by default.
 	Content bool
 }
 
+// UnitPod is the pod of one attempt of a fan-out instance or a loop iteration.
+type UnitPod struct {
+	Index, Iteration, Attempt int32
+	Name                      string
+	// Phase is the pod's: Succeeded, Failed, or Gone.
+	Phase string
+	PodTimes
+}
+
 // Ends reports whether anything ended between two statuses of a Run (the Run, a step, an
-// attempt): only then does Spans return any, and is a Change worth building.
+// attempt, a unit of a fan-out or loop): only then does Spans return any, and is a Change
+// worth building.
 func Ends(before, after *ergonv1alpha1.RunStatus) bool {
 	if after.Phase.Finished() && !before.Phase.Finished() {
 		return true
@@ -126,11 +139,24 @@ func Ends(before, after *ergonv1alpha1.RunStatus) bool {
 		if b == nil {
 			b = &ergonv1alpha1.StepStatus{}
 		}
-		if s.Phase.Finished() && !b.Phase.Finished() || len(s.History) > len(b.History) {
+		if s.Phase.Finished() && !b.Phase.Finished() || len(s.History) > len(b.History) || unitsMoved(s, b) {
 			return true
 		}
 	}
 	return false
+}
+
+// unitsMoved reports whether a step's fan-out instances or loop moved on between was and s.
+func unitsMoved(s, was *ergonv1alpha1.StepStatus) bool {
+	if s.Loop != nil && (was.Loop == nil || s.Loop.Iteration != was.Loop.Iteration || s.Attempts != was.Attempts) {
+		return true
+	}
+	in, old := s.Instances, was.Instances
+	if in == nil {
+		return false
+	}
+	return old == nil || in.States != old.States || !slices.Equal(in.Attempts, old.Attempts) ||
+		!slices.Equal(in.Iterations, old.Iterations)
 }
 
 // Spans returns the spans of everything that ended between c.Before and c.After: the Run,
@@ -148,6 +174,9 @@ func Spans(c Change) []Span {
 			was = &ergonv1alpha1.StepStatus{}
 		}
 		b.attempts(s, was)
+		for _, u := range c.Units[s.Name] {
+			b.unit(s, u)
+		}
 		if s.Phase.Finished() && !was.Phase.Finished() {
 			b.step(s)
 		}
@@ -307,6 +336,34 @@ func (b *builder) attempt(s *ergonv1alpha1.StepStatus, info StepInfo, a attempt)
 
 // stage builds a stage of an attempt (or the queue before the first) when both its ends are
 // known and in order.
+// unit builds the span of one attempt of a fan-out instance or loop iteration, and its
+// stages, under its step's span.
+func (b *builder) unit(s *ergonv1alpha1.StepStatus, u UnitPod) {
+	key := unitAttemptKey(u.Index, u.Iteration, u.Attempt)
+	ctx := b.context("step", s.Name, "attempt", key)
+	end := firstTime(u.Finished, b.Now)
+	sp := Span{Name: "attempt " + s.Name, Context: ctx, Parent: b.context("step", s.Name), Kind: trace.SpanKindInternal,
+		Start: firstTime(u.Created, u.Started, end), End: end, Attributes: []attribute.KeyValue{
+			attribute.String("ergon.step.name", s.Name),
+			attribute.Int("ergon.attempt", int(u.Attempt)),
+			attribute.String("ergon.attempt.phase", u.Phase),
+			semconv.K8SPodName(u.Name),
+		}}
+	if s.Instances != nil {
+		sp.Attributes = append(sp.Attributes, attribute.Int("ergon.instance", int(u.Index)))
+	}
+	if s.Loop != nil || u.Iteration > 0 {
+		sp.Attributes = append(sp.Attributes, attribute.Int("ergon.iteration", int(u.Iteration)))
+	}
+	if u.Phase != string(ergonv1alpha1.StepSucceeded) {
+		sp.Status = codes.Error
+	}
+	b.out = append(b.out, sp)
+	b.stage("schedule", s.Name, key, ctx, u.Created, u.Scheduled)
+	b.stage("prepare", s.Name, key, ctx, u.Scheduled, u.Started)
+	b.stage("run", s.Name, key, ctx, u.Started, u.Finished)
+}
+
 func (b *builder) stage(name, step, attempt string, parent trace.SpanContext, start, end time.Time) {
 	if start.IsZero() || end.IsZero() || end.Before(start) {
 		return

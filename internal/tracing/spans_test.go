@@ -267,3 +267,62 @@ func BenchmarkAPassThatEndsNothing(b *testing.B) {
 		}
 	}
 }
+
+// A fan-out's instances are traced as they end, each attempt under the step's span with its
+// stages, named as its pod's TRACEPARENT names it; Ends sees an instance's end.
+func TestAFanOutsInstancesAreTracedAsTheyEnd(t *testing.T) {
+	run := testRun()
+	before := &ergonv1alpha1.RunStatus{Steps: []ergonv1alpha1.StepStatus{{Name: "each", Phase: ergonv1alpha1.StepRunning,
+		StartedAt: at(0), Instances: &ergonv1alpha1.InstancesStatus{Total: 3, Running: 3, States: "RRR"}}}}
+	after := before.DeepCopy()
+	after.Steps[0].Instances.States, after.Steps[0].Instances.Running = "SFR", 1
+	if !Ends(before, after) {
+		t.Fatal("Ends does not see two instances end")
+	}
+	if Ends(before, before.DeepCopy()) {
+		t.Fatal("Ends sees an end in an unchanged status")
+	}
+	c := Change{Run: run, Before: before, After: after, Now: at(30).Time,
+		Steps: map[string]StepInfo{"each": {Kind: KindContainer}},
+		Units: map[string][]UnitPod{"each": {
+			{Index: 0, Attempt: 1, Name: "p0", Phase: "Succeeded",
+				PodTimes: PodTimes{Created: at(1).Time, Scheduled: at(2).Time, Started: at(3).Time, Finished: at(10).Time}},
+			{Index: 1, Attempt: 1, Name: "p1", Phase: "Failed", PodTimes: PodTimes{Created: at(1).Time, Finished: at(12).Time}},
+		}}}
+	spans := Spans(c)
+	byPod := map[string]Span{}
+	stages := map[string]int{}
+	for _, s := range spans {
+		if v, ok := attr(s, "k8s.pod.name"); ok {
+			byPod[v.AsString()] = s
+		}
+		if IsStage(s.Name) {
+			stages[s.Name]++
+		}
+	}
+	if len(byPod) != 2 {
+		t.Fatalf("%d attempt spans, want one per ended instance (2): %v", len(byPod), spans)
+	}
+	for i, pod := range []string{"p0", "p1"} {
+		s := byPod[pod]
+		if want := UnitAttemptContext(run, "each", int32(i), 0, 1); !s.Context.Equal(want) {
+			t.Errorf("%s: span %s, want %s, the one its TRACEPARENT names", pod, s.Context.SpanID(), want.SpanID())
+		}
+		if !s.Parent.Equal(StepContext(run, "each")) {
+			t.Errorf("%s does not hang from its step's span", pod)
+		}
+		if v, _ := attr(s, "ergon.instance"); v.AsInt64() != int64(i) {
+			t.Errorf("%s: ergon.instance %v, want %d", pod, v.AsInterface(), i)
+		}
+	}
+	if byPod["p1"].Status != codes.Error || byPod["p0"].Status == codes.Error {
+		t.Errorf("statuses: p0 %v, p1 %v; want only the failed instance's an error", byPod["p0"].Status, byPod["p1"].Status)
+	}
+	// p0 has every time; p1 was never seen scheduled or started.
+	if stages["schedule"] != 1 || stages["prepare"] != 1 || stages["run"] != 1 {
+		t.Errorf("stages %v, want schedule, prepare and run of p0 only", stages)
+	}
+	if AttemptContext(run, "each", 1).Equal(UnitAttemptContext(run, "each", 0, 0, 1)) {
+		t.Error("an instance's attempt is named as the step's own attempt")
+	}
+}
