@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,28 @@ func heldByStatus(ctx context.Context) int {
 		n += units
 	}
 	return n
+}
+
+// endOthers cancels the Runs earlier specs left unfinished (envtest deletes no namespace's
+// objects) and waits, up to half a minute, until they have ended: a Run of another spec that
+// waits for a slot would otherwise take one this spec's Runs are meant to get.
+func endOthers(ctx context.Context) {
+	unfinished := func() []ergonv1alpha1.Run {
+		runs := &ergonv1alpha1.RunList{}
+		Expect(k8sClient.List(ctx, runs)).To(Succeed())
+		return slices.DeleteFunc(runs.Items, func(r ergonv1alpha1.Run) bool { return r.Status.Phase.Finished() })
+	}
+	for _, run := range unfinished() {
+		if run.Spec.Cancel {
+			continue
+		}
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Spec.Cancel = true
+		Expect(client.IgnoreNotFound(k8sClient.Patch(ctx, &run, patch))).To(Succeed())
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(unfinished()) > 0; {
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // withSlots runs the spec's Runs on a manager with these slot limits instead of the suite's.
@@ -158,6 +181,7 @@ var _ = Describe("The step pod slots", Serial, func() {
 	})
 
 	It("give a Run in another namespace a slot while a busy namespace holds every slot it can get", func(ctx SpecContext) {
+		endOthers(ctx)
 		busy := newNamespace(ctx, after(2*time.Second))
 		small := newNamespace(ctx, echoLastArg)
 		held := heldByStatus(ctx)
