@@ -115,25 +115,23 @@ func (collector) Collect(ch chan<- prometheus.Metric) {
 // count reads the cache and counts; a kind it cannot list is left out, with a log line.
 func (c *Census) count(ctx context.Context) []sample {
 	now := c.Clock.Now()
+	runs, gates, triggers := &ergonv1alpha1.RunList{}, &ergonv1alpha1.GateList{}, &ergonv1alpha1.TriggerList{}
 	var out []sample
-	// Read only: the cache's objects are counted, not copied.
-	runs := &ergonv1alpha1.RunList{}
-	if err := c.Reader.List(ctx, runs, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "Counting Runs for the metrics")
-	} else {
-		out = append(out, countRuns(runs.Items, c.Shard, now)...)
-	}
-	gates := &ergonv1alpha1.GateList{}
-	if err := c.Reader.List(ctx, gates, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "Counting Gates for the metrics")
-	} else {
-		out = append(out, countGates(gates.Items, c.Shard, now)...)
-	}
-	triggers := &ergonv1alpha1.TriggerList{}
-	if err := c.Reader.List(ctx, triggers, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "Counting Triggers for the metrics")
-	} else {
-		out = append(out, countTriggers(triggers.Items, c.Shard)...)
+	for _, kind := range []struct {
+		name  string
+		list  client.ObjectList
+		count func() []sample
+	}{
+		{"Runs", runs, func() []sample { return countRuns(runs.Items, c.Shard, now) }},
+		{"Gates", gates, func() []sample { return countGates(gates.Items, c.Shard, now) }},
+		{"Triggers", triggers, func() []sample { return countTriggers(triggers.Items, c.Shard) }},
+	} {
+		// Read only: the cache's objects are counted, not copied.
+		if err := c.Reader.List(ctx, kind.list, client.UnsafeDisableDeepCopy); err != nil {
+			log.FromContext(ctx).Error(err, "Counting "+kind.name+" for the metrics")
+			continue
+		}
+		out = append(out, kind.count()...)
 	}
 	return out
 }
