@@ -18,8 +18,10 @@ package controllers
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,7 +29,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/naming"
@@ -58,7 +63,7 @@ func (c *collector) get() []sdktrace.ReadOnlySpan {
 
 // tracedManager starts a manager that exports traces to c, until the returned function is
 // called.
-func tracedManager(c *collector) func() {
+func tracedManager(c *collector, tune ...func(*ctrl.Options)) func() {
 	exporter, err := otlp.New(context.Background(), c, otlp.Options{Version: "test"})
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,7 +71,7 @@ func tracedManager(c *collector) func() {
 	go func() { done <- exporter.Start(ctx) }()
 	config := suiteConfig()
 	config.Traces = exporter
-	stop := startManager(config)
+	stop := startManager(config, tune...)
 	return func() {
 		stop()
 		cancel()
@@ -180,4 +185,65 @@ var _ = Describe("The trace of a Run", Serial, func() {
 			Expect(ids).To(HaveKey(strings.Split(traceparent, "-")[2]))
 			Expect(ids[strings.Split(traceparent, "-")[2]].Name()).To(Equal("attempt fetch"))
 		}, SpecTimeout(120*time.Second))
+
+	It("keeps what a status write ended when the write's answer is lost", func(ctx SpecContext) {
+		kctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		go testKubelet.run(kctx)
+		ns := newNamespace(ctx, echoLastArg)
+		createScene(ctx, ns, "pair", container("fetch", "fetched"), container("after", "done", "fetch"))
+
+		fetchEnded := func(run *ergonv1alpha1.Run) bool {
+			for _, s := range run.Status.Steps {
+				if s.Name == "fetch" {
+					return s.Phase == ergonv1alpha1.StepSucceeded
+				}
+			}
+			return false
+		}
+		// The API server applies the write that records fetch's end; its answer never comes
+		// back (a manager that stops cancels the pass, a connection breaks).
+		var lost atomic.Bool
+		loseAnswer := func(o *ctrl.Options) {
+			o.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
+				c, err := client.NewWithWatch(config, options)
+				if err != nil {
+					return nil, err
+				}
+				return interceptor.NewClient(c, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client,
+					sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+						return err
+					}
+					run, ok := obj.(*ergonv1alpha1.Run)
+					if ok && run.Namespace == ns && fetchEnded(run) && lost.CompareAndSwap(false, true) {
+						return &url.Error{Op: "Patch", URL: "https://apiserver/status", Err: context.Canceled}
+					}
+					return nil
+				}}), nil
+			}
+		}
+		spans := &collector{}
+		stopMgr()
+		DeferCleanup(func() { stopMgr = startManager(suiteConfig()) })
+		DeferCleanup(tracedManager(spans, loseAnswer))
+
+		run := createRun(ctx, ns, "lost-1", "pair", nil)
+		Expect(finished(ctx, ns, "lost-1").Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded))
+		Expect(lost.Load()).To(BeTrue(), "the answer of the write that ended fetch was lost")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(run), run)).To(Succeed())
+		traceID := tracing.RunContext(run).TraceID()
+		count := func() map[string]int {
+			n := map[string]int{}
+			for _, s := range spans.get() {
+				if s.SpanContext().TraceID() == traceID {
+					n[s.Name()]++
+				}
+			}
+			return n
+		}
+		Eventually(count).WithTimeout(10 * time.Second).Should(HaveKeyWithValue("run pair", 1))
+		Expect(count()).To(And(HaveKeyWithValue("step fetch", 1), HaveKeyWithValue("attempt fetch", 1),
+			HaveKeyWithValue("step after", 1)), "each span once")
+	}, SpecTimeout(60*time.Second))
 })

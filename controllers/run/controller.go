@@ -17,8 +17,10 @@ limitations under the License.
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -391,7 +393,8 @@ func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha
 		return nil
 	}
 	run.Status = *status
-	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Status().Patch(ctx, run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil &&
+		!r.appliedAnyway(ctx, run, status, err) {
 		return err
 	}
 	key := client.ObjectKeyFromObject(run).String()
@@ -399,6 +402,36 @@ func (r *RunReconciler) patchStatus(ctx context.Context, base, run *ergonv1alpha
 	r.lastWrite.Store(key, r.Clock.Now())
 	return nil
 }
+
+// appliedAnyway reports whether a status write that failed without the API server's answer
+// took effect all the same: the connection broke, or the pass's context ended (a manager that
+// stops) after the server had the patch. What the write ended (its spans, its Events) is then
+// told once, here, and not lost: the next pass, in this manager or the next, finds it already
+// written. It reads the Run back with a context of its own, for at most readBackTimeout; a
+// refusal the server answered was not applied.
+func (r *RunReconciler) appliedAnyway(ctx context.Context, run *ergonv1alpha1.Run, want *ergonv1alpha1.RunStatus, err error) bool {
+	if answer := apierrors.APIStatus(nil); errors.As(err, &answer) {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	stored := &ergonv1alpha1.Run{}
+	if r.APIReader.Get(rctx, client.ObjectKeyFromObject(run), stored) != nil || stored.UID != run.UID {
+		return false
+	}
+	// As stored: the server keeps times to the second, as JSON does.
+	got, gerr := json.Marshal(&stored.Status)
+	sent, serr := json.Marshal(want)
+	if gerr != nil || serr != nil || !bytes.Equal(got, sent) {
+		return false
+	}
+	log.FromContext(ctx).V(1).Info("The status write's answer was lost, but the Run has it", "error", err.Error())
+	run.ResourceVersion = stored.ResourceVersion
+	return true
+}
+
+// readBackTimeout bounds how long a pass reads back a status write whose answer was lost.
+const readBackTimeout = 5 * time.Second
 
 // holdWrite is how long a pass should wait before it writes the Run's status: the rest of
 // Config.StatusInterval since the last write, when the plan only observes; else zero.

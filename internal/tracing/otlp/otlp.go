@@ -182,8 +182,13 @@ func (e *Exporter) Start(ctx context.Context) error {
 		case <-tick.C:
 			flush()
 		case <-ctx.Done():
-			for len(e.queue) > 0 && len(batch) < cap(batch) {
+			// Everything queued, a batch at a time: what a stopping manager's last passes
+			// ended is exported, not lost with the process.
+			for len(e.queue) > 0 {
 				batch = append(batch, e.readOnly(<-e.queue))
+				if len(batch) == batchSize {
+					flush()
+				}
 			}
 			flush()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportTimeout)

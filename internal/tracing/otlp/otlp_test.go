@@ -140,14 +140,16 @@ func TestAStoppingManagerSendsWhatIsQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Emit(someSpans()[:3])
+	// More than a batch: the last passes of a big Run end thousands of spans.
+	queued := append(someSpans()[:3], make([]tracing.Span, 2*batchSize)...)
+	e.Emit(queued)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.spans) != 3 {
-		t.Errorf("sent %d of the 3 queued spans when stopping", len(rec.spans))
+	if len(rec.spans) != len(queued) {
+		t.Errorf("sent %d of the %d queued spans when stopping", len(rec.spans), len(queued))
 	}
 }
 
