@@ -108,6 +108,11 @@ test-chaos: ## The chaos suite on the local cluster (docs/chaos.md): 30 Runs, Tr
 	E2E_TAGS=e2e,chaos E2E_FOCUS=Chaos CHAOS_REPORT="$(CURDIR)/bin/chaos-report.md" hack/e2e.sh; rc=$$?; \
 		if [ -f bin/chaos-report.md ]; then cat bin/chaos-report.md; fi; exit $$rc
 
+.PHONY: test-traces
+test-traces: jaeger ## The traces e2e on the local cluster (docs/observability.md): Jaeger, built from source, receives the manager's OTLP traces; a Run with a Gate and an agent step, the manager restarted while the Gate waits, is read back from Jaeger's query API (not part of make test).
+	hack/local-cluster.sh imagebuild --binary $(JAEGER) --entrypoint /jaeger --tag $(JAEGER_IMG) --out bin/jaeger.tar
+	E2E_TAGS=e2e,traces E2E_FOCUS="trace in Jaeger" E2E_LOAD_IMAGES=bin/jaeger.tar E2E_JAEGER_IMAGE=$(JAEGER_IMG) hack/e2e.sh
+
 .PHONY: verify
 verify: fmt-check vet lint verify-generated chart-lint ## Static checks: gofmt, vet, golangci-lint, generated files, chart.
 
@@ -379,6 +384,15 @@ $(HELM): $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Download golangci-lint locally if necessary.
 $(GOLANGCI_LINT): $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+# JAEGER is Jaeger all in one, at the version hack/jaeger/go.mod pins (cold build: about 13
+# minutes on two cores, so only make test-traces builds it); JAEGER_IMG its image.
+JAEGER ?= $(LOCALBIN)/jaeger
+JAEGER_IMG ?= ergon/jaeger:dev
+.PHONY: jaeger
+jaeger: $(JAEGER) ## Build Jaeger (OTLP receiver, memory store, query API) from hack/jaeger, for make test-traces.
+$(JAEGER): hack/jaeger/go.mod | $(LOCALBIN)
+	cd hack/jaeger && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(JAEGER)" github.com/jaegertracing/jaeger/cmd/jaeger
 
 .PHONY: promtool
 promtool: $(PROMTOOL) ## Build Prometheus' promtool, for the chart's alert rule tests.

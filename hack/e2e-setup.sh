@@ -15,6 +15,10 @@ if [ -z "${KUBECONFIG:-}" ] || ! kubectl version --request-timeout=5s >/dev/null
   KUBECONFIG=$(hack/local-cluster.sh up)
   export KUBECONFIG
   make -s load-image IMG="$IMG" >&2
+  # E2E_LOAD_IMAGES: more image archives a suite needs (make test-traces: Jaeger's).
+  for archive in ${E2E_LOAD_IMAGES:-}; do
+    hack/local-cluster.sh load-image "$archive" >&2
+  done
 fi
 make -s helm >&2
 # ERGON_E2E_ARCHIVE=postgres (make test-e2e-postgres) installs with the chart's PostgreSQL

@@ -97,10 +97,19 @@ func (b *builder) agent(step string, info StepInfo, attempt trace.SpanContext, r
 	sp.Attributes = append(sp.Attributes,
 		semconv.GenAIUsageInputTokens(int(t.Usage.PromptTokens)),
 		semconv.GenAIUsageOutputTokens(int(t.Usage.CompletionTokens)))
-	if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
-		sp.Start, sp.End = t.StartedAt, t.FinishedAt
-	}
+	// The attempt's span stays its pod's, from creation to the recorded end, so that it holds
+	// its stages; it grows to hold the agent's calls too, whose times come from the agent's
+	// clock, to the millisecond, where the status keeps seconds.
 	at := sp.Start
+	if !t.StartedAt.IsZero() && !t.FinishedAt.IsZero() {
+		at = t.StartedAt
+		if t.StartedAt.Before(sp.Start) {
+			sp.Start = t.StartedAt
+		}
+		if t.FinishedAt.After(sp.End) {
+			sp.End = t.FinishedAt
+		}
+	}
 	calls := map[string]bool{}
 	for i, e := range t.Entries {
 		d := time.Duration(e.DurationMS) * time.Millisecond

@@ -79,6 +79,16 @@ func TestAnAgentAttemptFollowsTheGenAIConventions(t *testing.T) {
 			t.Errorf("invoke_agent %s = %v, want %v", key, v.AsInterface(), want)
 		}
 	}
+	// The attempt's span holds its stages and its calls: its pod's life, created at 6 s, to
+	// the step's recorded end at 26 s.
+	if !agentSpan.Start.Equal(at(6).Time) || !agentSpan.End.Equal(at(26).Time) {
+		t.Errorf("invoke_agent: %s..%s, want 6s..26s", agentSpan.Start.Sub(t0), agentSpan.End.Sub(t0))
+	}
+	for _, s := range Spans(c) {
+		if s.Parent.Equal(agentSpan.Context) && (s.Start.Before(agentSpan.Start) || s.End.After(agentSpan.End)) {
+			t.Errorf("%s (%s..%s) is outside the attempt's span", s.Name, s.Start.Sub(t0), s.End.Sub(t0))
+		}
+	}
 	if len(chats) != 2 {
 		t.Fatalf("%d chat spans, want one per model call (2)", len(chats))
 	}
