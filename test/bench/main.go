@@ -88,7 +88,7 @@ func main() {
 	flag.IntVar(&so.triggerMinutes, "scale-trigger-minutes", 2, "scale: minutes the Triggers are watched")
 	flag.StringVar(&so.workers, "scale-workers", "4", "scale: the manager's --run-workers")
 	cpuProfile := flag.String("cpuprofile", "",
-		"write a CPU profile of the many-Runs and fan-out phases (manager and bench together) to this file")
+		"write a CPU profile of the many-Runs and fan-out phases, or of the tracing bench's rounds (manager and bench together), to this file")
 	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
 	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
 	fair := flag.Bool("fair-share", false, "run only the fair-share bench (fairshare.go) at the default slot limits")
@@ -172,6 +172,13 @@ func main() {
 		return
 	}
 	if *traceRounds > 0 {
+		if *cpuProfile != "" {
+			// Which of the process's CPU the tracing code takes (docs/observability.md).
+			f, err := os.Create(*cpuProfile)
+			must(err)
+			must(pprof.StartCPUProfile(f))
+			defer pprof.StopCPUProfile()
+		}
 		traceCost(ctx, c, k, *fanOut, *traceRounds, receiver)
 		return
 	}
