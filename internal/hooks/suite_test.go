@@ -19,6 +19,7 @@ package hooks
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -47,6 +48,8 @@ func TestEndpoint(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A status write can take more than Gomega's default second on a loaded 2-core machine.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	var err error
 	testEnv, err = testenv.Start(false)
 	Expect(err).NotTo(HaveOccurred())

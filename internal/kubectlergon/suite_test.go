@@ -73,6 +73,9 @@ func TestPlugin(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A Run's first status write can take more than Gomega's default second on a loaded 2-core
+	// machine (CI met it: a Gate not yet in the status after 1 s), as in the other envtest suites.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	var err error
 	testEnv, err = testenv.Start(true)
 	Expect(err).NotTo(HaveOccurred())
