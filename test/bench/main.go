@@ -172,13 +172,8 @@ func main() {
 		return
 	}
 	if *traceRounds > 0 {
-		if *cpuProfile != "" {
-			// Which of the process's CPU the tracing code takes (docs/observability.md).
-			f, err := os.Create(*cpuProfile)
-			must(err)
-			must(pprof.StartCPUProfile(f))
-			defer pprof.StopCPUProfile()
-		}
+		// Which of the process's CPU the tracing code takes (docs/observability.md).
+		defer profileCPU(*cpuProfile)()
 		traceCost(ctx, c, k, *fanOut, *traceRounds, receiver)
 		return
 	}
@@ -194,12 +189,7 @@ func main() {
 	webhookBurst(ctx, c, *applies)
 	fmt.Printf("\n%d Runs active; their steps finish at %d a second\n", *active, *rate)
 	activeRuns(ctx, c, k, *active, *rate)
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		must(err)
-		must(pprof.StartCPUProfile(f))
-		defer pprof.StopCPUProfile()
-	}
+	defer profileCPU(*cpuProfile)()
 	fmt.Printf("\n%d Runs of 10 steps (1 -> 8 -> 1), all at once\n", *runs)
 	manyRuns(ctx, c, k, writes, *runs)
 	fmt.Printf("\nOne Run of %d steps (1 -> %d), every leaf reading a Secret\n", *fanOut, *fanOut-1)
@@ -498,5 +488,20 @@ func waitPods(k *kubelet, ns string, n int) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// profileCPU writes a CPU profile to path, when there is one, until the returned function is
+// called.
+func profileCPU(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	must(err)
+	must(pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		must(f.Close())
 	}
 }

@@ -70,14 +70,17 @@ func deployFakeLLM(ctx SpecContext, ns string) {
 	deployFakeLLMScript(ctx, ns, fakeLLMScript(ns))
 }
 
-// deployFakeLLMScript deploys the fake model with a script, as the Services llm (port 80) and
-// tracker (port 8080).
-func deployFakeLLMScript(ctx SpecContext, ns, script string) {
-	labels := map[string]string{"app": "fakellm"}
-	Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
-		Data: map[string]string{"script.yaml": script}})).To(Succeed())
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
+// hardenedDeployment is one replica of c (named name, its image pulled only when missing),
+// hardened as Pod Security "restricted" asks: no ServiceAccount token, a non-root user, the
+// runtime's seccomp profile, no privilege escalation, a read-only root and no capabilities. Its
+// pods are labelled app=name.
+func hardenedDeployment(ns, name string, c corev1.Container, volumes ...corev1.Volume) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	c.Name, c.ImagePullPolicy = name, corev1.PullIfNotPresent
+	c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: new(false),
+		ReadOnlyRootFilesystem: new(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -86,26 +89,32 @@ func deployFakeLLMScript(ctx SpecContext, ns, script string) {
 					AutomountServiceAccountToken: new(false),
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(int64(65532)),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{
-						Name: "fakellm", Image: fakeLLMImage(), ImagePullPolicy: corev1.PullIfNotPresent,
-						Args:  []string{"--script", "/etc/fakellm/script.yaml", "--listen", ":8080"},
-						Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-							HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "script", MountPath: "/etc/fakellm", ReadOnly: true}},
-						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false),
-							ReadOnlyRootFilesystem: new(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-					}},
-					Volumes: []corev1.Volume{{Name: "script", VolumeSource: corev1.VolumeSource{
-						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "fakellm"}}}}},
+					Containers: []corev1.Container{c},
+					Volumes:    volumes,
 				},
 			},
 		},
 	}
+}
+
+// deployFakeLLMScript deploys the fake model with a script, as the Services llm (port 80) and
+// tracker (port 8080).
+func deployFakeLLMScript(ctx SpecContext, ns, script string) {
+	Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fakellm", Namespace: ns},
+		Data: map[string]string{"script.yaml": script}})).To(Succeed())
+	deploy := hardenedDeployment(ns, "fakellm", corev1.Container{
+		Image: fakeLLMImage(),
+		Args:  []string{"--script", "/etc/fakellm/script.yaml", "--listen", ":8080"},
+		Ports: []corev1.ContainerPort{{ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "script", MountPath: "/etc/fakellm", ReadOnly: true}},
+	}, corev1.Volume{Name: "script", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "fakellm"}}}})
 	Expect(k8sClient.Create(ctx, deploy)).To(Succeed())
 	for name, port := range map[string]int32{"llm": 80, "tracker": 8080} {
 		Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.ServiceSpec{Selector: labels,
+			Spec: corev1.ServiceSpec{Selector: deploy.Spec.Selector.MatchLabels,
 				Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(8080)}}}})).To(Succeed())
 	}
 	Eventually(func(g Gomega) {

@@ -30,7 +30,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,36 +56,18 @@ func jaegerImage() string {
 func deployJaeger(ctx SpecContext) {
 	Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: jaegerNamespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}}))).To(Succeed())
-	labels := map[string]string{"app": "jaeger"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "jaeger", Namespace: jaegerNamespace},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: new(false),
-					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: new(true), RunAsUser: new(int64(65532)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{
-						Name: "jaeger", Image: jaegerImage(), ImagePullPolicy: corev1.PullIfNotPresent,
-						// Its receivers listen on the pod's address, not only on loopback.
-						Env:   []corev1.EnvVar{{Name: "JAEGER_LISTEN_HOST", Value: "0.0.0.0"}},
-						Ports: []corev1.ContainerPort{{ContainerPort: 4318}, {ContainerPort: 16686}},
-						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-							HTTPGet: &corev1.HTTPGetAction{Path: "/api/services", Port: intstr.FromInt32(16686)}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
-						SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(false),
-							ReadOnlyRootFilesystem: new(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-					}},
-					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-				},
-			},
-		},
-	}
+	deploy := hardenedDeployment(jaegerNamespace, "jaeger", corev1.Container{
+		Image: jaegerImage(),
+		// Its receivers listen on the pod's address, not only on loopback.
+		Env:   []corev1.EnvVar{{Name: "JAEGER_LISTEN_HOST", Value: "0.0.0.0"}},
+		Ports: []corev1.ContainerPort{{ContainerPort: 4318}, {ContainerPort: 16686}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Path: "/api/services", Port: intstr.FromInt32(16686)}}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+	}, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	Expect(k8sClient.Create(ctx, deploy)).To(Succeed())
 	Expect(k8sClient.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "jaeger", Namespace: jaegerNamespace},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
+		Spec: corev1.ServiceSpec{Selector: deploy.Spec.Selector.MatchLabels, Ports: []corev1.ServicePort{
 			{Name: "otlp-http", Port: 4318, TargetPort: intstr.FromInt32(4318)},
 			{Name: "query", Port: 16686, TargetPort: intstr.FromInt32(16686)}}}})).To(Succeed())
 	Eventually(func(g Gomega) {
