@@ -192,6 +192,12 @@ func observeAgent(f *Facts, p *Plan, a *AgentPodFacts, interval time.Duration) {
 			next.Checkpoint = keepCheckpoint(p, a.Step, prog, cf)
 		}
 	}
+	if final && failed == "" && a.Pod.Reason == agentspec.ReasonToolCallsPending && !handoverRead(f, a) {
+		// The pod handed tool calls over, so its log ends with the checkpoint that lists
+		// them; a log without it is not all in yet (a container runtime may write a log's
+		// last lines after it reports the container ended), and the step waits on it.
+		failed = "its log does not show yet the checkpoint that lists the tool calls it handed over"
+	}
 	switch {
 	case failed == "" || !final:
 	case last.UnreadSince.IsZero() || f.Now.Sub(last.UnreadSince) < LastReadPatience:
@@ -215,6 +221,16 @@ func observeAgent(f *Facts, p *Plan, a *AgentPodFacts, interval time.Duration) {
 	if a.Progress != nil {
 		showProgress(&p.Status, a.Step, a.Progress)
 	}
+}
+
+// handoverRead says whether the checkpoint that lists the tool calls an agent pod handed over
+// has been read: the one gather found for its step, or the one this read keeps.
+func handoverRead(f *Facts, a *AgentPodFacts) bool {
+	pending := f.ToolCalls[a.Step].Pending
+	if cf := a.Checkpoint; cf != nil && len(cf.Content) > 0 {
+		pending = agentspec.PendingOf(cf.Content)
+	}
+	return pending != nil && pending.Attempt == a.Pod.Attempt
 }
 
 // keepCheckpoint plans the write of the checkpoint a progress line names (or its reset) into

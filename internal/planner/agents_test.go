@@ -19,6 +19,7 @@ package planner
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +190,58 @@ func TestTheLastReadOfAPodThatEndedIsAwaited(t *testing.T) {
 	if len(p.CleanupPods) != 1 || p.RequeueAfter != 0 || !p.AgentsSeen["pod-uid"].Final ||
 		len(p.Events) != 1 || p.Events[0].Reason != "CheckpointLost" {
 		t.Fatalf("cleanup %v, requeue %s, events %+v; want the pod given up, and told", p.CleanupPods, p.RequeueAfter, p.Events)
+	}
+}
+
+func TestTheCheckpointOfAHandoverIsAwaited(t *testing.T) {
+	handed := PodState{Name: "r1-deploy-1", UID: "pod-uid", Attempt: 2, Phase: PodFailed, Reason: agentspec.ReasonToolCallsPending}
+	pending := func(attempt int32) []byte {
+		b, _ := json.Marshal(map[string]any{"pending": agentspec.Pending{Attempt: attempt}})
+		return b
+	}
+	earlier := &wire.Progress{Turn: 1, Checkpoint: &wire.Part{SHA256: "turn1"}}
+	last := &wire.Progress{Turn: 2, Checkpoint: &wire.Part{SHA256: "handover"}}
+	for _, c := range []struct {
+		name string
+		a    AgentPodFacts
+		// gathered is the attempt whose calls the checkpoint gather read lists; 0 none.
+		gathered int32
+		awaited  bool
+	}{
+		{name: "a log with no progress line yet", a: AgentPodFacts{Pod: handed, Read: true}, awaited: true},
+		{name: "a log whose end is not in yet: an earlier turn's checkpoint", awaited: true,
+			a: AgentPodFacts{Pod: handed, Read: true, Progress: earlier,
+				Checkpoint: &CheckpointFacts{ConfigMap: "cm", Content: []byte(`{"turn":1}`)}}},
+		{name: "a checkpoint that lists an earlier attempt's calls", awaited: true,
+			a: AgentPodFacts{Pod: handed, Read: true, Progress: last, Checkpoint: &CheckpointFacts{ConfigMap: "cm", Content: pending(1)}}},
+		{name: "the checkpoint that lists the attempt's calls, read now",
+			a: AgentPodFacts{Pod: handed, Read: true, Progress: last, Checkpoint: &CheckpointFacts{ConfigMap: "cm", Content: pending(2)}}},
+		{name: "the checkpoint kept by an earlier read, while the pod ran", gathered: 2,
+			a: AgentPodFacts{Pod: handed, Read: true, Progress: last, Seen: AgentSeen{Checkpoint: "handover"}}},
+		{name: "a pod that failed otherwise is read once",
+			a: AgentPodFacts{Pod: PodState{Name: "r1-deploy-1", UID: "pod-uid", Attempt: 2, Phase: PodFailed}, Read: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, p := agentFacts(t, c.a)
+			if c.gathered > 0 {
+				f.ToolCalls = map[string]ToolCallFacts{"deploy": {Pending: &agentspec.Pending{Attempt: c.gathered}}}
+			}
+			p.CleanupPods = []string{"r1-deploy-1"}
+			ObserveAgents(f, p)
+			seen := p.AgentsSeen["pod-uid"]
+			if awaited := !seen.Final && len(p.CleanupPods) == 0 && p.RequeueAfter == LastReadRetry; awaited != c.awaited {
+				t.Fatalf("seen %+v, cleanup %v, requeue %s: awaited %v, want %v", seen, p.CleanupPods, p.RequeueAfter, awaited, c.awaited)
+			}
+			if c.awaited {
+				// Past the patience, the wait ends and says why: the step's own timer then fails it.
+				f, p = agentFacts(t, AgentPodFacts{Pod: handed, Read: true, Seen: seen})
+				f.Now = t0.Add(LastReadPatience)
+				ObserveAgents(f, p)
+				if !p.AgentsSeen["pod-uid"].Final || len(p.Events) != 1 || !strings.Contains(p.Events[0].Message, "handed over") {
+					t.Fatalf("seen %+v, events %+v; want the read given up, and told", p.AgentsSeen["pod-uid"], p.Events)
+				}
+			}
+		})
 	}
 }
 
