@@ -84,6 +84,19 @@ const (
 	AnnotationToolCall = "agent.ergon.dev/tool-call"
 )
 
+// AnnotationVia on a Run names the protocol it was started through: "mcp" or "a2a", set by
+// Ergon's protocol endpoints (internal/protocols), which create the Run with their caller's own
+// token. It is the creator's word, not admission's: the manager's Event that tells it names
+// the person from AnnotationCreatedBy, which admission stamps.
+const AnnotationVia = "protocols.ergon.dev/via"
+
+// Labels by which a Scene opts in to being offered outside the cluster: as an MCP tool, and
+// as an A2A agent. The value "true" offers it, to those RBAC lets create Runs in its namespace.
+const (
+	LabelMCPTool  = "mcp.ergon.dev/tool"
+	LabelA2AAgent = "a2a.ergon.dev/agent"
+)
+
 // LabelWorkspace on a step pod names the Workspace (the object's name, naming.LabelValue of
 // it) the pod runs against, for people to read. Nothing selects by it: a long name is
 // shortened into it, and a shortened name can equal another Workspace's name.

@@ -170,7 +170,7 @@ func (r *RunReconciler) podParts(ctx context.Context, run *ergonv1alpha1.Run, f 
 			if parts.schemas == nil {
 				parts.schemas = map[string]json.RawMessage{}
 			}
-			parts.schemas[string(t.Scene)] = sceneToolSchema(&scene.Spec)
+			parts.schemas[string(t.Scene)] = scene.Spec.ParamsSchema()
 		}
 	}
 	if containers {

@@ -102,30 +102,6 @@ func usesChannel(step *compile.Step) bool {
 	return len(approve)+len(calls) > 0 || step.Spec.Agent.Conversation != nil
 }
 
-// sceneToolSchema is the JSON Schema of a Scene tool's arguments: an object with a string
-// property per param the Scene declares (Secret params are not the caller's to set), the
-// params without a default required, nothing else allowed.
-func sceneToolSchema(spec *ergonv1alpha1.SceneSpec) json.RawMessage {
-	props := map[string]any{}
-	required := []string{}
-	for _, p := range spec.Params {
-		if p.ValueFrom != nil {
-			continue
-		}
-		prop := map[string]any{"type": "string"}
-		if p.Description != "" {
-			prop["description"] = p.Description
-		}
-		props[p.Name] = prop
-		if p.Default == nil {
-			required = append(required, p.Name)
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required,
-		"additionalProperties": false}) // plain data
-	return b
-}
-
 // gatherToolCalls reads, for each agent step that waits for tool calls or whose last pod
 // failed, the requests its checkpoint lists and the results stored for them; and checks the
 // arguments of Scene calls whose child Run does not exist yet against the Scene's params.

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ergon-dev/ergon/internal/identity"
 )
 
 const (
@@ -84,17 +86,7 @@ func (s *Server) viewerOf(r *http.Request) (*viewer, error) {
 // configFor is the API server's address and CA with the viewer's token and nothing else of
 // the console's own credentials.
 func (s *Server) configFor(token string) *rest.Config {
-	base := s.cfg.APIServer
-	cfg := &rest.Config{
-		Host:            base.Host,
-		APIPath:         base.APIPath,
-		TLSClientConfig: rest.TLSClientConfig{CAData: base.CAData, CAFile: base.CAFile, ServerName: base.ServerName, Insecure: base.Insecure},
-		BearerToken:     token,
-		QPS:             50,
-		Burst:           100,
-		UserAgent:       "ergon-console",
-	}
-	return cfg
+	return identity.BearerConfig(s.cfg.APIServer, token, "ergon-console")
 }
 
 func (s *Server) clientsFor(cfg *rest.Config, token string, readOnly bool) (*viewer, error) {

@@ -173,8 +173,13 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 	if err := c.List(ctx, gates, client.InNamespace(ns)); err != nil {
 		return nil, 0, err
 	}
+	return PendingAmong(ctx, c, gates.Items, limit)
+}
+
+// PendingAmong is PendingForAtMost over the Gates given, for example those of one Run.
+func PendingAmong(ctx context.Context, c client.Client, gates []ergonv1alpha1.Gate, limit int) ([]*ergonv1alpha1.Gate, int, error) {
 	user, groups := identity(ctx, c)
-	slices.SortFunc(gates.Items, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	slices.SortFunc(gates, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	var pending []*ergonv1alpha1.Gate
 	asked := 0
 	// spend says whether one more Gate may cost an API request.
@@ -186,8 +191,8 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 		return true
 	}
 	persons := map[string]string{}
-	for i := range gates.Items {
-		g := &gates.Items[i]
+	for i := range gates {
+		g := &gates[i]
 		if g.Spec.Decision != nil || !g.Status.Phase.Open() || voted(g, user) {
 			continue
 		}

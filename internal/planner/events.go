@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
 // Event is a transition worth an Event on the Run.
@@ -156,4 +158,27 @@ func listNames(names []string, limit int) string {
 		b.WriteString(n)
 	}
 	return b.String()
+}
+
+// ReasonCreatedThrough is the reason of the Event that tells, when a Run starts, who created
+// it through which of Ergon's protocol endpoints.
+const ReasonCreatedThrough = "CreatedThrough"
+
+// protocolNames are the protocols ergonv1alpha1.AnnotationVia may name.
+var protocolNames = map[string]string{"mcp": "MCP", "a2a": "A2A"}
+
+// tellProtocol audits a Run that starts and was created through a protocol endpoint: an
+// Event names the person admission stamped as its creator and the protocol it names. An
+// annotation naming no known protocol is not repeated.
+func (p *planner) tellProtocol() {
+	name, ok := protocolNames[p.f.Run.Annotations[ergonv1alpha1.AnnotationVia]]
+	if !ok {
+		return
+	}
+	who := p.f.Run.Annotations[ergonv1alpha1.AnnotationCreatedBy]
+	if who == "" {
+		who = "an unknown person"
+	}
+	p.plan.Events = append(p.plan.Events, Event{Reason: ReasonCreatedThrough,
+		Message: fmt.Sprintf("Run created by %s through %s", who, name)})
 }

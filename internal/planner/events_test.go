@@ -18,8 +18,11 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 )
 
 func TestFoldEvents(t *testing.T) {
@@ -143,4 +146,40 @@ func TestFoldEvents(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestARunCreatedThroughAProtocolIsAuditedWhenItStarts(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		annotations map[string]string
+		want        string // the Event's message; "" none
+	}{
+		{name: "through MCP", annotations: map[string]string{ergonv1alpha1.AnnotationVia: "mcp",
+			ergonv1alpha1.AnnotationCreatedBy: "alice"}, want: "Run created by alice through MCP"},
+		{name: "through A2A", annotations: map[string]string{ergonv1alpha1.AnnotationVia: "a2a",
+			ergonv1alpha1.AnnotationCreatedBy: "bob"}, want: "Run created by bob through A2A"},
+		{name: "a protocol Ergon does not serve is not repeated", annotations: map[string]string{
+			ergonv1alpha1.AnnotationVia: "<b>forged</b>", ergonv1alpha1.AnnotationCreatedBy: "mallory"}},
+		{name: "created otherwise", annotations: map[string]string{ergonv1alpha1.AnnotationCreatedBy: "carol"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{step("a")}}, succeed)
+			w.run.Annotations = c.annotations
+			var told []string
+			for _, e := range w.plan().Events {
+				if e.Reason == ReasonCreatedThrough {
+					told = append(told, e.Message)
+				}
+			}
+			if c.want == "" && len(told) > 0 || c.want != "" && !slices.Equal(told, []string{c.want}) {
+				t.Fatalf("told %q, want %q", told, c.want)
+			}
+			// Once started, it is not told again.
+			for _, e := range w.plan().Events {
+				if e.Reason == ReasonCreatedThrough {
+					t.Fatalf("told again: %q", e.Message)
+				}
+			}
+		})
+	}
 }

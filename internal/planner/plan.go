@@ -192,6 +192,7 @@ func Decide(f *Facts) *Plan {
 	status.ObservedGeneration = f.Run.Generation
 	if status.StartedAt == nil {
 		status.StartedAt = &p.now
+		p.tellProtocol()
 	}
 	p.pinned = p.pinWorkspace(status)
 	p.storage = storedSoFar(status)
