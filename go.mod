@@ -3,6 +3,7 @@ module github.com/ergon-dev/ergon
 go 1.26.0
 
 require (
+	github.com/a2aproject/a2a-go v0.3.3
 	github.com/cert-manager/cert-manager v1.21.2
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -52,9 +52,10 @@ const (
 	multiRoundTrip = "2026-07-28"
 )
 
-// MCPHandler serves the MCP endpoint (Streamable HTTP, stateless) and its protected-resource
-// metadata. Each request gets an MCP server of its own that knows only its caller's tools.
-func (s *Server) MCPHandler() http.Handler {
+// Handler serves the MCP endpoint (Streamable HTTP, stateless) and its protected-resource
+// metadata, and the A2A agents. Each MCP request gets an MCP server of its own that knows only
+// its caller's tools; each A2A request an agent that acts only as its caller.
+func (s *Server) Handler() http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ns := r.PathValue("namespace")
 		if ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
@@ -68,6 +69,9 @@ func (s *Server) MCPHandler() http.Handler {
 	// /mcp/NAMESPACE those of one, for a caller who may not list namespaces.
 	mux.Handle(MCPPath, s.authenticate(mcpHandler))
 	mux.Handle(MCPPath+"/{namespace}", s.authenticate(mcpHandler))
+	agents := s.authenticate(http.HandlerFunc(s.serveAgent))
+	mux.Handle("POST "+A2APath+"/{namespace}/{scene}", agents)
+	mux.Handle("GET "+A2APath+"/{namespace}/{scene}"+AgentCardPath, agents)
 	if s.cfg.Resource != "" && len(s.cfg.AuthorizationServers) > 0 {
 		mux.Handle(MetadataPath, auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource: s.cfg.Resource, AuthorizationServers: s.cfg.AuthorizationServers,
@@ -211,7 +215,7 @@ func (s *Server) sceneHandler(c *caller, sc *ergonv1alpha1.Scene) mcp.ToolHandle
 			return toolError(err), nil
 		}
 		defer done()
-		run, err := s.start(ctx, c, sc, args, ProtocolMCP)
+		run, err := s.start(ctx, c, sc, args, ProtocolMCP, nil)
 		if err != nil {
 			return toolError(err), nil
 		}

@@ -154,11 +154,11 @@ func (s *Server) may(ctx context.Context, c *caller, verb, resource, namespace s
 }
 
 // start creates a Run of a Scene as the caller, with the arguments as its params, marked as
-// started through protocol (ergonv1alpha1.AnnotationVia). An argument that is no param of the
+// started through protocol (ergonv1alpha1.AnnotationVia) and with the annotations given. An argument that is no param of the
 // Scene, or not a string, number or boolean, is refused by name; the rest (a missing param,
 // a Scene that does not compile) is admission's to refuse, and its message is returned.
-func (s *Server) start(ctx context.Context, c *caller, sc *ergonv1alpha1.Scene, args map[string]any, protocol string) (
-	*ergonv1alpha1.Run, error) {
+func (s *Server) start(ctx context.Context, c *caller, sc *ergonv1alpha1.Scene, args map[string]any, protocol string,
+	annotations map[string]string) (*ergonv1alpha1.Run, error) {
 	settable := map[string]bool{}
 	for _, p := range sc.Spec.Params {
 		settable[p.Name] = p.ValueFrom == nil
@@ -186,10 +186,15 @@ func (s *Server) start(ctx context.Context, c *caller, sc *ergonv1alpha1.Scene, 
 		}
 		params[k] = v
 	}
+	annotations = maps.Clone(annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[ergonv1alpha1.AnnotationVia] = protocol
 	run := &ergonv1alpha1.Run{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: naming.Join(50, sc.Name) + "-", Namespace: sc.Namespace,
 			Labels:      map[string]string{ergonv1alpha1.LabelScene: naming.LabelValue(sc.Name)},
-			Annotations: map[string]string{ergonv1alpha1.AnnotationVia: protocol}},
+			Annotations: annotations},
 		Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: sc.Name}, Params: params},
 	}
 	if err := c.c.Create(ctx, run); err != nil {

@@ -220,7 +220,7 @@ func protocolServer(cfg protocols.Config) *httptest.Server {
 	cfg.Poll = 200 * time.Millisecond
 	srv, err := protocols.New(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	ts := httptest.NewTLSServer(srv.MCPHandler())
+	ts := httptest.NewTLSServer(srv.Handler())
 	DeferCleanup(ts.Close)
 	return ts
 }
