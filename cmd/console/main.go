@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ergon-dev/ergon/internal/console"
+	"github.com/ergon-dev/ergon/internal/protocols"
 )
 
 func main() {
@@ -51,6 +53,17 @@ type options struct {
 	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile, traceURL string
 	readOnly                                                              bool
 	maxStreams                                                            int
+	protocols                                                             protocolOptions
+}
+
+// protocolOptions are the flags of the MCP and A2A endpoints (internal/protocols).
+type protocolOptions struct {
+	enabled                                   bool
+	namespaces, origins, authorizationServers []string
+	resource                                  string
+	callWait                                  time.Duration
+	rate                                      float64
+	burst                                     int
 }
 
 // parseFlags reads the flags from args into a FlagSet of the console's own: the packages it
@@ -74,6 +87,21 @@ func parseFlags(args []string) (options, error) {
 		"link each Run to its trace: an http(s) URL with {traceId} where the Run's trace id goes, e.g. https://jaeger.example/trace/{traceId}")
 	fs.IntVar(&o.maxStreams, "max-streams", 500,
 		"live streams (server-sent events) open at once; each holds one watch per kind with its viewer's token")
+	fs.BoolVar(&o.protocols.enabled, "protocols", true,
+		"serve Scenes labelled mcp.ergon.dev/tool=true as MCP tools at /mcp and those labelled a2a.ergon.dev/agent=true as A2A "+
+			"agents at /a2a/NAMESPACE/SCENE, to callers with a Kubernetes bearer token, as those callers (docs/protocols.md)")
+	fs.Func("protocol-namespaces", "comma-separated namespaces /mcp offers the Scenes of to callers who may not list "+
+		"namespaces (default: --default-namespace)", listFlag(&o.protocols.namespaces))
+	fs.Func("protocol-allowed-origins", "comma-separated browser origins (https://host[:port]) allowed to call the endpoints; "+
+		"a request with another Origin header is refused", listFlag(&o.protocols.origins))
+	fs.StringVar(&o.protocols.resource, "protocol-resource-url", "",
+		"the MCP endpoint's public URL (https://HOST/mcp), named by its OAuth protected-resource metadata")
+	fs.Func("protocol-authorization-servers", "comma-separated issuers of the tokens the API server accepts (the cluster's "+
+		"OIDC issuer), named by the protected-resource metadata", listFlag(&o.protocols.authorizationServers))
+	fs.DurationVar(&o.protocols.callWait, "protocol-call-wait", protocols.DefaultCallWait,
+		"how long a call waits for its Run before it answers with a handle to poll")
+	fs.Float64Var(&o.protocols.rate, "protocol-rate", protocols.DefaultRate, "requests a second one caller may make")
+	fs.IntVar(&o.protocols.burst, "protocol-burst", protocols.DefaultBurst, "requests one caller may make at once")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -109,7 +137,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Addr: o.addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	handler, err := withProtocols(srv.Handler(), o, cfg, key)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Addr: o.addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -157,4 +189,41 @@ func restConfig(kubeconfig string, readOnly bool) (*rest.Config, error) {
 	}
 	return &rest.Config{Host: "https://" + net.JoinHostPort(host, port),
 		TLSClientConfig: rest.TLSClientConfig{CAFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}}, nil
+}
+
+// withProtocols serves the MCP and A2A endpoints beside the console, when they are enabled.
+func withProtocols(console http.Handler, o options, cfg *rest.Config, key []byte) (http.Handler, error) {
+	if !o.protocols.enabled {
+		return console, nil
+	}
+	namespaces := o.protocols.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{o.namespace}
+	}
+	srv, err := protocols.New(protocols.Config{APIServer: cfg, Namespaces: namespaces, AllowedOrigins: o.protocols.origins,
+		Resource: o.protocols.resource, AuthorizationServers: o.protocols.authorizationServers, CallWait: o.protocols.callWait,
+		Rate: o.protocols.rate, Burst: o.protocols.burst, Key: key})
+	if err != nil {
+		return nil, err
+	}
+	endpoints := srv.Handler()
+	mux := http.NewServeMux()
+	for _, p := range []string{protocols.MCPPath, protocols.MCPPath + "/", protocols.A2APath + "/", protocols.MetadataPath} {
+		mux.Handle(p, endpoints)
+	}
+	mux.Handle("/", console)
+	return mux, nil
+}
+
+// listFlag parses a comma-separated flag into its non-empty items.
+func listFlag(into *[]string) func(string) error {
+	return func(v string) error {
+		*into = nil
+		for item := range strings.SplitSeq(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*into = append(*into, item)
+			}
+		}
+		return nil
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The console's flags parse although the packages it imports may register flags of their
@@ -37,11 +38,16 @@ func TestParseFlags(t *testing.T) {
 		want    options
 		wantErr bool
 	}{
-		{name: "defaults", want: options{addr: "127.0.0.1:8080", namespace: "default", maxStreams: 500}},
+		{name: "defaults", want: options{addr: "127.0.0.1:8080", namespace: "default", maxStreams: 500, protocols: protocolOptions{
+			enabled: true, callWait: 2 * time.Minute, rate: 5, burst: 20}}},
 		{name: "every flag", args: []string{"--bind-address=:9443", "--kubeconfig", "/k", "--read-only", "--auth-header=X-Token",
-			"--default-namespace=team", "--tls-cert-file=c", "--tls-key-file=k", "--max-streams=7"},
+			"--default-namespace=team", "--tls-cert-file=c", "--tls-key-file=k", "--max-streams=7", "--protocols=false",
+			"--protocol-namespaces=a, b,", "--protocol-allowed-origins=https://ide.example", "--protocol-resource-url=https://e/mcp",
+			"--protocol-authorization-servers=https://issuer", "--protocol-call-wait=30s", "--protocol-rate=1.5", "--protocol-burst=3"},
 			want: options{addr: ":9443", kubeconfig: "/k", readOnly: true, proxyHeader: "X-Token", namespace: "team",
-				certFile: "c", keyFile: "k", maxStreams: 7}},
+				certFile: "c", keyFile: "k", maxStreams: 7, protocols: protocolOptions{namespaces: []string{"a", "b"},
+					origins: []string{"https://ide.example"}, resource: "https://e/mcp", authorizationServers: []string{"https://issuer"},
+					callWait: 30 * time.Second, rate: 1.5, burst: 3}}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
 		{name: "stray argument", args: []string{"serve"}, wantErr: true},
 	} {
