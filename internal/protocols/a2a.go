@@ -339,7 +339,7 @@ func answerIn(v *runView, msg *a2a.Message) (string, answer, error) {
 		return gate.Name, a, err
 	}
 	if _, ok := data[fieldDecision]; !ok && text != "" {
-		data[fieldDecision] = strings.ToLower(strings.Fields(text)[0])
+		data[fieldDecision] = strings.ToLower(strings.Trim(strings.Fields(text)[0], ".,;:!?"))
 	}
 	a, err := answerOf(gate, data)
 	return gate.Name, a, err

@@ -63,8 +63,10 @@ const (
 	// identityTTL is how long a token's identity is trusted without asking the API server
 	// again; a revoked token is refused by the API server on the next call anyway.
 	identityTTL = time.Minute
-	// maxCallers bounds the callers whose identity and limits are remembered.
+	// maxCallers bounds the tokens whose identity, and the people whose limits, are remembered.
 	maxCallers = 10000
+	// reviewRate and reviewBurst bound the tokens checked with the API server a second.
+	reviewRate, reviewBurst = 20, 50
 )
 
 // Config says how the endpoints reach the API server and what they allow.
@@ -108,22 +110,30 @@ type Server struct {
 	mu      sync.Mutex
 	callers map[string]*list.Element // by token digest
 	lru     *list.List
+	limits  map[string]*limits // by user name
+	// reviews bounds the tokens checked with the API server a second, so that strangers
+	// sending tokens it does not know cannot make this server flood it.
+	reviews *rate.Limiter
 }
 
 // callerState is what the server remembers of one token.
 type callerState struct {
-	digest   string
-	user     authenticationv1.UserInfo
-	checked  time.Time
+	digest  string
+	user    authenticationv1.UserInfo
+	checked time.Time
+}
+
+// limits are one person's, whichever of their tokens they call with.
+type limits struct {
 	limiter  *rate.Limiter
 	inFlight int
 }
 
 // caller is the person behind one request, with a client that acts as them.
 type caller struct {
-	user  authenticationv1.UserInfo
-	c     client.Client
-	state *callerState
+	user   authenticationv1.UserInfo
+	c      client.Client
+	limits *limits
 }
 
 // New makes a protocols server.
@@ -167,7 +177,8 @@ func New(cfg Config) (*Server, error) {
 	if err := ergonv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, scheme: scheme, mapper: staticMapper(), callers: map[string]*list.Element{}, lru: list.New()}, nil
+	return &Server{cfg: cfg, scheme: scheme, mapper: staticMapper(), callers: map[string]*list.Element{}, lru: list.New(),
+		limits: map[string]*limits{}, reviews: rate.NewLimiter(reviewRate, reviewBurst)}, nil
 }
 
 // staticMapper maps the kinds the endpoints use without discovery.
@@ -208,6 +219,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		c, err := s.callerFor(r.Context(), token)
 		if err != nil {
+			if errors.Is(err, errBusy) {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, err.Error(), http.StatusTooManyRequests)
+				return
+			}
 			if apierrors.IsUnauthorized(err) {
 				s.challenge(w, "the API server does not accept this token")
 				return
@@ -215,12 +231,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			http.Error(w, "checking the token with the API server: "+err.Error(), http.StatusBadGateway)
 			return
 		}
-		if !c.state.limiter.Allow() {
+		if !c.limits.limiter.Allow() {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, fmt.Sprintf("too many requests: at most %g a second (burst %d) per caller", s.cfg.Rate, s.cfg.Burst),
 				http.StatusTooManyRequests)
 			return
 		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
@@ -275,9 +293,16 @@ func (s *Server) callerFor(ctx context.Context, token string) (*caller, error) {
 	s.mu.Lock()
 	st := s.remembered(digest)
 	fresh := st != nil && time.Since(st.checked) < identityTTL
+	var l *limits
+	if fresh {
+		l = s.limitsOf(st.user.Username)
+	}
 	s.mu.Unlock()
 	if fresh {
-		return &caller{user: st.user, c: c, state: st}, nil
+		return &caller{user: st.user, c: c, limits: l}, nil
+	}
+	if !s.reviews.Allow() {
+		return nil, errBusy
 	}
 	review := &authenticationv1.SelfSubjectReview{}
 	if err := c.Create(ctx, review); err != nil {
@@ -287,7 +312,7 @@ func (s *Server) callerFor(ctx context.Context, token string) (*caller, error) {
 	defer s.mu.Unlock()
 	st = s.remembered(digest)
 	if st == nil {
-		st = &callerState{digest: digest, limiter: rate.NewLimiter(rate.Limit(s.cfg.Rate), s.cfg.Burst)}
+		st = &callerState{digest: digest}
 		s.callers[digest] = s.lru.PushFront(st)
 		for s.lru.Len() > maxCallers {
 			old := s.lru.Back()
@@ -296,7 +321,24 @@ func (s *Server) callerFor(ctx context.Context, token string) (*caller, error) {
 		}
 	}
 	st.user, st.checked = review.Status.UserInfo, time.Now()
-	return &caller{user: st.user, c: c, state: st}, nil
+	return &caller{user: st.user, c: c, limits: s.limitsOf(st.user.Username)}, nil
+}
+
+// errBusy refuses a token that would be checked with the API server beyond reviewRate.
+var errBusy = errors.New("too many new tokens to check at once: try again in a second")
+
+// limitsOf are a person's limits; s.mu is held. Past maxCallers people, all are forgotten and
+// start afresh, which only ever lets a caller more than its rate for a moment.
+func (s *Server) limitsOf(user string) *limits {
+	l, ok := s.limits[user]
+	if !ok {
+		if len(s.limits) >= maxCallers {
+			s.limits = map[string]*limits{}
+		}
+		l = &limits{limiter: rate.NewLimiter(rate.Limit(s.cfg.Rate), s.cfg.Burst)}
+		s.limits[user] = l
+	}
+	return l
 }
 
 // remembered is a token's state, moved to the front of the LRU; s.mu is held.
@@ -314,14 +356,14 @@ func (s *Server) remembered(digest string) *callerState {
 func (s *Server) enter(c *caller) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.state.inFlight >= s.cfg.MaxInFlight {
+	if c.limits.inFlight >= s.cfg.MaxInFlight {
 		return nil, fmt.Errorf("%s has %d calls waiting for Runs already, the most one caller may; "+
-			"poll those Runs with run_status instead of starting more", c.user.Username, c.state.inFlight)
+			"poll those Runs with run_status instead of starting more", c.user.Username, c.limits.inFlight)
 	}
-	c.state.inFlight++
+	c.limits.inFlight++
 	return func() {
 		s.mu.Lock()
-		c.state.inFlight--
+		c.limits.inFlight--
 		s.mu.Unlock()
 	}, nil
 }
