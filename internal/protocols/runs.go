@@ -237,30 +237,28 @@ func (v *runView) Waiting() []string {
 	return waits
 }
 
-// view reads a Run and, when one of its steps waits, its open Gates, as the caller.
+// maxChildDepth bounds how deep view looks for the Gates of child Runs.
+const maxChildDepth = 4
+
+// view reads a Run and, while it runs, the open Gates of it and of its child Runs (a scene
+// step's), as the caller: a step waits on a gate step's Gate, an agent's question or tool
+// approval, or a child Run's Gate.
 func (s *Server) view(ctx context.Context, c *caller, key client.ObjectKey) (*runView, error) {
 	run := &ergonv1alpha1.Run{}
 	if err := c.c.Get(ctx, key, run); err != nil {
 		return nil, err
 	}
 	v := &runView{Run: run}
-	if run.Status.Phase.Finished() || !slices.ContainsFunc(run.Status.Steps, func(st ergonv1alpha1.StepStatus) bool {
-		return st.Phase == ergonv1alpha1.StepWaiting
-	}) {
+	if run.Status.Phase.Finished() {
 		return v, nil
 	}
-	gates := &ergonv1alpha1.GateList{}
-	if err := c.c.List(ctx, gates, client.InNamespace(run.Namespace),
-		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
-		if apierrors.IsForbidden(err) {
-			return v, nil // the caller sees the Run wait, not on what
-		}
+	open, err := s.openGates(ctx, c, run, maxChildDepth)
+	if apierrors.IsForbidden(err) {
+		return v, nil // the caller sees the Run run, not what it waits on
+	}
+	if err != nil {
 		return nil, err
 	}
-	open := slices.DeleteFunc(gates.Items, func(g ergonv1alpha1.Gate) bool {
-		ref := metav1.GetControllerOf(&g)
-		return ref == nil || ref.UID != run.UID || g.Spec.Decision != nil || !g.Status.Phase.Open()
-	})
 	decidable, _, err := kubectlergon.PendingAmong(ctx, c.c, slices.Clone(open), 0)
 	if err != nil {
 		return nil, err
@@ -272,6 +270,45 @@ func (s *Server) view(ctx context.Context, c *caller, key client.ObjectKey) (*ru
 		}
 	}
 	return v, nil
+}
+
+// openGates lists the open Gates a Run controls and, depth levels down, those of the child
+// Runs it controls.
+func (s *Server) openGates(ctx context.Context, c *caller, run *ergonv1alpha1.Run, depth int) ([]ergonv1alpha1.Gate, error) {
+	gates := &ergonv1alpha1.GateList{}
+	if err := c.c.List(ctx, gates, client.InNamespace(run.Namespace),
+		client.MatchingLabels{ergonv1alpha1.LabelRun: naming.LabelValue(run.Name)}); err != nil {
+		return nil, err
+	}
+	open := slices.DeleteFunc(gates.Items, func(g ergonv1alpha1.Gate) bool {
+		return !controlledBy(&g, run) || g.Spec.Decision != nil || !g.Status.Phase.Open()
+	})
+	if depth == 0 {
+		return open, nil
+	}
+	children := &ergonv1alpha1.RunList{}
+	if err := c.c.List(ctx, children, client.InNamespace(run.Namespace),
+		client.MatchingLabels{ergonv1alpha1.LabelParentRun: naming.LabelValue(run.Name)}); err != nil {
+		return nil, err
+	}
+	for i := range children.Items {
+		child := &children.Items[i]
+		if !controlledBy(child, run) || child.Status.Phase.Finished() {
+			continue
+		}
+		more, err := s.openGates(ctx, c, child, depth-1)
+		if err != nil {
+			return nil, err
+		}
+		open = append(open, more...)
+	}
+	return open, nil
+}
+
+// controlledBy says whether run controls obj, as the Run controller made it.
+func controlledBy(obj metav1.Object, run *ergonv1alpha1.Run) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == run.UID
 }
 
 // follow reads the Run every Poll until it ends, until until says to stop, or until the call

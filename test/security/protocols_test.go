@@ -34,6 +34,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -155,6 +156,36 @@ var _ = Describe("Scenes over MCP, as the caller and no one else", func() {
 					e.Message == "Run created by "+user+" through MCP"
 			})).To(BeTrue(), "the Run's Event names the caller and the protocol")
 		}).Should(Succeed())
+	})
+
+	It("asks the input Gate of a child Run through a form of its fields, and answers it as the caller", func() {
+		inner := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "where"},
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "ask", Gate: &ergonv1alpha1.GateStep{
+				Message: "Which region?",
+				Input: &apiextensionsv1.JSON{Raw: []byte(`{"type": "object", "required": ["region"],
+					"properties": {"region": {"type": "string", "enum": ["eu", "us"]}}}`)}}}}}}
+		Expect(admin.Create(ctx, inner)).To(Succeed())
+		outer := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deploy",
+			Labels: map[string]string{ergonv1alpha1.LabelMCPTool: "true"}},
+			Spec: ergonv1alpha1.SceneSpec{Steps: []ergonv1alpha1.Step{{Name: "choose", Scene: &ergonv1alpha1.SceneCall{Name: "where"}}}}}
+		Expect(admin.Create(ctx, outer)).To(Succeed())
+		ts := protocolServer(protocols.Config{})
+		alice := saToken(ns, "alice", roleEdit, roleApprover)
+		var schemas []any
+		cs := mcpSession(ts, alice, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				schemas = append(schemas, req.Params.RequestedSchema)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"region": "eu"}}, nil
+			}}, "", ns)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ns + ".deploy"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), "%s", text(res))
+		Expect(schemas).To(HaveLen(1))
+		Expect(schemas[0]).To(HaveKeyWithValue("properties", HaveKey("region")), "the form asks the Gate's own fields")
+		out := structured(res)
+		Expect(out["phase"]).To(Equal("Succeeded"))
+		Expect(out["outputs"]).To(HaveKeyWithValue("choose", HaveKeyWithValue("region", "eu")),
+			"the child Run's answer is the scene step's output")
 	})
 
 	It("refuses whoever may not create Runs, strangers, other origins, and callers over their rate", func() {
