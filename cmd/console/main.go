@@ -19,6 +19,7 @@ limitations under the License.
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -50,10 +51,10 @@ func main() {
 
 // options are the console's flags.
 type options struct {
-	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile, traceURL string
-	readOnly                                                              bool
-	maxStreams                                                            int
-	protocols                                                             protocolOptions
+	addr, kubeconfig, proxyHeader, namespace, certFile, keyFile, traceURL, secretFile string
+	readOnly                                                                          bool
+	maxStreams                                                                        int
+	protocols                                                                         protocolOptions
 }
 
 // protocolOptions are the flags of the MCP and A2A endpoints (internal/protocols).
@@ -83,6 +84,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.namespace, "default-namespace", "default", "namespace shown first, and to viewers who may not list namespaces")
 	fs.StringVar(&o.certFile, "tls-cert-file", "", "serve HTTPS with this certificate (with --tls-key-file)")
 	fs.StringVar(&o.keyFile, "tls-key-file", "", "key of --tls-cert-file")
+	fs.StringVar(&o.secretFile, "key-file", "",
+		"a file of at least 32 bytes that signs CSRF tokens and the MCP endpoint's call state; replicas that share it accept "+
+			"each other's (default: a key drawn at start)")
 	fs.StringVar(&o.traceURL, "trace-url", "",
 		"link each Run to its trace: an http(s) URL with {traceId} where the Run's trace id goes, e.g. https://jaeger.example/trace/{traceId}")
 	fs.IntVar(&o.maxStreams, "max-streams", 500,
@@ -124,8 +128,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+	key, err := signingKey(o.secretFile)
+	if err != nil {
 		return err
 	}
 	c := console.Config{APIServer: cfg, ProxyHeader: o.proxyHeader, Key: key, DefaultNamespace: o.namespace, MaxStreams: o.maxStreams,
@@ -226,4 +230,21 @@ func listFlag(into *[]string) func(string) error {
 		}
 		return nil
 	}
+}
+
+// signingKey is the key in file, or one drawn now when no file is named.
+func signingKey(file string) ([]byte, error) {
+	if file == "" {
+		key := make([]byte, 32)
+		_, err := rand.Read(key)
+		return key, err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if b = bytes.TrimSpace(b); len(b) < 32 {
+		return nil, fmt.Errorf("--key-file %s: %d bytes, want at least 32", file, len(b))
+	}
+	return b, nil
 }

@@ -18,7 +18,10 @@ package main
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,11 +44,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "defaults", want: options{addr: "127.0.0.1:8080", namespace: "default", maxStreams: 500, protocols: protocolOptions{
 			enabled: true, callWait: 2 * time.Minute, rate: 5, burst: 20}}},
 		{name: "every flag", args: []string{"--bind-address=:9443", "--kubeconfig", "/k", "--read-only", "--auth-header=X-Token",
-			"--default-namespace=team", "--tls-cert-file=c", "--tls-key-file=k", "--max-streams=7", "--protocols=false",
+			"--default-namespace=team", "--tls-cert-file=c", "--tls-key-file=k", "--max-streams=7", "--protocols=false", "--key-file=/s",
 			"--protocol-namespaces=a, b,", "--protocol-allowed-origins=https://ide.example", "--protocol-resource-url=https://e/mcp",
 			"--protocol-authorization-servers=https://issuer", "--protocol-call-wait=30s", "--protocol-rate=1.5", "--protocol-burst=3"},
 			want: options{addr: ":9443", kubeconfig: "/k", readOnly: true, proxyHeader: "X-Token", namespace: "team",
-				certFile: "c", keyFile: "k", maxStreams: 7, protocols: protocolOptions{namespaces: []string{"a", "b"},
+				certFile: "c", keyFile: "k", maxStreams: 7, secretFile: "/s", protocols: protocolOptions{namespaces: []string{"a", "b"},
 					origins: []string{"https://ide.example"}, resource: "https://e/mcp", authorizationServers: []string{"https://issuer"},
 					callWait: 30 * time.Second, rate: 1.5, burst: 3}}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},
@@ -60,5 +63,27 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("parseFlags(%q) = %+v, want %+v", tc.args, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSigningKey(t *testing.T) {
+	dir := t.TempDir()
+	short, long := filepath.Join(dir, "short"), filepath.Join(dir, "long")
+	if err := os.WriteFile(short, []byte("too short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(long, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signingKey(short); err == nil {
+		t.Error("a key of 9 bytes was accepted")
+	}
+	if key, err := signingKey(long); err != nil || string(key) != strings.Repeat("k", 40) {
+		t.Errorf("key %q, %v", key, err)
+	}
+	a, _ := signingKey("")
+	b, _ := signingKey("")
+	if len(a) != 32 || string(a) == string(b) {
+		t.Error("without a file, each start draws a key of its own")
 	}
 }
