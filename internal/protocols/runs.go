@@ -316,8 +316,10 @@ func controlledBy(obj metav1.Object, run *ergonv1alpha1.Run) bool {
 // Gates differ from the one before.
 func (s *Server) follow(ctx context.Context, c *caller, key client.ObjectKey, changed func(*runView),
 	until func(*runView) bool) (*runView, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallWait)
-	defer cancel()
+	// The wait's end is not the reads' deadline: a read near it would fail (client-go's rate
+	// limiter refuses to wait past a deadline) instead of answering with what was seen.
+	waited := time.NewTimer(s.cfg.CallWait)
+	defer waited.Stop()
 	tick := time.NewTicker(s.cfg.Poll)
 	defer tick.Stop()
 	var last *runView
@@ -326,7 +328,7 @@ func (s *Server) follow(ctx context.Context, c *caller, key client.ObjectKey, ch
 		v, err := s.view(ctx, c, key)
 		switch {
 		case err != nil && last != nil && ctx.Err() != nil:
-			return last, nil // the wait ended during a read
+			return last, nil // the caller went away during a read
 		case err != nil:
 			return nil, err
 		}
@@ -342,6 +344,8 @@ func (s *Server) follow(ctx context.Context, c *caller, key client.ObjectKey, ch
 		}
 		select {
 		case <-ctx.Done():
+			return last, nil
+		case <-waited.C:
 			return last, nil
 		case <-tick.C:
 		}
