@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -53,6 +54,19 @@ const (
 // they may list Scenes there. A caller who may list Scenes everywhere is answered from one
 // list; any other from the namespaces they may list, or Config.Namespaces when they may not.
 func (s *Server) exposedScenes(ctx context.Context, c *caller, label, namespace string) ([]ergonv1alpha1.Scene, error) {
+	key := strings.Join([]string{c.user.Username, label, namespace}, "\x00")
+	if scenes, ok := s.listings.get(key); ok {
+		return scenes, nil
+	}
+	scenes, err := s.listScenes(ctx, c, label, namespace)
+	if err == nil {
+		s.listings.put(key, scenes)
+	}
+	return scenes, err
+}
+
+// listScenes is exposedScenes, asked of the API server.
+func (s *Server) listScenes(ctx context.Context, c *caller, label, namespace string) ([]ergonv1alpha1.Scene, error) {
 	selector := client.MatchingLabels{label: "true"}
 	var scenes []ergonv1alpha1.Scene
 	everywhere := false
@@ -462,4 +476,38 @@ func (s *Server) decide(ctx context.Context, c *caller, key client.ObjectKey, a 
 func (s *Server) cancel(ctx context.Context, c *caller, key client.ObjectKey) error {
 	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	return c.c.Patch(ctx, run, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"cancel":true}}`)))
+}
+
+// listingTTL is how long a caller's listing is answered from memory: a client that lists its
+// tools on every turn costs the API server one listing in that time, not one per request.
+const listingTTL = 10 * time.Second
+
+// listings remembers recent listings, by caller and scope.
+type listings struct {
+	mu      sync.Mutex
+	entries map[string]listing
+}
+
+type listing struct {
+	scenes []ergonv1alpha1.Scene
+	at     time.Time
+}
+
+func (l *listings) get(key string) ([]ergonv1alpha1.Scene, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[key]
+	if !ok || time.Since(e.at) > listingTTL {
+		return nil, false
+	}
+	return e.scenes, true
+}
+
+func (l *listings) put(key string, scenes []ergonv1alpha1.Scene) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries == nil || len(l.entries) >= maxCallers {
+		l.entries = map[string]listing{} // forgetting all only costs each caller one listing
+	}
+	l.entries[key] = listing{scenes: scenes, at: time.Now()}
 }

@@ -114,6 +114,8 @@ type Server struct {
 	// reviews bounds the tokens checked with the API server a second, so that strangers
 	// sending tokens it does not know cannot make this server flood it.
 	reviews *rate.Limiter
+	// listings are the callers' recent listings of Scenes.
+	listings listings
 }
 
 // callerState is what the server remembers of one token.
