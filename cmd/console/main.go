@@ -196,9 +196,9 @@ func restConfig(kubeconfig string, readOnly bool) (*rest.Config, error) {
 }
 
 // withProtocols serves the MCP and A2A endpoints beside the console, when they are enabled.
-func withProtocols(console http.Handler, o options, cfg *rest.Config, key []byte) (http.Handler, error) {
+func withProtocols(page http.Handler, o options, cfg *rest.Config, key []byte) (http.Handler, error) {
 	if !o.protocols.enabled {
-		return console, nil
+		return page, nil
 	}
 	namespaces := o.protocols.namespaces
 	if len(namespaces) == 0 {
@@ -215,7 +215,7 @@ func withProtocols(console http.Handler, o options, cfg *rest.Config, key []byte
 	for _, p := range []string{protocols.MCPPath, protocols.MCPPath + "/", protocols.A2APath + "/", protocols.MetadataPath} {
 		mux.Handle(p, endpoints)
 	}
-	mux.Handle("/", console)
+	mux.Handle("/", page)
 	return mux, nil
 }
 
