@@ -17,6 +17,7 @@ limitations under the License.
 package protocols
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -206,7 +207,11 @@ func (s *Server) sceneHandler(c *caller, sc *ergonv1alpha1.Scene) mcp.ToolHandle
 		}
 		var args map[string]any
 		if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			// Numbers stay as written: a param's value is text, and 12345678901234567890 must not
+			// become 12345678901234567000.
+			dec := json.NewDecoder(bytes.NewReader(req.Params.Arguments))
+			dec.UseNumber()
+			if err := dec.Decode(&args); err != nil {
 				return toolError(fmt.Errorf("arguments: want an object of params: %v", err)), nil
 			}
 		}
@@ -340,7 +345,10 @@ func (s *Server) await(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 			Message: msg})
 	}
 	key := client.ObjectKey{Namespace: st.Namespace, Name: st.Run}
-	v, err := s.follow(ctx, c, key, changed, func(v *runView) bool { return len(askable(v)) > 0 })
+	// A client that can answer is asked as soon as a form can be; one that cannot is told as
+	// soon as the Run waits on the caller, rather than at the end of the wait.
+	until := func(v *runView) bool { return len(askable(v)) > 0 || !elicit && len(v.Decidable) > 0 }
+	v, err := s.follow(ctx, c, key, changed, until)
 	if err != nil {
 		return toolError(fmt.Errorf("following Run %s/%s: %w", st.Namespace, st.Run, err)), nil
 	}

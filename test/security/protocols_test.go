@@ -212,15 +212,23 @@ var _ = Describe("Scenes over MCP, as the caller and no one else", func() {
 		Expect(codes).To(ContainElement(http.StatusTooManyRequests), "a caller over the rate is told to slow down: %v", codes)
 	})
 
-	It("names the arguments a Scene does not take, and starts nothing", func() {
-		ts := protocolServer(protocols.Config{})
+	It("names the arguments a Scene does not take, and starts nothing; takes a number as written", func() {
+		ts := protocolServer(protocols.Config{CallWait: time.Second})
 		alice := saToken(ns, "alice", roleEdit)
-		res, err := mcpSession(ts, alice, nil).CallTool(ctx, &mcp.CallToolParams{Name: ns + ".report",
+		cs := mcpSession(ts, alice, nil)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ns + ".report",
 			Arguments: map[string]any{"topic": "x", "token": "sneaked-in"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.IsError).To(BeTrue())
 		Expect(text(res)).To(ContainSubstring("params.token"))
 		Expect(runsIn(ns)).To(BeZero())
+
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ns + ".report",
+			Arguments: map[string]any{"topic": json.Number("12345678901234567890")}})
+		Expect(err).NotTo(HaveOccurred())
+		run := &ergonv1alpha1.Run{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: structured(res)["run"].(string)}, run)).To(Succeed())
+		Expect(run.Spec.Params).To(HaveKeyWithValue("topic", "12345678901234567890"))
 	})
 
 	It("tells a client that cannot answer forms what waits and where, and hands back the Run to poll", func() {
