@@ -166,6 +166,10 @@ bench-fairshare: envtest-assets ## Fair share at the default step pod slot limit
 bench-shards: envtest-assets ## Run throughput of 1 and 2 manager shards (processes) on envtest (docs/performance.md).
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -shards 1,2
 
+.PHONY: bench-fleet
+bench-fleet: envtest-assets ## 10,000 Runs across 100 namespaces on 1 and 2 manager shards (envtest): peak heap, deps->pod p99, writes per step (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench -fleet 1,2
+
 .PHONY: bench-workspace-ready
 bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of $$KUBECONFIG with Ergon installed (a benchmark, not part of make test).
 	go run ./test/bench/workspaceready $(BENCH_ARGS)

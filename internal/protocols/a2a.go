@@ -465,8 +465,14 @@ func (a *agent) status(v *runView) a2a.TaskStatus {
 		return m
 	}
 	st := a2a.TaskStatus{State: a2a.TaskStateWorking}
+	// The time of the Run's last change of outcome, else of its start.
 	if t := run.Status.StartedAt; t != nil {
 		st.Timestamp = &t.Time
+	}
+	for _, c := range run.Status.Conditions {
+		if c.Type == ergonv1alpha1.ConditionSucceeded && !c.LastTransitionTime.IsZero() {
+			st.Timestamp = &c.LastTransitionTime.Time
+		}
 	}
 	msg := runMessage(run)
 	switch run.Status.Phase {

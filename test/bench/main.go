@@ -91,6 +91,10 @@ func main() {
 		"write a CPU profile of the many-Runs and fan-out phases, or of the tracing bench's rounds (manager and bench together), to this file")
 	shards := flag.String("shards", "", "run only the shard throughput bench (shards.go): the shard counts to compare, e.g. 1,2")
 	shardRuns := flag.Int("shard-runs", 400, "shards: Runs of the 10-step Scene per row")
+	fleetShards := flag.String("fleet", "", "run only the fleet bench (shards.go): Runs of a 3-step chain across many namespaces, "+
+		"on each of these shard counts, e.g. 1,2")
+	fleetRuns := flag.Int("fleet-runs", 10000, "fleet: Runs per row")
+	fleetNamespaces := flag.Int("fleet-namespaces", 100, "fleet: namespaces the Runs are spread over")
 	fair := flag.Bool("fair-share", false, "run only the fair-share bench (fairshare.go) at the default slot limits")
 	fairTenants := flag.Int("fair-tenants", 1, "fair-share: busy tenant namespaces")
 	fairUnit := flag.Duration("fair-unit", -1, "fair-share: how long a busy tenant's unit runs; negative, longer than the bench")
@@ -111,7 +115,7 @@ func main() {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join("config", "webhook")}}}
 	// A loaded machine may take a while to start kube-apiserver.
 	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = 3*time.Minute, time.Minute
-	if *scale || *shards != "" || *archiveRounds > 0 {
+	if *scale || *shards != "" || *archiveRounds > 0 || *fleetShards != "" {
 		// The manager process serves no admission webhooks (nothing would answer them).
 		env.WebhookInstallOptions = envtest.WebhookInstallOptions{}
 	}
@@ -122,7 +126,7 @@ func main() {
 	cfg, err := env.Start()
 	must(err)
 	defer func() { _ = env.Stop() }()
-	if *scale || *shards != "" || *archiveRounds > 0 {
+	if *scale || *shards != "" || *archiveRounds > 0 || *fleetShards != "" {
 		kcfg := rest.CopyConfig(cfg)
 		kcfg.QPS, kcfg.Burst = 1000, 2000
 		raw, err := client.NewWithWatch(kcfg, client.Options{Scheme: scheme})
@@ -132,6 +136,10 @@ func main() {
 		defer cancel()
 		if *shards != "" {
 			shardThroughput(ctx, env, c, *shards, *shardRuns, so.workers)
+			return
+		}
+		if *fleetShards != "" {
+			fleet(ctx, env, c, *fleetShards, *fleetRuns, *fleetNamespaces, so.workers)
 			return
 		}
 		if *archiveRounds > 0 {

@@ -85,8 +85,9 @@ func (m *managerProcess) stop() {
 	_ = m.cmd.Wait()
 }
 
-// usage is what the manager process reports of itself.
-type usage struct{ heap, rss, cpu float64 }
+// usage is what the manager process reports of itself: its API writes are the requests of its
+// clients that are not reads (client-go's rest_client_requests_total by method).
+type usage struct{ heap, rss, cpu, writes float64 }
 
 func (m *managerProcess) read() (usage, error) {
 	resp, err := http.Get(m.metrics) //nolint:gosec,noctx // loopback, the bench's own child
@@ -104,6 +105,14 @@ func (m *managerProcess) read() (usage, error) {
 		}
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
+			continue
+		}
+		if metric, labels, ok := strings.Cut(name, "{"); ok && metric == "rest_client_requests_total" {
+			for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+				if strings.Contains(labels, `method="`+method+`"`) {
+					u.writes += v
+				}
+			}
 			continue
 		}
 		switch name {
@@ -152,6 +161,7 @@ func (m *managerProcess) phase() func() (peak usage) {
 		mu.Lock()
 		defer mu.Unlock()
 		peak.cpu = after.cpu - before.cpu
+		peak.writes = after.writes - before.writes
 		return peak
 	}
 }

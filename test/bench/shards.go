@@ -55,9 +55,35 @@ func shardThroughput(ctx context.Context, env *envtest.Environment, c client.Wit
 }
 
 func shardRow(ctx context.Context, env *envtest.Environment, c client.Client, row, count, n int, workers string) {
-	f := shardRun(ctx, env, c, nil, row, count, n, workers)
+	f := shardRun(ctx, env, c, nil, row, count, n, workers, tenStepShape)
 	fmt.Printf("  %6d %7d %10s %9.0f %14s %10.1f\n", count, 10*n, f.wall.Round(100*time.Millisecond),
 		f.stepsPerSec, mib(f.heap), f.cpu)
+}
+
+// runShape is how the Runs of a row look: over how many namespaces, and how many middle steps
+// their Scene has between its root and its join (root -> mids -> join).
+type runShape struct {
+	namespaces, mids int
+}
+
+// tenStepShape is the 10-step Scene (1 -> 8 -> 1) over shardNamespaces namespaces.
+var tenStepShape = runShape{namespaces: shardNamespaces, mids: 8}
+
+func (r runShape) steps() int { return r.mids + 2 }
+
+// scene is the Scene of the shape.
+func (r runShape) scene() []ergonv1alpha1.Step {
+	steps := tenSteps()
+	return append(steps[:1+r.mids:1+r.mids], ergonv1alpha1.Step{Name: "join", DependsOn: midNames(r.mids),
+		Container: steps[len(steps)-1].Container})
+}
+
+func midNames(n int) []string {
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("mid-%d", i)
+	}
+	return names
 }
 
 // shardFigures are what one row measured.
@@ -65,6 +91,8 @@ type shardFigures struct {
 	wall        time.Duration
 	stepsPerSec float64
 	heap, cpu   float64
+	// writes are the managers' API writes (POST, PUT, PATCH, DELETE), all shards together.
+	writes float64
 	// deps->pod of the middle steps: from the end of their Run's root step to their pod,
 	// when a kubelet was given to read the times from.
 	p50, p99 time.Duration
@@ -73,20 +101,20 @@ type shardFigures struct {
 // shardRun runs n Runs of the 10-step Scene on count manager processes, started with extra
 // arguments (each given its own directory as {dir}), and returns the figures.
 func shardRun(ctx context.Context, env *envtest.Environment, c client.Client, k *kubelet, row, count, n int, workers string,
-	extra ...string) shardFigures {
+	shape runShape, extra ...string) shardFigures {
 	dir, err := os.MkdirTemp("", "ergon-bench-shards-")
 	must(err)
 	defer func() { _ = os.RemoveAll(dir) }()
 	// Namespaces in equal numbers per shard: the names are tried in turn, their hashes decide.
 	perShard := map[int]int{}
 	var namespaces []string
-	for i := 0; len(namespaces) < shardNamespaces; i++ {
+	for i := 0; len(namespaces) < shape.namespaces; i++ {
 		name := fmt.Sprintf("shards-%d-%d", row, i)
-		if s := shard.Of(name, count); perShard[s] < shardNamespaces/count {
+		if s := shard.Of(name, count); perShard[s] < shape.namespaces/count {
 			perShard[s]++
 			namespaces = append(namespaces, namespace(ctx, c, name))
 			scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "ten", Namespace: name}}
-			scene.Spec.Steps = tenSteps()
+			scene.Spec.Steps = shape.scene()
 			must(c.Create(ctx, scene))
 		}
 	}
@@ -114,14 +142,15 @@ func shardRun(ctx context.Context, env *envtest.Environment, c client.Client, k 
 		return &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%04d", i), Namespace: namespaces[i%len(namespaces)]},
 			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "ten"}}}
 	})
+	limit := max(15*time.Minute, time.Duration(n*shape.steps())*100*time.Millisecond) // 10 steps/s at the least
 	for j, ns := range namespaces {
-		waitRuns(ctx, c, ns, (n-j+len(namespaces)-1)/len(namespaces), 15*time.Minute)
+		waitRuns(ctx, c, ns, (n-j+len(namespaces)-1)/len(namespaces), limit)
 	}
 	f := shardFigures{wall: time.Since(start)}
-	f.stepsPerSec = float64(10*n) / f.wall.Seconds()
+	f.stepsPerSec = float64(shape.steps()*n) / f.wall.Seconds()
 	for _, end := range ends {
 		u := end()
-		f.heap, f.cpu = max(f.heap, u.heap), f.cpu+u.cpu
+		f.heap, f.cpu, f.writes = max(f.heap, u.heap), f.cpu+u.cpu, f.writes+u.writes
 	}
 	if k != nil {
 		f.p50, f.p99 = middleDepsToPod(k, namespaces)
@@ -185,7 +214,7 @@ func archiveCost(ctx context.Context, env *envtest.Environment, c client.WithWat
 		if archived {
 			extra, label = []string{"--archive-url=sqlite://{dir}/archive.db"}, "sqlite"
 		}
-		f := shardRun(ctx, env, c, k, 100+i, 1, n, workers, extra...)
+		f := shardRun(ctx, env, c, k, 100+i, 1, n, workers, tenStepShape, extra...)
 		fmt.Printf("  %-8s %10s %9.0f %12s %12s %14s %8.1f\n", label, f.wall.Round(100*time.Millisecond), f.stepsPerSec,
 			f.p50.Round(time.Millisecond), f.p99.Round(time.Millisecond), mib(f.heap), f.cpu)
 		if archived {
@@ -208,4 +237,26 @@ func archiveCost(ctx context.Context, env *envtest.Environment, c client.WithWat
 	fmt.Printf("Medians: steps/s %.0f without, %.0f with the archive; deps->pod p50 %s without, %s with; CPU %.1f s without, %.1f s with\n",
 		median(without, rate), median(with, rate), time.Duration(median(without, p50)).Round(time.Millisecond),
 		time.Duration(median(with, p50)).Round(time.Millisecond), median(without, cpu), median(with, cpu))
+}
+
+// fleet runs n Runs of a 3-step chain (root -> mid-0 -> join) spread over namespaces, created
+// at once, once on each shard count of counts, and prints what issue-scale figures a cluster
+// operator asks for: the managers' peak heap and CPU, deps->pod p50/p99 of the middle steps,
+// and the managers' API writes per step.
+func fleet(ctx context.Context, env *envtest.Environment, c client.WithWatch, counts string, n, namespaces int, workers string) {
+	k := &kubelet{c: c, created: map[string]time.Time{}, done: map[string]time.Time{}}
+	go k.run(ctx)
+	shape := runShape{namespaces: namespaces, mids: 1}
+	fmt.Printf("Fleet: %d Runs of %d steps (a chain) over %d namespaces, created at once, pods finish at once; "+
+		"--run-workers=%s per shard\n", n, shape.steps(), namespaces, workers)
+	fmt.Printf("  %6s %7s %10s %9s %14s %10s %12s %10s %12s\n", "shards", "steps", "wall", "steps/s", "peak heap max",
+		"CPU s sum", "deps->pod p50", "p99", "writes/step")
+	for row, s := range strings.Split(counts, ",") {
+		count, err := strconv.Atoi(strings.TrimSpace(s))
+		must(err)
+		f := shardRun(ctx, env, c, k, 200+row, count, n, workers, shape)
+		fmt.Printf("  %6d %7d %10s %9.0f %14s %10.1f %12s %10s %12.2f\n", count, shape.steps()*n, f.wall.Round(100*time.Millisecond),
+			f.stepsPerSec, mib(f.heap), f.cpu, f.p50.Round(time.Millisecond), f.p99.Round(time.Millisecond),
+			f.writes/float64(shape.steps()*n))
+	}
 }
