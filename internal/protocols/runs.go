@@ -54,7 +54,8 @@ const (
 // they may list Scenes there. A caller who may list Scenes everywhere is answered from one
 // list; any other from the namespaces they may list, or Config.Namespaces when they may not.
 func (s *Server) exposedScenes(ctx context.Context, c *caller, label, namespace string) ([]ergonv1alpha1.Scene, error) {
-	key := strings.Join([]string{c.user.Username, label, namespace}, "\x00")
+	// By person and groups: RBAC answers by both, and two tokens of one person may differ in groups.
+	key := strings.Join([]string{c.user.Username, strings.Join(c.user.Groups, ","), label, namespace}, "\x00")
 	if scenes, ok := s.listings.get(key); ok {
 		return scenes, nil
 	}
