@@ -25,10 +25,7 @@ import "encoding/json"
 func (s *SceneSpec) ParamsSchema() json.RawMessage {
 	props := map[string]any{}
 	required := []string{}
-	for _, p := range s.Params {
-		if p.ValueFrom != nil {
-			continue
-		}
+	for _, p := range s.SettableParams() {
 		prop := map[string]any{"type": "string"}
 		if p.Description != "" {
 			prop["description"] = p.Description
@@ -41,4 +38,16 @@ func (s *SceneSpec) ParamsSchema() json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required,
 		"additionalProperties": false}) // plain data
 	return b
+}
+
+// SettableParams are the params a caller may set on a Run of the Scene: all but those whose
+// value comes from a Secret.
+func (s *SceneSpec) SettableParams() []ParamSpec {
+	var settable []ParamSpec
+	for _, p := range s.Params {
+		if p.ValueFrom == nil {
+			settable = append(settable, p)
+		}
+	}
+	return settable
 }

@@ -179,6 +179,13 @@ func PendingForAtMost(ctx context.Context, c client.Client, ns string, limit int
 // PendingAmong is PendingForAtMost over the Gates given, for example those of one Run.
 func PendingAmong(ctx context.Context, c client.Client, gates []ergonv1alpha1.Gate, limit int) ([]*ergonv1alpha1.Gate, int, error) {
 	user, groups := identity(ctx, c)
+	return PendingAmongFor(ctx, c, user, groups, gates, limit)
+}
+
+// PendingAmongFor is PendingAmong for a caller whose identity is known already (the API server
+// said who c's user is): it asks the API server about the Gates only.
+func PendingAmongFor(ctx context.Context, c client.Client, user string, groups []string, gates []ergonv1alpha1.Gate,
+	limit int) ([]*ergonv1alpha1.Gate, int, error) {
 	slices.SortFunc(gates, func(a, b ergonv1alpha1.Gate) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	var pending []*ergonv1alpha1.Gate
 	asked := 0

@@ -29,6 +29,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -257,19 +258,15 @@ func argsIn(sc *ergonv1alpha1.Scene, msg *a2a.Message) (map[string]any, error) {
 		return data, nil
 	}
 	var settable []string
-	for _, p := range sc.Spec.Params {
-		if p.ValueFrom == nil {
-			settable = append(settable, p.Name)
-		}
+	for _, p := range sc.Spec.SettableParams() {
+		settable = append(settable, p.Name)
 	}
 	switch {
 	case len(settable) == 0:
 		return nil, nil
 	case len(settable) == 1 && text != "":
 		return map[string]any{settable[0]: text}, nil
-	case text == "" && !slices.ContainsFunc(sc.Spec.Params, func(p ergonv1alpha1.ParamSpec) bool {
-		return p.ValueFrom == nil && p.Default == nil
-	}):
+	case text == "" && !slices.ContainsFunc(sc.Spec.SettableParams(), func(p ergonv1alpha1.ParamSpec) bool { return p.Default == nil }):
 		return nil, nil
 	}
 	return nil, fmt.Errorf("send the Scene's params (%s) as a data part, {\"params\": {...}}", strings.Join(settable, ", "))
@@ -280,21 +277,13 @@ func partsOf(msg *a2a.Message) (map[string]any, string) {
 	var data map[string]any
 	var text []string
 	for _, p := range msg.Parts {
-		switch p := p.(type) {
+		switch p := p.(type) { // the SDK decodes parts as values
 		case a2a.DataPart:
 			if data == nil {
 				data = p.Data
 			}
-		case *a2a.DataPart:
-			if data == nil && p != nil {
-				data = p.Data
-			}
 		case a2a.TextPart:
 			text = append(text, p.Text)
-		case *a2a.TextPart:
-			if p != nil {
-				text = append(text, p.Text)
-			}
 		}
 	}
 	return data, strings.TrimSpace(strings.Join(text, "\n"))
@@ -469,10 +458,8 @@ func (a *agent) status(v *runView) a2a.TaskStatus {
 	if t := run.Status.StartedAt; t != nil {
 		st.Timestamp = &t.Time
 	}
-	for _, c := range run.Status.Conditions {
-		if c.Type == ergonv1alpha1.ConditionSucceeded && !c.LastTransitionTime.IsZero() {
-			st.Timestamp = &c.LastTransitionTime.Time
-		}
+	if c := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil && !c.LastTransitionTime.IsZero() {
+		st.Timestamp = &c.LastTransitionTime.Time
 	}
 	msg := runMessage(run)
 	switch run.Status.Phase {

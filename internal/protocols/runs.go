@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,8 +176,8 @@ func (s *Server) may(ctx context.Context, c *caller, verb, resource, namespace s
 func (s *Server) start(ctx context.Context, c *caller, sc *ergonv1alpha1.Scene, args map[string]any, protocol string,
 	annotations map[string]string) (*ergonv1alpha1.Run, error) {
 	settable := map[string]bool{}
-	for _, p := range sc.Spec.Params {
-		settable[p.Name] = p.ValueFrom == nil
+	for _, p := range sc.Spec.SettableParams() {
+		settable[p.Name] = true
 	}
 	var params map[string]string
 	for _, k := range slices.Sorted(maps.Keys(args)) {
@@ -220,10 +221,8 @@ func (s *Server) start(ctx context.Context, c *caller, sc *ergonv1alpha1.Scene, 
 
 func paramNames(sc *ergonv1alpha1.Scene) string {
 	var names []string
-	for _, p := range sc.Spec.Params {
-		if p.ValueFrom == nil {
-			names = append(names, p.Name)
-		}
+	for _, p := range sc.Spec.SettableParams() {
+		names = append(names, p.Name)
 	}
 	if len(names) == 0 {
 		return "none"
@@ -274,7 +273,7 @@ func (s *Server) view(ctx context.Context, c *caller, key client.ObjectKey) (*ru
 	if err != nil {
 		return nil, err
 	}
-	decidable, _, err := kubectlergon.PendingAmong(ctx, c.c, slices.Clone(open), 0)
+	decidable, _, err := kubectlergon.PendingAmongFor(ctx, c.c, c.user.Username, c.user.Groups, slices.Clone(open), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -379,10 +378,8 @@ func fingerprint(v *runView) string {
 
 // runMessage is the message of the Run's Succeeded condition.
 func runMessage(run *ergonv1alpha1.Run) string {
-	for _, c := range run.Status.Conditions {
-		if c.Type == ergonv1alpha1.ConditionSucceeded {
-			return c.Message
-		}
+	if c := meta.FindStatusCondition(run.Status.Conditions, ergonv1alpha1.ConditionSucceeded); c != nil {
+		return c.Message
 	}
 	return ""
 }

@@ -151,27 +151,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("allowed origin %q: want scheme://host[:port]", o)
 		}
 	}
-	if cfg.CallWait <= 0 {
-		cfg.CallWait = DefaultCallWait
-	}
-	if cfg.Rate <= 0 {
-		cfg.Rate = DefaultRate
-	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = DefaultBurst
-	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.MaxResultBytes <= 0 {
-		cfg.MaxResultBytes = DefaultMaxResultBytes
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.Poll <= 0 {
-		cfg.Poll = defaultPoll
-	}
+	orDefault(&cfg.CallWait, DefaultCallWait)
+	orDefault(&cfg.Rate, DefaultRate)
+	orDefault(&cfg.Burst, DefaultBurst)
+	orDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
+	orDefault(&cfg.MaxResultBytes, DefaultMaxResultBytes)
+	orDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&cfg.Poll, defaultPoll)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -181,6 +167,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	return &Server{cfg: cfg, scheme: scheme, mapper: staticMapper(), callers: map[string]*list.Element{}, lru: list.New(),
 		limits: map[string]*limits{}, reviews: rate.NewLimiter(reviewRate, reviewBurst)}, nil
+}
+
+// orDefault sets a setting that is not positive to its default.
+func orDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // staticMapper maps the kinds the endpoints use without discovery.
