@@ -146,7 +146,7 @@ bench-traces: envtest-assets ## Measure what exporting traces costs: a 1,000-ste
 	go test -run XXX -bench . -benchmem ./internal/tracing/
 
 .PHONY: bench-console
-bench-console: envtest-assets ## Measure the web console in headless Chromium (Debian's chromium): first paint of a 1,000-step Run, SSE latency, memory per stream.
+bench-console: envtest-assets ## Measure the web console in headless Chromium (Debian's chromium): first paint of 1,000- and 10,000-step Runs, SSE latency, memory per stream.
 	KUBEBUILDER_ASSETS="$$(cat "$(LOCALBIN)/envtest-assets")" go run ./test/bench/console
 
 .PHONY: bench

@@ -92,8 +92,13 @@ func gateNow(gate *ergonv1alpha1.Gate) *ergonv1alpha1.Gate {
 
 // stream opens the live stream of a namespace and sends each event's data on the channel.
 func (b *browser) stream(ns string) (<-chan string, func()) {
+	return b.streamAt("/api/namespaces/" + ns + "/events")
+}
+
+// streamAt opens a live stream and sends each event's data on the channel.
+func (b *browser) streamAt(path string) (<-chan string, func()) {
 	sctx, stop := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodGet, consoleTS.URL+"/api/namespaces/"+ns+"/events", nil)
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, consoleTS.URL+path, nil)
 	Expect(err).NotTo(HaveOccurred())
 	res, err := b.c.Do(req)
 	Expect(err).NotTo(HaveOccurred())
@@ -278,19 +283,20 @@ var _ = Describe("The console server", func() {
 		detail := b.get("/api/namespaces/" + ns + "/runs/" + run.Name)
 		Expect(detail.code).To(Equal(http.StatusOK), detail.body)
 		var d struct {
-			Graph console.Graph            `json:"graph"`
-			Gates []ergonv1alpha1.Gate     `json:"gates"`
-			Run   ergonv1alpha1.Run        `json:"run"`
-			Scene *ergonv1alpha1.SceneSpec `json:"scene"`
+			Graph  console.Graph             `json:"graph"`
+			Gates  []ergonv1alpha1.Gate      `json:"gates"`
+			Run    ergonv1alpha1.Run         `json:"run"`
+			Params []ergonv1alpha1.ParamSpec `json:"params"`
+			Scene  json.RawMessage           `json:"scene"`
 		}
 		Expect(json.Unmarshal([]byte(detail.body), &d)).To(Succeed())
 		Expect(d.Graph.Nodes).To(ConsistOf(
 			console.GraphNode{Name: "draft", Kind: "container", Phase: "Succeeded"},
-			console.GraphNode{Name: "review", Kind: "gate", Phase: "Waiting"},
-			console.GraphNode{Name: "publish", Kind: "container"}))
+			console.GraphNode{Name: "review", Kind: "gate", Phase: "Waiting", Deps: []int{0}},
+			console.GraphNode{Name: "publish", Kind: "container", Deps: []int{1}}))
 		Expect(d.Gates).To(HaveLen(1))
-		Expect(d.Scene.Steps).To(HaveLen(3))
-		Expect(d.Run.Status.SceneSnapshot).To(BeNil(), "the snapshot travels once, as scene")
+		Expect(d.Scene).To(BeNil(), "the snapshot does not travel: the page needs its graph and params")
+		Expect(d.Run.Status.SceneSnapshot).To(BeNil(), "nor inside the Run")
 
 		out := b.get("/api/namespaces/" + ns + "/runs/" + run.Name + "/steps/draft/output")
 		Expect(out.code).To(Equal(http.StatusOK))
@@ -334,10 +340,69 @@ var _ = Describe("The console server", func() {
 		run.Status.Progress = "2/3"
 		Expect(admin.Status().Patch(ctx, run, patch)).To(Succeed())
 		for _, ch := range streams {
-			Eventually(ch).Should(Receive(And(ContainSubstring(`"kind":"Run"`), ContainSubstring(`"progress":"2/3"`))))
+			Eventually(ch).Should(Receive(And(ContainSubstring(`"kind":"Run"`), ContainSubstring(`"done":2,"total":3`))),
+				"a Run goes as its summary")
 		}
-		Consistently(sch, time.Second).ShouldNot(Receive(ContainSubstring(`"progress"`)), "a stranger sees no Run")
+		Consistently(sch, time.Second).ShouldNot(Receive(ContainSubstring(`"total"`)), "a stranger sees no Run")
 		Expect(server.Streams()).To(Equal(3))
+	})
+
+	It("streams one Run's steps whole first, then only those that changed, with the viewer's token", func() {
+		ns := newNamespace()
+		_, viewerToken := userToken(ns, "viewer", "ergon-viewer")
+		_, strangerToken := userToken(ns, "stranger")
+		run, _ := waitingRun(ns)
+		path := "/api/namespaces/" + ns + "/runs/" + run.Name + "/events"
+		delta := func(ch <-chan string) console.RunDelta {
+			var data string
+			Eventually(ch).Should(Receive(&data))
+			var d console.RunDelta
+			Expect(json.Unmarshal([]byte(data), &d)).To(Succeed(), data)
+			return d
+		}
+		names := func(steps []ergonv1alpha1.StepStatus) []string {
+			var n []string
+			for _, s := range steps {
+				n = append(n, s.Name)
+			}
+			return n
+		}
+
+		b := newBrowser()
+		Expect(b.login(viewerToken).code).To(Equal(http.StatusOK))
+		ch, stop := b.streamAt(path)
+		DeferCleanup(stop)
+		first := delta(ch)
+		Expect(first.Full).To(BeTrue())
+		Expect(names(first.Steps)).To(Equal(names(run.Status.Steps)), "the first event carries every step")
+		Expect(first.Run.Status.Steps).To(BeEmpty(), "steps travel only as steps")
+		Expect(first.Run.ManagedFields).To(BeEmpty())
+
+		patch := client.MergeFrom(run.DeepCopy())
+		run.Status.Steps[1].Message = "still waiting"
+		run.Status.Progress = "1/3"
+		Expect(admin.Status().Patch(ctx, run, patch)).To(Succeed())
+		next := delta(ch)
+		Expect(next.Full).To(BeFalse())
+		Expect(names(next.Steps)).To(Equal([]string{run.Status.Steps[1].Name}), "only the step that changed")
+		Expect(next.Steps[0].Message).To(Equal("still waiting"))
+		Expect(next.Run.Status.Progress).To(Equal("1/3"))
+
+		patch = client.MergeFrom(run.DeepCopy())
+		removed := names(run.Status.Steps[1:])
+		run.Status.Steps = run.Status.Steps[:1]
+		Expect(admin.Status().Patch(ctx, run, patch)).To(Succeed())
+		gone := delta(ch)
+		Expect(gone.Steps).To(BeEmpty())
+		Expect(gone.Removed).To(ConsistOf(removed))
+
+		s := newBrowser()
+		Expect(s.login(strangerToken).code).To(Equal(http.StatusOK))
+		sch, sstop := s.streamAt(path)
+		DeferCleanup(sstop)
+		refused := delta(sch)
+		Expect(refused.Run).To(BeNil())
+		Expect(refused.Error).To(ContainSubstring(`cannot list resource "runs"`), "a stranger gets RBAC's answer, and no Run")
 	})
 
 	It("links a Run to its trace when given a trace URL, and refuses a URL with no place for the trace id", func() {

@@ -42,6 +42,8 @@ type change struct {
 	Error string `json:"error,omitempty"`
 	// Watching is set once a kind's watch has started.
 	Watching bool `json:"watching,omitempty"`
+	// Summary is a Run's, which goes instead of the Run.
+	Summary *RunSummary `json:"summary,omitempty"`
 }
 
 // watchedKind is a kind a stream watches.
@@ -82,8 +84,48 @@ func (s *Server) acquireStream(session string) (release func(), err error) {
 // events streams the changes of a namespace's Runs, Gates, Triggers and Workspaces as
 // server-sent events. Each stream watches with the viewer's own token: the API server decides
 // what each viewer sees, event by event, exactly as for kubectl get -w, and the console keeps
-// no cache: it holds one watch per kind per open page, and passes events through.
+// no cache: it holds one watch per kind per open page, and passes events through. A Run goes
+// as its summary: the lists need no more, and a page showing one Run follows it on a stream
+// of its own (runEvents).
 func (s *Server) events(w http.ResponseWriter, r *http.Request, v *viewer) {
+	s.serveStream(w, r, v, func(ctx context.Context, out chan<- sse) {
+		changes := make(chan change, 64)
+		for _, k := range watchedKinds {
+			go watchKind(ctx, v, r.PathValue("ns"), k, changes)
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c := <-changes:
+				// A watch that ended ends the stream; the browser reconnects and reloads.
+				if !send(ctx, out, sse{name: "change", data: c, last: c.Kind == "" && c.Error != ""}) {
+					return
+				}
+			}
+		}
+	})
+}
+
+// sse is one server-sent event; last ends the stream after it.
+type sse struct {
+	name string
+	data any
+	last bool
+}
+
+func send(ctx context.Context, out chan<- sse, e sse) bool {
+	select {
+	case out <- e:
+		return !e.last
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// serveStream serves a stream of server-sent events that produce sends until it returns or
+// the request ends, counted against the console's limits on open streams.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, v *viewer, produce func(ctx context.Context, out chan<- sse)) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, fmt.Errorf("this server cannot stream"))
@@ -102,11 +144,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v *viewer) {
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	ns := r.PathValue("ns")
-	changes := make(chan change, 64)
-	for _, k := range watchedKinds {
-		go watchKind(ctx, v, ns, k, changes)
-	}
+	events := make(chan sse, 16)
+	go func() {
+		defer close(events)
+		produce(ctx, events)
+	}()
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -121,16 +163,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, v *viewer) {
 			return
 		case <-tick.C:
 			_, _ = fmt.Fprint(w, ": keep-alive\n\n")
-		case c := <-changes:
-			b, err := json.Marshal(c)
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			b, err := json.Marshal(e.data)
 			if err != nil {
 				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: change\ndata: %s\n\n", b); err != nil {
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.name, b); err != nil {
 				return
 			}
-			if c.Kind == "" && c.Error != "" {
-				// A watch ended: end the stream; the browser reconnects and reloads.
+			if e.last {
 				flusher.Flush()
 				return
 			}
@@ -186,11 +230,14 @@ func watchKind(ctx context.Context, v *viewer, ns string, k watchedKind, out cha
 			if !ok {
 				continue
 			}
-			slim(obj)
+			c := change{Kind: k.kind, Type: string(ev.Type), Object: obj}
 			if run, ok := obj.(*ergonv1alpha1.Run); ok {
-				run.Status.SceneSnapshot = nil
+				sum := Summarize(run)
+				c.Object, c.Summary = nil, &sum
+			} else {
+				slim(obj)
 			}
-			if !send(change{Kind: k.kind, Type: string(ev.Type), Object: obj}) {
+			if !send(c) {
 				return
 			}
 		}

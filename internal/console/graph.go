@@ -25,10 +25,15 @@ import (
 )
 
 // Graph is a Scene's steps as the page draws them: the browser lays it out (dagre), the
-// server only says what is connected to what and in which phase each step is.
+// server only says what is connected to what, in which phase each step is, and, for a large
+// graph, which steps are drawn together as one group until the viewer opens it. The form is
+// compact: a step names its dependencies by their index in Nodes, and the label of an edge is
+// the when of the step it leads to.
 type Graph struct {
 	Nodes []GraphNode `json:"nodes"`
-	Edges []GraphEdge `json:"edges"`
+	// Groups collapse a large graph (more than GroupAbove steps) into at most MaxTopLevel
+	// things to draw; empty for a smaller one.
+	Groups []GraphGroup `json:"groups,omitempty"`
 }
 
 // GraphNode is a step.
@@ -40,13 +45,11 @@ type GraphNode struct {
 	When string `json:"when,omitempty"`
 	// Phase is the step's phase in a Run; empty for a Scene, or a step that has not started.
 	Phase string `json:"phase,omitempty"`
-}
-
-// GraphEdge says that To depends on From; Label is To's when, drawn on the edge.
-type GraphEdge struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Label string `json:"label,omitempty"`
+	// Deps are the steps this one depends on, by index in Graph.Nodes.
+	Deps []int `json:"deps,omitempty"`
+	// Group is the index in Graph.Groups of the group drawn in its place, plus one; 0 when
+	// the step is drawn on its own.
+	Group int `json:"group,omitempty"`
 }
 
 // kindScene is a step that calls another Scene; also the key of a Scene in answers.
@@ -66,9 +69,10 @@ func stepKind(s *ergonv1alpha1.Step) string {
 }
 
 // SceneGraph is the graph of a Scene's steps, coloured by the phases of a Run's steps when
-// steps is not empty. A dependency on an unknown step (which admission refuses) is dropped.
+// steps is not empty, and grouped when it is large. A dependency on an unknown step (which
+// admission refuses) is dropped.
 func SceneGraph(spec *ergonv1alpha1.SceneSpec, steps []ergonv1alpha1.StepStatus) Graph {
-	g := Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
+	g := Graph{Nodes: []GraphNode{}}
 	if spec == nil {
 		return g
 	}
@@ -76,19 +80,21 @@ func SceneGraph(spec *ergonv1alpha1.SceneSpec, steps []ergonv1alpha1.StepStatus)
 	for _, s := range steps {
 		phases[s.Name] = string(s.Phase)
 	}
-	known := make(map[string]bool, len(spec.Steps))
+	index := make(map[string]int, len(spec.Steps))
 	for i := range spec.Steps {
-		known[spec.Steps[i].Name] = true
+		index[spec.Steps[i].Name] = i
 	}
 	for i := range spec.Steps {
 		s := &spec.Steps[i]
-		g.Nodes = append(g.Nodes, GraphNode{Name: s.Name, Kind: stepKind(s), When: s.When, Phase: phases[s.Name]})
+		n := GraphNode{Name: s.Name, Kind: stepKind(s), When: s.When, Phase: phases[s.Name]}
 		for _, d := range s.DependsOn {
-			if known[d] {
-				g.Edges = append(g.Edges, GraphEdge{From: d, To: s.Name, Label: s.When})
+			if j, ok := index[d]; ok {
+				n.Deps = append(n.Deps, j)
 			}
 		}
+		g.Nodes = append(g.Nodes, n)
 	}
+	g.Groups = groupGraph(g.Nodes)
 	return g
 }
 

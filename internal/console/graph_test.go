@@ -39,17 +39,13 @@ func TestSceneGraph(t *testing.T) {
 		want  Graph
 	}{
 		{"a Scene's graph has each step by kind, its edges and its when on the edges into it", nil, Graph{
-			Nodes: []GraphNode{{Name: "fetch", Kind: "container"}, {Name: "draft", Kind: "agent"},
-				{Name: "review", Kind: "gate", When: "steps.draft.outputs.ok"}, {Name: "sub", Kind: "scene"}},
-			Edges: []GraphEdge{{From: "fetch", To: "draft"}, {From: "draft", To: "review", Label: "steps.draft.outputs.ok"},
-				{From: "review", To: "sub"}},
+			Nodes: []GraphNode{{Name: "fetch", Kind: "container"}, {Name: "draft", Kind: "agent", Deps: []int{0}},
+				{Name: "review", Kind: "gate", When: "steps.draft.outputs.ok", Deps: []int{1}}, {Name: "sub", Kind: "scene", Deps: []int{2}}},
 		}},
 		{"a Run's graph carries the phase of each step that started", []ergonv1alpha1.StepStatus{
 			{Name: "fetch", Phase: ergonv1alpha1.StepSucceeded}, {Name: "draft", Phase: ergonv1alpha1.StepRunning}}, Graph{
-			Nodes: []GraphNode{{Name: "fetch", Kind: "container", Phase: "Succeeded"}, {Name: "draft", Kind: "agent", Phase: "Running"},
-				{Name: "review", Kind: "gate", When: "steps.draft.outputs.ok"}, {Name: "sub", Kind: "scene"}},
-			Edges: []GraphEdge{{From: "fetch", To: "draft"}, {From: "draft", To: "review", Label: "steps.draft.outputs.ok"},
-				{From: "review", To: "sub"}},
+			Nodes: []GraphNode{{Name: "fetch", Kind: "container", Phase: "Succeeded"}, {Name: "draft", Kind: "agent", Phase: "Running", Deps: []int{0}},
+				{Name: "review", Kind: "gate", When: "steps.draft.outputs.ok", Deps: []int{1}}, {Name: "sub", Kind: "scene", Deps: []int{2}}},
 		}},
 	}
 	for _, tc := range cases {

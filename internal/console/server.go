@@ -153,6 +153,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /api/namespaces/{ns}/scenes/{name}":                       s.scene,
 		"GET /api/namespaces/{ns}/runs":                                s.runs,
 		"GET /api/namespaces/{ns}/runs/{name}":                         s.run,
+		"GET /api/namespaces/{ns}/runs/{name}/events":                  s.runEvents,
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/output":     s.stepOutput,
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/transcript": s.stepTranscript,
 		"GET /api/namespaces/{ns}/runs/{name}/steps/{step}/log":        s.stepLog,

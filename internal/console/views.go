@@ -178,10 +178,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
 	}
 	run := l.run
 	spec := run.Status.SceneSnapshot
+	graphErr := ""
 	if l.rec == nil {
+		// A snapshot the viewer may not read (a large one is in a ConfigMap, and a viewer may
+		// hold Ergon's kinds without ConfigMaps) costs the page its graph, not the Run.
 		if spec, err = snapshotOf(ctx, v, run); err != nil {
-			writeAPIError(w, err)
-			return
+			graphErr = "The graph needs the Run's snapshot: " + err.Error()
 		}
 	}
 	gateErr := ""
@@ -190,8 +192,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, v *viewer) {
 		gateErr = err.Error()
 	}
 	run.Status.SceneSnapshot = nil
-	answer := map[string]any{"run": run, kindScene: spec, "graph": SceneGraph(spec, run.Status.Steps),
-		"gates": gates, "gatesError": gateErr}
+	// Of the snapshot, the page needs the graph and the params a rerun may change: a large
+	// Scene's specs would only make the answer slower to send and to read.
+	var params []ergonv1alpha1.ParamSpec
+	if spec != nil {
+		params = spec.Params
+	}
+	answer := map[string]any{"run": run, "params": params, "graph": SceneGraph(spec, run.Status.Steps),
+		"graphError": graphErr, "gates": gates, "gatesError": gateErr}
 	if l.rec != nil {
 		answer["archived"] = map[string]any{"archivedAt": l.rec.ArchivedAt, "missing": l.rec.Missing}
 	}

@@ -163,6 +163,7 @@
     if (seq !== renders) return;
     renderNav(r.view === "compare" ? "runs" : r.view);
     const main = $("main");
+    if (state.view && state.view.close) state.view.close();
     state.view = null;
     main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
     try {
@@ -230,8 +231,9 @@
   function applyChange(c) {
     const o = c.object;
     if (c.kind === "Run") {
-      if (c.type === "DELETED") state.runs.delete(o.metadata.name);
-      else state.runs.set(o.metadata.name, summarize(o));
+      // A Run comes as its summary; a Run's page follows the Run itself on a stream of its own.
+      if (c.type === "DELETED") state.runs.delete(c.summary.name);
+      else state.runs.set(c.summary.name, c.summary);
     } else if (c.kind === "Gate") {
       if (c.type === "DELETED") state.gates.delete(o.metadata.name);
       else state.gates.set(o.metadata.name, o);
@@ -369,7 +371,7 @@
       el,
       onChange: (c) => {
         if (c.kind !== "Run") return;
-        if (items.some((r) => !r.archived && r.uid === c.object.metadata.uid) && c.type === "MODIFIED") { draw(); return; }
+        if (items.some((r) => !r.archived && r.uid === c.summary.uid) && c.type === "MODIFIED") { draw(); return; }
         if (next || soon) return; // more than a page is shown: keep the reader's place
         // At most one read a second, however busy the namespace.
         soon = setTimeout(() => { soon = null; load(false); }, 1000);
@@ -429,13 +431,71 @@
   }
 
   // --- graph --------------------------------------------------------------------------
-  // drawGraph lays a step graph out with dagre and draws it as SVG; nodes link to steps.
-  function drawGraph(graph, onStep) {
+  // topLevel is what a graph draws: the steps on their own and the groups the server made of
+  // a large graph (each drawn as one node until it is opened), in the order of their first
+  // step, with the edges between them. A step names its dependencies by index.
+  function topLevel(graph) {
+    const groups = (graph.groups || []).map((g, i) => ({ id: "group:" + (i + 1), group: i + 1, kind: g.kind, members: [] }));
+    const items = [], itemOf = [];
+    graph.nodes.forEach((n, i) => {
+      let it;
+      if (n.group && groups[n.group - 1]) {
+        it = groups[n.group - 1];
+        if (!it.members.length) items.push(it);
+        it.members.push(n);
+      } else {
+        it = { id: n.name, node: n };
+        items.push(it);
+      }
+      itemOf[i] = it;
+    });
+    for (const g of groups) g.label = g.members.length ? g.members[0].name + (g.members.length > 1 ? " … " + g.members[g.members.length - 1].name : "") : "";
+    const edges = new Map();
+    graph.nodes.forEach((n, i) => {
+      for (const d of n.deps || []) {
+        const from = itemOf[d], to = itemOf[i];
+        if (!from || from === to) continue;
+        const key = from.id + "\n" + to.id;
+        if (!edges.has(key)) edges.set(key, { from: from.id, to: to.id, label: to.node ? to.node.when : "" });
+      }
+    });
+    return { items, edges: [...edges.values()] };
+  }
+  const started = new Set(["Succeeded", "Failed", "Cancelled", "Skipped"]);
+  // groupPhase is a group's phase: running while any member runs or waits, failed when one
+  // failed, succeeded when all did; members by phase are counted in counts.
+  function groupPhase(members, phases) {
+    const counts = {};
+    for (const m of members) { const p = phases.get(m.name) || ""; counts[p] = (counts[p] || 0) + 1; }
+    const n = members.length, any = (...ps) => ps.some((p) => counts[p]);
+    let phase = "";
+    if (any("Running", "Retrying", "Pending")) phase = "Running";
+    else if (any("Waiting")) phase = "Waiting";
+    else if (any("Failed", "Cancelled")) phase = "Failed";
+    else if (counts.Succeeded === n) phase = "Succeeded";
+    else if (counts.Skipped === n) phase = "Skipped";
+    else if ([...started].some((p) => counts[p])) phase = "Running";
+    return { phase, counts };
+  }
+  function countsText(counts, size) {
+    const parts = [size + " steps"];
+    for (const [p, label] of [["Succeeded", "succeeded"], ["Running", "running"], ["Waiting", "waiting"], ["Failed", "failed"], ["Skipped", "skipped"]])
+      if (counts[p]) parts.push(counts[p] + " " + label);
+    return parts.join(" · ");
+  }
+  // drawGraph lays a step graph out with dagre and draws it as SVG; steps link to their
+  // panels (onStep), groups open theirs (onGroup).
+  function drawGraph(graph, onStep, onGroup) {
+    const top = topLevel(graph);
     const g = new dagre.graphlib.Graph({ multigraph: false });
     g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 46, marginx: 12, marginy: 12 });
     g.setDefaultEdgeLabel(() => ({}));
-    for (const n of graph.nodes) g.setNode(n.name, { width: Math.max(90, n.name.length * 7.6 + 24), height: 40 });
-    for (const e of graph.edges) {
+    for (const it of top.items) {
+      const text = it.node ? it.node.name : it.label;
+      // A group's second line counts its members by phase: room for three counts.
+      g.setNode(it.id, { width: Math.max(it.node ? 90 : 300, text.length * 7.6 + 24), height: 40 });
+    }
+    for (const e of top.edges) {
       const label = e.label && e.label.length > 40 ? e.label.slice(0, 39) + "…" : e.label;
       g.setEdge(e.from, e.to, label ? { label, width: label.length * 6.2, height: 14, labelpos: "c" } : {});
     }
@@ -450,39 +510,79 @@
       svg.appendChild(s("path", { class: "edge", d: "M" + pts.join(" L"), "marker-end": "url(#arrow)" }));
       if (ed.label) svg.appendChild(s("text", { class: "edge-label", x: ed.x, y: ed.y + 4, "text-anchor": "middle" }, s("title", {}, "when " + ed.label), ed.label));
     }
-    const nodes = new Map();
-    for (const n of graph.nodes) {
-      const p = g.node(n.name);
+    const drawn = [];
+    const into = new Set(top.edges.map((e) => e.to));
+    for (const it of top.items) {
+      const p = g.node(it.id);
       const x = p.x - p.width / 2, y = p.y - p.height / 2;
-      const grp = s("g", { class: "node kind-" + n.kind + (n.phase ? " phase-" + n.phase : ""), "data-step": n.name });
-      const body = s("a", { href: "#", tabindex: 0, "aria-label": n.kind + " step " + n.name + (n.phase ? ", " + n.phase : ""),
-        onclick: (ev) => { ev.preventDefault(); if (onStep) onStep(n.name); } },
-      s("title", {}, n.name + " (" + n.kind + (n.when ? ", when " + n.when : "") + ")" + (n.phase ? ": " + n.phase : "")),
-      s("rect", { x, y, width: p.width, height: p.height, rx: n.kind === "gate" ? 14 : 6 }),
-      s("text", { x: p.x, y: p.y + 1, "text-anchor": "middle" }, n.name),
-      s("text", { class: "kind", x: p.x, y: p.y + 14, "text-anchor": "middle" }, n.kind + (n.when && !graph.edges.some((e) => e.to === n.name) ? " · when " + n.when : "")));
+      const n = it.node;
+      const grp = n ? s("g", { class: "node kind-" + n.kind, "data-step": n.name }) : s("g", { class: "node group kind-" + it.kind, "data-group": it.group });
+      const title = s("title"), sub = s("text", { class: "kind", x: p.x, y: p.y + 14, "text-anchor": "middle" });
+      const body = s("a", { href: "#", tabindex: 0, onclick: (ev) => {
+        ev.preventDefault();
+        if (n && onStep) onStep(n.name);
+        if (!n && onGroup) onGroup(it.group);
+      } }, title,
+      s("rect", { x, y, width: p.width, height: p.height, rx: n && n.kind === "gate" ? 14 : 6 }),
+      s("text", { x: p.x, y: p.y + 1, "text-anchor": "middle" }, n ? n.name : it.label), sub);
       grp.appendChild(body);
       svg.appendChild(grp);
-      nodes.set(n.name, { grp, node: n });
+      drawn.push({ it, grp, body, title, sub, key: null });
     }
-    return {
-      el: h("div", { class: "graph", id: "graph" }, svg),
-      // colour re-colours the nodes by the phases of a Run's steps, without laying out again.
-      colour(steps) {
-        const phases = new Map((steps || []).map((st) => [st.name, st.phase]));
-        for (const [name, { grp, node }] of nodes) {
-          const p = phases.get(name);
-          grp.setAttribute("class", "node kind-" + node.kind + (p ? " phase-" + p : ""));
-          grp.firstChild.setAttribute("aria-label", node.kind + " step " + name + (p ? ", " + p : ""));
+    const el = h("div", { class: "graph", id: "graph" }, svg);
+    // colour re-colours the nodes by the phases of a Run's steps, without laying out again.
+    const colour = (steps) => {
+      const phases = new Map((steps || []).map((st) => [st.name, st.phase]));
+      const byName = new Map((steps || []).map((st) => [st.name, st]));
+      for (const d of drawn) {
+        const n = d.it.node;
+        let phase, label, sub, tip;
+        if (n) {
+          phase = phases.get(n.name) || "";
+          const inst = (byName.get(n.name) || {}).instances;
+          sub = n.kind + (inst ? " · " + ((inst.succeeded || 0) + (inst.failed || 0)) + "/" + inst.total : "") + (n.when && !into.has(n.name) ? " · when " + n.when : "");
+          label = n.kind + " step " + n.name + (phase ? ", " + phase : "");
+          tip = n.name + " (" + n.kind + (n.when ? ", when " + n.when : "") + ")" + (phase ? ": " + phase : "");
+        } else {
+          const a = groupPhase(d.it.members, phases);
+          phase = a.phase;
+          sub = d.it.kind + " · " + countsText(a.counts, d.it.members.length);
+          label = d.it.kind + " group of " + d.it.members.length + " steps, " + d.it.label + (phase ? ", " + phase : "");
+          tip = label + ": " + countsText(a.counts, d.it.members.length);
         }
-      },
+        const key = phase + "\n" + sub;
+        if (d.key === key) continue;
+        d.key = key;
+        d.grp.setAttribute("class", "node " + (n ? "" : "group ") + "kind-" + (n ? n.kind : d.it.kind) + (phase ? " phase-" + phase : ""));
+        d.body.setAttribute("aria-label", label);
+        d.title.textContent = tip;
+        d.sub.textContent = sub;
+      }
+      el.dataset.drawn = String(drawn.length);
     };
+    colour([]);
+    return { el, top, colour };
   }
 
-  // drawGantt draws a bar per attempt of each step, from the Run's start to now or its end.
-  function drawGantt(run) {
+  // drawGantt draws a bar per attempt of each step, from the Run's start to now or its end;
+  // a group of a large graph is one bar, from its first start to its last end.
+  function drawGantt(run, top) {
     const st = run.status || {};
-    const steps = (st.steps || []).filter((x) => x.startedAt);
+    const byName = new Map((st.steps || []).map((x) => [x.name, x]));
+    const phases = new Map((st.steps || []).map((x) => [x.name, x.phase]));
+    let rows = [];
+    if (top && top.items.length) {
+      for (const it of top.items) {
+        if (it.node) { const x = byName.get(it.node.name); if (x && x.startedAt) rows.push(x); continue; }
+        const ms = it.members.map((m) => byName.get(m.name)).filter((x) => x && x.startedAt);
+        if (!ms.length) continue;
+        const open = ms.some((x) => !x.finishedAt);
+        rows.push({ name: it.label + " (" + it.members.length + ")", startedAt: ms.reduce((a, x) => (x.startedAt < a ? x.startedAt : a), ms[0].startedAt),
+          finishedAt: open ? null : ms.reduce((a, x) => (x.finishedAt > a ? x.finishedAt : a), ms[0].finishedAt),
+          phase: groupPhase(it.members, phases).phase, attempts: 1, group: true });
+      }
+    } else rows = (st.steps || []).filter((x) => x.startedAt);
+    const steps = rows;
     if (!steps.length) return h("p", { class: "muted" }, "No step has started yet.");
     const t0 = Date.parse(st.startedAt || steps[0].startedAt);
     const end = st.finishedAt ? Date.parse(st.finishedAt) : Date.now();
@@ -506,12 +606,29 @@
       for (const a of attempts) {
         const x1 = scale(a.from), x2 = Math.max(x1 + 2, scale(a.to));
         svg.appendChild(s("rect", { class: "bar " + a.phase, x: x1, y, width: x2 - x1, height: row - 8, rx: 2 },
-          s("title", {}, x.name + " attempt " + a.n + ": " + a.phase + ", " + dur((a.to - a.from) / 1000))));
+          s("title", {}, x.name + (x.group ? ": " : " attempt " + a.n + ": ") + a.phase + ", " + dur((a.to - a.from) / 1000))));
       }
     });
     svg.appendChild(s("text", { x: labelW, y: steps.length * row + 18 }, "0s"));
     svg.appendChild(s("text", { x: width - 10, y: steps.length * row + 18, "text-anchor": "end" }, dur(span / 1000)));
     return h("div", { class: "gantt" }, svg);
+  }
+
+  // instancesView shows a fan-out step's instances: counts, one cell per instance in item
+  // order drawn on a canvas (a thousand instances are one element), and the first failures.
+  function instancesView(inst) {
+    const letters = inst.states || "", names = { P: "not started", R: "running", S: "succeeded", F: "failed", K: "skipped", C: "cancelled" };
+    const counts = {};
+    for (const c of letters) counts[c] = (counts[c] || 0) + 1;
+    const text = inst.total + " instances: " + Object.entries(counts).map(([c, n]) => n + " " + (names[c] || c)).join(", ");
+    const cell = 8, cols = Math.max(1, Math.min(letters.length, 90));
+    const canvas = h("canvas", { class: "instances", width: cols * (cell + 1), height: Math.ceil(letters.length / cols) * (cell + 1), role: "img", "aria-label": text });
+    const css = getComputedStyle(document.documentElement), v = (n) => css.getPropertyValue(n).trim() || "#888";
+    const fillOf = { P: v("--line"), R: v("--run"), S: v("--ok"), F: v("--bad"), K: v("--skip"), C: v("--bad") };
+    const ctx = canvas.getContext && canvas.getContext("2d");
+    if (ctx) [...letters].forEach((c, i) => { ctx.fillStyle = fillOf[c] || v("--line"); ctx.fillRect((i % cols) * (cell + 1), Math.floor(i / cols) * (cell + 1), cell, cell); });
+    return h("div", { class: "instances-box" }, h("p", { class: "muted" }, text), canvas,
+      ...(inst.failures || []).map((f) => h("p", { class: "muted" }, "Instance " + f.index + ": " + (f.reason || "") + (f.message ? " " + f.message : ""))));
   }
 
   // --- run detail ---------------------------------------------------------------------
@@ -531,10 +648,23 @@
     const open = new Set(), loaded = new Map();
     let graph = null;
     el.append(head, h("h2", {}, "Graph"), graphBox, h("h2", {}, "Timeline"), ganttBox, chatHead, chatBox, h("h2", {}, "Gates"), gatesBox, h("h2", {}, "Steps"), stepsBox);
+    // focusStep opens a step's panel, and the group's it is drawn in, and scrolls to it.
     const focusStep = (step) => {
       open.add(step);
+      for (const it of graph ? graph.top.items : []) {
+        const i = it.members ? it.members.findIndex((m) => m.name === step) : -1;
+        if (i < 0) continue;
+        openGroups.add(it.group);
+        shown.set(it.group, Math.max(shown.get(it.group) || PAGE, i + 1));
+      }
       drawSteps();
       const d = stepsBox.querySelector('[data-step="' + CSS.escape(step) + '"]');
+      if (d) { d.scrollIntoView({ block: "nearest" }); d.querySelector("summary").focus(); }
+    };
+    const focusGroup = (group) => {
+      openGroups.add(group);
+      drawSteps();
+      const d = stepsBox.querySelector('[data-group="' + group + '"]');
       if (d) { d.scrollIntoView({ block: "nearest" }); d.querySelector("summary").focus(); }
     };
     function drawHead() {
@@ -571,7 +701,7 @@
     const rerunBox = h("div", { id: "rerun-box", hidden: true });
     function rerunForm() {
       const run = data.run, given = run.spec.params || {};
-      const declared = ((data.scene || {}).params || []).map((p) => p.name);
+      const declared = (data.params || []).map((p) => p.name);
       const names = [...new Set(declared.concat(Object.keys(given)))];
       const from = h("select", { id: "rerun-from" }, h("option", { value: "" }, "every step (a replay)"),
         ...data.graph.nodes.map((n) => h("option", { value: n.name }, n.name)));
@@ -598,23 +728,61 @@
       return form;
     }
     // drawSteps rebuilds only the panels whose step changed, so a 1,000-step Run stays quick.
-    const panels = new Map();
+    // A group of a large graph is one panel; its members are drawn only while it is open, a
+    // page at a time as the viewer scrolls to the end of what is drawn.
+    const PAGE = 50;
+    const panels = new Map(), groupPanels = new Map(), openGroups = new Set(), shown = new Map();
     function drawSteps() {
       const st = data.run.status || {};
       const byName = new Map((st.steps || []).map((x) => [x.name, x]));
-      const kinds = new Map(data.graph.nodes.map((n) => [n.name, n.kind]));
-      const names = data.graph.nodes.length ? data.graph.nodes.map((n) => n.name) : [...byName.keys()];
-      const els = names.map((n) => {
-        const x = byName.get(n), l = loaded.get(n);
-        const key = JSON.stringify(x || null) + open.has(n) + (l ? l.what + (l.text || l.error || "").length : "") +
-          (x && x.startedAt && !x.finishedAt ? Math.floor(Date.now() / 1000) : "");
-        const p = panels.get(n);
-        if (p && p.key === key) return p.el;
-        const el = stepPanel(n, kinds.get(n) || "", x);
-        panels.set(n, { key, el });
-        return el;
-      });
-      if (els.length !== stepsBox.childNodes.length || els.some((e, i) => stepsBox.childNodes[i] !== e)) stepsBox.replaceChildren(...els);
+      const phases = new Map((st.steps || []).map((x) => [x.name, x.phase]));
+      const items = graph && graph.top.items.length ? graph.top.items : [...byName.keys()].map((n) => ({ id: n, node: { name: n, kind: "" } }));
+      const els = items.map((it) => (it.node ? stepEl(it.node.name, it.node.kind, byName) : groupEl(it, byName, phases)));
+      replaceIfChanged(stepsBox, els);
+    }
+    function replaceIfChanged(box, els) {
+      if (els.length !== box.childNodes.length || els.some((e, i) => box.childNodes[i] !== e)) box.replaceChildren(...els);
+    }
+    function stepEl(n, kind, byName) {
+      const x = byName.get(n), l = loaded.get(n);
+      const key = JSON.stringify(x || null) + open.has(n) + (l ? l.what + (l.text || l.error || "").length : "") +
+        (x && x.startedAt && !x.finishedAt ? Math.floor(Date.now() / 1000) : "");
+      const p = panels.get(n);
+      if (p && p.key === key) return p.el;
+      const el = stepPanel(n, kind, x);
+      panels.set(n, { key, el });
+      return el;
+    }
+    function groupEl(it, byName, phases) {
+      let gp = groupPanels.get(it.group);
+      if (!gp) {
+        const d = h("details", { class: "step group", "data-group": it.group });
+        gp = { d, summary: h("summary"), list: h("div", { class: "members" }), more: h("p", { class: "muted more", hidden: true }), key: null };
+        d.append(gp.summary, gp.list, gp.more);
+        d.addEventListener("toggle", () => {
+          if (d.open === openGroups.has(it.group)) return;
+          if (d.open) openGroups.add(it.group); else openGroups.delete(it.group);
+          drawSteps();
+        });
+        new IntersectionObserver((es) => {
+          if (!es.some((e) => e.isIntersecting) || !d.open) return;
+          shown.set(it.group, (shown.get(it.group) || PAGE) + PAGE);
+          drawSteps();
+        }).observe(gp.more);
+        groupPanels.set(it.group, gp);
+      }
+      const a = groupPhase(it.members, phases), counts = countsText(a.counts, it.members.length);
+      if (gp.key !== a.phase + counts) {
+        gp.key = a.phase + counts;
+        gp.summary.replaceChildren(h("b", {}, it.label), h("span", { class: "muted" }, it.kind + " group"), phaseBadge(a.phase || "NotStarted"), h("span", { class: "muted" }, counts));
+      }
+      gp.d.open = openGroups.has(it.group);
+      if (!gp.d.open) { if (gp.list.childNodes.length) gp.list.replaceChildren(); gp.more.hidden = true; return gp.d; }
+      const n = Math.min(it.members.length, shown.get(it.group) || PAGE);
+      replaceIfChanged(gp.list, it.members.slice(0, n).map((m) => stepEl(m.name, m.kind, byName)));
+      gp.more.hidden = n >= it.members.length;
+      gp.more.textContent = "Showing " + n + " of " + it.members.length + " steps; more as you scroll.";
+      return gp.d;
     }
     function stepPanel(n, kind, x) {
       const d = h("details", { class: "step", "data-step": n, open: open.has(n) });
@@ -626,6 +794,7 @@
         x && x.usage ? h("span", { class: "muted" }, x.usage.totalTokens + " tokens, " + x.usage.turns + " turns") : null));
       if (!x) { d.appendChild(h("p", { class: "muted" }, "Not started.")); return d; }
       if (x.message) d.appendChild(h("p", { class: "muted" }, x.message));
+      if (x.instances) d.appendChild(instancesView(x.instances));
       if (x.output) {
         d.appendChild(h("div", { class: "muted" }, "Output (" + x.output.size + " bytes)" + (x.output.ref ? ", preview:" : ":")));
         d.appendChild(h("pre", { class: "output-preview" }, x.output.preview || ""));
@@ -690,9 +859,12 @@
     }
     function drawAll() {
       drawHead();
-      if (!graph) { graph = drawGraph(data.graph, focusStep); graphBox.replaceChildren(graph.el); }
+      if (!graph) {
+        graph = drawGraph(data.graph, focusStep, focusGroup);
+        graphBox.replaceChildren(...[data.graphError ? h("p", { class: "muted", id: "graph-error" }, data.graphError) : null, graph.el].filter(Boolean));
+      }
       graph.colour((data.run.status || {}).steps);
-      ganttBox.replaceChildren(drawGantt(data.run));
+      ganttBox.replaceChildren(drawGantt(data.run, graph.top));
       drawGates();
       drawCalls();
       drawSteps();
@@ -706,27 +878,48 @@
       pending = true;
       requestAnimationFrame(() => { pending = false; drawAll(); });
     };
-    return {
+    const view = {
       el,
       onChange(c) {
         if (data.archived) return; // the archive does not change
-        if (c.kind === "Run" && c.object.metadata.name === name) {
-          if (c.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); return; }
-          data.run = c.object;
-          // A Run opened before it started has no snapshot yet: fetch it, and its graph, once it has.
-          const st = c.object.status || {};
-          if (!data.graph.nodes.length && (st.sceneSnapshotRef || (st.steps || []).length || st.phase)) { this.reload(); return; }
-          schedule();
-        } else if (c.kind === "Gate" && c.object.spec.runRef.name === name) drawGates();
+        if (c.kind === "Gate" && c.object.spec.runRef.name === name) drawGates();
       },
-      async reload() {
-        const nodes = data.graph.nodes.length;
-        data = await api(nsPath("/runs/" + enc(name)) + q);
-        if (!data.archived) for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
-        if (data.graph.nodes.length !== nodes) graph = null;
-        drawAll();
-      },
+      close() { if (runStream) runStream.close(); },
+      reload,
     };
+    // follow reads the Run's own stream: its first event has every step, the next ones the
+    // steps that changed.
+    function follow() {
+      runStream = new EventSource(nsPath("/runs/" + enc(name) + "/events"));
+      runStream.addEventListener("run", (ev) => {
+        const d = JSON.parse(ev.data);
+        if (d.error) return; // the stream ends; the browser opens it again
+        if (d.type === "DELETED") { head.replaceChildren(h("p", { class: "error" }, "This Run was deleted.")); runStream.close(); return; }
+        const steps = new Map(d.full ? [] : ((data.run.status || {}).steps || []).map((x) => [x.name, x]));
+        for (const x of d.steps || []) steps.set(x.name, x);
+        for (const n of d.removed || []) steps.delete(n);
+        data.run = d.run;
+        streamed = true;
+        const st = (data.run.status = data.run.status || {});
+        st.steps = [...steps.values()];
+        // A Run opened before it started has no snapshot yet: fetch it, and its graph, once it has.
+        if (!data.graph.nodes.length && (st.sceneSnapshotRef || st.steps.length || st.phase)) { reload(); return; }
+        schedule();
+      });
+    }
+    // reload reads the Run's page again; the Run itself stays as its stream last said, which
+    // may be newer than this answer.
+    async function reload() {
+      const nodes = data.graph.nodes.length, run = streamed ? data.run : null;
+      data = await api(nsPath("/runs/" + enc(name)) + q);
+      if (run) data.run = run;
+      if (!data.archived) for (const g of data.gates || []) state.gates.set(g.metadata.name, g);
+      if (data.graph.nodes.length !== nodes) graph = null;
+      drawAll();
+    }
+    let runStream = null, streamed = false;
+    if (!data.archived) follow();
+    return view;
   }
 
   // renderTranscript shows an agent transcript: header, then each message by turn, with tool
