@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -60,24 +59,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, v *viewer) {
 		return
 	}
 	key := client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	gate := &ergonv1alpha1.Gate{}
-	var decideErr error
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := v.c.Get(r.Context(), key, gate); err != nil {
-			return err
-		}
-		orig := gate.DeepCopy()
-		if err := kubectlergon.Decide(gate, body.Option, body.Comment, body.Values); err != nil {
-			decideErr = err
-			return nil
-		}
-		return v.c.Patch(r.Context(), gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
+	gate, err := kubectlergon.DecideGate(r.Context(), v.c, key, body.Option, body.Comment, body.Values)
+	var refused *kubectlergon.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		writeError(w, http.StatusConflict, err)
 	case err != nil:
 		writeAPIError(w, err)
-	case decideErr != nil:
-		writeError(w, http.StatusConflict, decideErr)
 	default:
 		slim(gate)
 		writeJSON(w, gate)

@@ -60,18 +60,30 @@ func newDecideCommand(o *Options, verb string) *cobra.Command {
 	return cmd
 }
 
+// RefusedError is Decide's refusal: the answer does not fit the Gate as it is (no such
+// option, values for a Gate that asks none, already decided). It is about the Gate's state,
+// not the API server's answer, so the console answers it with 409 Conflict.
+type RefusedError struct{ msg string }
+
+func (e *RefusedError) Error() string { return e.msg }
+
+func refused(format string, args ...any) error {
+	return &RefusedError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Decide sets a Gate's decision or, when it needs more than one approval, adds a vote. User
 // and groups are left for the webhook to stamp. Values answer an input Gate; with them the
-// option may be empty, and the webhook takes the Gate's first approving one.
+// option may be empty, and the webhook takes the Gate's first approving one. A refusal is a
+// *RefusedError.
 func Decide(gate *ergonv1alpha1.Gate, option, comment string, values *apiextensionsv1.JSON) error {
 	if !slices.Contains(gate.Spec.Options, option) && len(gate.Spec.Options) > 0 && (option != "" || values == nil) {
-		return fmt.Errorf("no option %q on Gate %s; its options: %v", option, gate.Name, gate.Spec.Options)
+		return refused("no option %q on Gate %s; its options: %v", option, gate.Name, gate.Spec.Options)
 	}
 	if values != nil && gate.Spec.Input == nil {
-		return fmt.Errorf("the Gate %s asks no input: approve or reject it without values", gate.Name)
+		return refused("the Gate %s asks no input: approve or reject it without values", gate.Name)
 	}
 	if gate.Spec.Decision != nil {
-		return fmt.Errorf("the Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
+		return refused("the Gate %s was already decided: %s by %s", gate.Name, gate.Spec.Decision.Option, gate.Spec.Decision.User)
 	}
 	if gate.Spec.MinApprovals != nil && *gate.Spec.MinApprovals > 1 {
 		gate.Spec.Approvals = append(gate.Spec.Approvals,
@@ -82,15 +94,16 @@ func Decide(gate *ergonv1alpha1.Gate, option, comment string, values *apiextensi
 	return nil
 }
 
-func (o *Options) decide(ctx context.Context, name, option, comment string, values *apiextensionsv1.JSON) error {
-	c, ns, err := o.clientIn()
-	if err != nil {
-		return err
-	}
-	// A patch, which the role ergon-gate-approver grants, guarded by the resourceVersion read.
+// DecideGate answers a Gate as c's user: it reads the Gate, decides it with Decide, and
+// patches it (which the role ergon-gate-approver grants) guarded by the resourceVersion it
+// read, again on a conflict. The admission webhook stamps who decided and refuses whoever may
+// not; its refusal is returned as it is. The plugin, the console and the protocol endpoints
+// all answer Gates this way.
+func DecideGate(ctx context.Context, c client.Client, key client.ObjectKey, option, comment string,
+	values *apiextensionsv1.JSON) (*ergonv1alpha1.Gate, error) {
 	gate := &ergonv1alpha1.Gate{}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, gate); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, key, gate); err != nil {
 			return err
 		}
 		orig := gate.DeepCopy()
@@ -99,7 +112,15 @@ func (o *Options) decide(ctx context.Context, name, option, comment string, valu
 		}
 		return c.Patch(ctx, gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
+	return gate, err
+}
+
+func (o *Options) decide(ctx context.Context, name, option, comment string, values *apiextensionsv1.JSON) error {
+	c, ns, err := o.clientIn()
 	if err != nil {
+		return err
+	}
+	if _, err := DecideGate(ctx, c, client.ObjectKey{Namespace: ns, Name: name}, option, comment, values); err != nil {
 		return err
 	}
 	switch {

@@ -291,18 +291,19 @@ func TestDecide(t *testing.T) {
 		g.Spec.Decision.Option != "approve" || g.Spec.Decision.Comment != "ship it" || g.Spec.Decision.User != "" {
 		t.Errorf("one approval sets the decision and leaves the user to the webhook: %+v %v", g.Spec.Decision, err)
 	}
-	if err := Decide(g, "reject", "", nil); err == nil || !strings.Contains(err.Error(), "already decided") {
-		t.Errorf("a decided Gate: %v", err)
+	var refusal *RefusedError
+	if err := Decide(g, "reject", "", nil); !errors.As(err, &refusal) || !strings.Contains(err.Error(), "already decided") {
+		t.Errorf("a decided Gate is a refusal: %v", err)
 	}
 	g = gate(2)
 	if err := Decide(g, "approve", "", nil); err != nil || g.Spec.Decision != nil || len(g.Spec.Approvals) != 1 {
 		t.Errorf("two approvals: a vote is added: %+v %v", g.Spec, err)
 	}
-	if err := Decide(gate(1), "publish", "", nil); err == nil || !strings.Contains(err.Error(), `no option "publish"`) {
-		t.Errorf("an option the Gate lacks: %v", err)
+	if err := Decide(gate(1), "publish", "", nil); !errors.As(err, &refusal) || !strings.Contains(err.Error(), `no option "publish"`) {
+		t.Errorf("an option the Gate lacks is a refusal: %v", err)
 	}
 	values := &apiextensionsv1.JSON{Raw: []byte(`{"version":"1.2"}`)}
-	if err := Decide(gate(1), "", "", values); err == nil || !strings.Contains(err.Error(), "asks no input") {
+	if err := Decide(gate(1), "", "", values); !errors.As(err, &refusal) || !strings.Contains(err.Error(), "asks no input") {
 		t.Errorf("values for a Gate that asks none: %v", err)
 	}
 	g = gate(1)

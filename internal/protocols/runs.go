@@ -33,7 +33,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -457,17 +456,8 @@ type answer struct {
 // decide answers a Gate as the caller, with the patch kubectl ergon approve makes: the Gate
 // webhook stamps who decided and refuses whoever may not.
 func (s *Server) decide(ctx context.Context, c *caller, key client.ObjectKey, a answer) error {
-	gate := &ergonv1alpha1.Gate{}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.c.Get(ctx, key, gate); err != nil {
-			return err
-		}
-		orig := gate.DeepCopy()
-		if err := kubectlergon.Decide(gate, a.Option, a.Comment, a.Values); err != nil {
-			return err
-		}
-		return c.c.Patch(ctx, gate, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	})
+	_, err := kubectlergon.DecideGate(ctx, c.c, key, a.Option, a.Comment, a.Values)
+	return err
 }
 
 // cancel asks a Run to stop, as the caller.
