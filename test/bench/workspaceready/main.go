@@ -102,7 +102,9 @@ func main() {
 		delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)*99/100].Round(time.Millisecond),
 		delays[len(delays)-1].Round(time.Millisecond))
 	if *wake {
-		must(measureWake(ctx, c, ns.Name, *n, *parallel, *image, *timeout))
+		pw, err := watchPods(ctx, cfg, ns.Name)
+		must(err)
+		must(measureWake(ctx, c, pw, ns.Name, *n, *parallel, *image, *timeout))
 	}
 }
 

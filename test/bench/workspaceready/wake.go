@@ -33,7 +33,8 @@ import (
 // measureWake binds a Scene to each of the n Workspaces (ws-0 …) and measures, at most
 // parallel at once, Run created -> the step's container running: with the Workspaces Running,
 // then after they have all gone Idle.
-func measureWake(ctx context.Context, c client.Client, ns string, n, parallel int, image string, timeout time.Duration) error {
+func measureWake(ctx context.Context, c client.Client, pw *podWatch, ns string, n, parallel int, image string,
+	timeout time.Duration) error {
 	for i := range n {
 		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scene-%d", i), Namespace: ns},
 			Spec: ergonv1alpha1.SceneSpec{
@@ -45,11 +46,11 @@ func measureWake(ctx context.Context, c client.Client, ns string, n, parallel in
 			return err
 		}
 	}
-	warm, err := runAll(ctx, c, ns, "warm", n, parallel, timeout)
+	warm, parts, err := runAll(ctx, c, pw, ns, "warm", n, parallel, timeout)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Run created -> bound step running, Workspace Running: %s\n", percentiles(warm))
+	fmt.Printf("Run created -> bound step running, Workspace Running: %s\n%s\n", percentiles(warm), breakdowns(parts))
 
 	start := time.Now()
 	for i := range n {
@@ -69,18 +70,21 @@ func measureWake(ctx context.Context, c client.Client, ns string, n, parallel in
 		}
 	}
 	fmt.Printf("all %d Workspaces Idle %s after the last step\n", n, time.Since(start).Round(time.Second))
-	cold, err := runAll(ctx, c, ns, "wake", n, parallel, timeout)
+	cold, parts, err := runAll(ctx, c, pw, ns, "wake", n, parallel, timeout)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Run created -> bound step running, Workspace Idle (wake): %s\n", percentiles(cold))
+	fmt.Printf("Run created -> bound step running, Workspace Idle (wake): %s\n%s\n", percentiles(cold), breakdowns(parts))
 	return nil
 }
 
 // runAll starts a Run of scene-i for each i, at most parallel at once, and returns each one's
-// time from creation to its step's container running; it waits for each Run to end.
-func runAll(ctx context.Context, c client.Client, ns, prefix string, n, parallel int, timeout time.Duration) ([]time.Duration, error) {
+// time from creation to its step's container running, and where it went; it waits for each
+// Run to end.
+func runAll(ctx context.Context, c client.Client, pw *podWatch, ns, prefix string, n, parallel int,
+	timeout time.Duration) ([]time.Duration, []breakdown, error) {
 	delays := make([]time.Duration, n)
+	parts := make([]breakdown, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(parallel, 1))
@@ -89,32 +93,33 @@ func runAll(ctx context.Context, c client.Client, ns, prefix string, n, parallel
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			delays[i], errs[i] = runAndWait(ctx, c, ns, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("scene-%d", i), timeout)
+			delays[i], parts[i], errs[i] = runAndWait(ctx, c, pw, ns, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("scene-%d", i), timeout)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%s-%d: %w", prefix, i, err)
+			return nil, nil, fmt.Errorf("%s-%d: %w", prefix, i, err)
 		}
 	}
-	return delays, nil
+	return delays, parts, nil
 }
 
 // runAndWait creates a Run and returns the time until its step's container is seen running
 // (polled every 100 ms; the step sleeps 2 s, so it cannot be missed), then waits for the end.
-func runAndWait(ctx context.Context, c client.Client, ns, name, scene string, timeout time.Duration) (time.Duration, error) {
+func runAndWait(ctx context.Context, c client.Client, pw *podWatch, ns, name, scene string,
+	timeout time.Duration) (time.Duration, breakdown, error) {
 	run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: scene}}}
 	created := time.Now()
 	if err := c.Create(ctx, run); err != nil {
-		return 0, err
+		return 0, breakdown{}, err
 	}
 	podKey := client.ObjectKey{Namespace: ns, Name: naming.StepPodName(name, "work", 1)}
 	var delay time.Duration
 	for deadline := created.Add(timeout); ; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no step running after %s (Run %q, %v)", timeout, run.Status.Phase, run.Status.Conditions)
+			return 0, breakdown{}, fmt.Errorf("no step running after %s (Run %q, %v)", timeout, run.Status.Phase, run.Status.Conditions)
 		}
 		pod := &corev1.Pod{}
 		if delay == 0 && c.Get(ctx, podKey, pod) == nil {
@@ -125,16 +130,20 @@ func runAndWait(ctx context.Context, c client.Client, ns, name, scene string, ti
 			}
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(run), run); err != nil {
-			return 0, err
+			return 0, breakdown{}, err
 		}
 		if run.Status.Phase.Finished() {
 			if run.Status.Phase != ergonv1alpha1.RunSucceeded {
-				return 0, fmt.Errorf("ended %s: %v", run.Status.Phase, run.Status.Conditions)
+				return 0, breakdown{}, fmt.Errorf("ended %s: %v", run.Status.Phase, run.Status.Conditions)
 			}
 			if delay == 0 {
-				return 0, fmt.Errorf("succeeded before its step was seen running")
+				return 0, breakdown{}, fmt.Errorf("succeeded before its step was seen running")
 			}
-			return delay, nil
+			s, ok := pw.get(podKey.Name)
+			if !ok || s.running.IsZero() {
+				return 0, breakdown{}, fmt.Errorf("the pod watch never saw %s running", podKey.Name)
+			}
+			return delay, breakdownOf(created, s), nil
 		}
 	}
 }
