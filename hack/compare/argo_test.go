@@ -17,6 +17,10 @@ limitations under the License.
 package main
 
 import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,4 +61,52 @@ func TestArgoKeyNamesTheStep(t *testing.T) {
 			t.Errorf("%s: got %s/%s (%v), want %s/%s", node, g, step, ok, node[:4], want)
 		}
 	}
+}
+
+// TestArgoTuning checks that the installed controller carries the scaling advice, and that
+// -tuned=false installs Argo as it comes.
+func TestArgoTuning(t *testing.T) {
+	in := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: workflow-controller
+spec:
+  template:
+    spec:
+      containers:
+      - name: workflow-controller
+        image: quay.io/argoproj/workflow-controller:latest
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: workflow-controller-configmap
+`
+	for _, tuned := range []bool{true, false} {
+		out := renderArgo(t, in, fmt.Sprintf("-tuned=%t", tuned))
+		for _, want := range []string{"DEFAULT_REQUEUE_TIME", "--qps", "resourceRateLimit"} {
+			if strings.Contains(out, want) != tuned {
+				t.Errorf("tuned=%t: %q in the manifests is %t:\n%s", tuned, want, !tuned, out)
+			}
+		}
+	}
+}
+
+// renderArgo runs argo-manifests on in, with its stdin and stdout swapped for pipes.
+func renderArgo(t *testing.T, in string, extra ...string) string {
+	t.Helper()
+	stdin, stdout := os.Stdin, os.Stdout
+	defer func() { os.Stdin, os.Stdout = stdin, stdout }()
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	go func() { _, _ = inW.WriteString(in); _ = inW.Close() }()
+	os.Stdin, os.Stdout = inR, outW
+	done := make(chan string)
+	go func() { b, _ := io.ReadAll(outR); done <- string(b) }()
+	err := argoManifests(append([]string{"-controller-image", "c:1", "-executor-image", "e:1"}, extra...))
+	_ = outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return <-done
 }

@@ -6,12 +6,15 @@
 # workloads (hack/compare, its own Go module), prints the table, then uninstalls Argo and
 # deletes the namespaces it made. A benchmark: never part of make test.
 #
-#   COMPARE_WORKLOADS   default fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10 (also
-#                       chain-N-sleepMSms: each step sleeps MS milliseconds)
+#   COMPARE_WORKLOADS   default fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10,chains-200x3
+#                       (also chain-N-sleepMSms: each step sleeps MS milliseconds; chains-NxM: N
+#                       Runs of an M-step chain started together)
 #   COMPARE_ENGINES     default ergon,argo,bare (also bare-hardened, bare-emptydir, bare-volumes,
 #                       bare-image, bare-ergon); Argo is built and installed only when named
 #   COMPARE_REPEAT      runs of each workload by each engine (default 1; the order rotates)
 #   COMPARE_TIMEOUT     the longest one workload may take (default 30m: Argo's fan-out-500)
+#   COMPARE_ARGO_TUNED  true (default): Argo as its scaling advice tunes it (hack/compare/manifests.go,
+#                       argoTuning); false: Argo as it comes
 #   IMG                 the Ergon image to build and install (default a unique tag)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -71,7 +74,8 @@ hack/wait-webhooks.sh ergon-system >&2
 if $ARGO; then
   log "installing Argo Workflows next to it (namespace argo)"
   "$KUSTOMIZE" build "$ARGO_SRC/manifests/cluster-install" |
-    (cd hack/compare && go run . argo-manifests -controller-image "$ARGO_CONTROLLER_IMG" -executor-image "$ARGO_EXEC_IMG") \
+    (cd hack/compare && go run . argo-manifests -controller-image "$ARGO_CONTROLLER_IMG" -executor-image "$ARGO_EXEC_IMG" \
+      -tuned="${COMPARE_ARGO_TUNED:-true}") \
     >"$WORK/argo.yaml"
   kubectl create namespace argo --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   kubectl apply -n argo --server-side --force-conflicts -f "$WORK/argo.yaml" >/dev/null
@@ -80,8 +84,9 @@ fi
 
 log "running: load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 (cd hack/compare && go build -o "$WORK/compare" .)
-"$WORK/compare" -workloads "${COMPARE_WORKLOADS:-fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10}" \
+"$WORK/compare" -workloads "${COMPARE_WORKLOADS:-fan-out-100,fan-out-500,chain-20,diamond-x50,outputs-10,chains-200x3}" \
   -engines "$ENGINES" -repeat "${COMPARE_REPEAT:-1}" -timeout "${COMPARE_TIMEOUT:-30m}" \
   -ergon-image "$IMG"
 $ARGO || ARGO_VERSION="not run"
+$ARGO && [ "${COMPARE_ARGO_TUNED:-true}" = true ] && ARGO_VERSION="$ARGO_VERSION (tuned)"
 log "done: load average $(cut -d' ' -f1-3 /proc/loadavg); Argo $ARGO_VERSION, Ergon $(git rev-parse --short HEAD), Kubernetes $(kubectl version -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | tail -1)"

@@ -81,7 +81,15 @@ func diamonds(n int) workload {
 	}}
 }
 
-// parseWorkloads reads "fan-out-100,chain-20,diamond-x50,outputs-10".
+// chains is n chains of m steps, each its own Workflow/Run, all started together: many small
+// Runs, as a Trigger or an evaluation starts them.
+func chains(n, m int) workload {
+	w := chain(m, false)
+	w.name, w.groups = fmt.Sprintf("chains-%dx%d", n, m), n
+	return w
+}
+
+// parseWorkloads reads "fan-out-100,chain-20,diamond-x50,outputs-10,chains-200x3".
 func parseWorkloads(list string) ([]workload, error) {
 	var out []workload
 	for name := range strings.SplitSeq(list, ",") {
@@ -102,8 +110,10 @@ func parseWorkloads(list string) ([]workload, error) {
 			out = append(out, chain(n, true))
 		case scan(name, "diamond-x%d", &n):
 			out = append(out, diamonds(n))
+		case scanChains(name, &n, &ms):
+			out = append(out, chains(n, ms))
 		default:
-			return nil, fmt.Errorf("unknown workload %q (fan-out-N, chain-N, chain-N-sleepMSms, diamond-xN, outputs-N)", name)
+			return nil, fmt.Errorf("unknown workload %q (fan-out-N, chain-N, chain-N-sleepMSms, diamond-xN, outputs-N, chains-NxM)", name)
 		}
 	}
 	return out, nil
@@ -112,6 +122,13 @@ func parseWorkloads(list string) ([]workload, error) {
 func scan(s, format string, n *int) bool {
 	_, err := fmt.Sscanf(s, format, n)
 	return err == nil && *n > 0 && fmt.Sprintf(format, *n) == s
+}
+
+// scanChains reads chains-NxM: N Runs of a chain of M steps.
+func scanChains(s string, n, m *int) bool {
+	const format = "chains-%dx%d"
+	_, err := fmt.Sscanf(s, format, n, m)
+	return err == nil && *n > 0 && *m > 0 && fmt.Sprintf(format, *n, *m) == s
 }
 
 // scanSleepy reads chain-N-sleepMSms: a chain of N steps that each sleep MS milliseconds.

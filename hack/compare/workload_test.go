@@ -27,7 +27,14 @@ func TestParseWorkloads(t *testing.T) {
 		len(ws[1].steps) != 4 || ws[1].steps[3].script() != "sleep 1.5" || ws[1].steps[3].deps[0] != "s002" {
 		t.Fatalf("parsed %+v", ws)
 	}
-	for _, bad := range []string{"chain-4-sleep0ms", "chain-4-sleep1.5s", "chain-0", "ring-3"} {
+	ws, err = parseWorkloads("chains-200x3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ws[0]; w.name != "chains-200x3" || w.groups != 200 || len(w.steps) != 3 || w.steps[2].deps[0] != "s001" || w.size() != 600 {
+		t.Fatalf("chains-200x3 parsed as %+v", w)
+	}
+	for _, bad := range []string{"chain-4-sleep0ms", "chain-4-sleep1.5s", "chain-0", "ring-3", "chains-0x3", "chains-2x0", "chains-2"} {
 		if _, err := parseWorkloads(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
