@@ -21,10 +21,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -39,21 +38,17 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/console"
+	"github.com/ergon-dev/ergon/test/chromium"
 )
 
-// chromium starts headless Chromium for the spec and logs in with token.
-func chromium(token string) context.Context {
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		Skip("no chromium on PATH: apt-get install chromium")
+// openChromium starts headless Chromium for the spec and logs in with token.
+func openChromium(token string) context.Context {
+	bctx, stop, err := chromium.Start()
+	if errors.Is(err, chromium.ErrMissing) {
+		Skip(err.Error())
 	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.WindowSize(1280, 800))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancel := chromedp.NewContext(actx)
-	DeferCleanup(func() { cancel(); cancelAlloc() })
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stop)
 	DeferCleanup(func() {
 		if !CurrentSpecReport().Failed() {
 			return
@@ -136,7 +131,7 @@ var _ = Describe("The console in a real browser", func() {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "viewer", Namespace: ns}}})).To(Succeed())
 		run := largeRun(ns, 120, 300)
-		bctx := chromium(token)
+		bctx := openChromium(token)
 
 		// first, last and each on their own, the 120 branches one group.
 		Expect(within(bctx, time.Minute, chromedp.Navigate(consoleTS.URL+"/#/ns/"+ns+"/runs/"+run.Name),

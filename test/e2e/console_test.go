@@ -21,10 +21,10 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -48,6 +48,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/console"
+	"github.com/ergon-dev/ergon/test/chromium"
 )
 
 // The console runs as a local process of the suite on loopback, pointing at the cluster's API
@@ -115,17 +116,12 @@ func waitForRBAC(ctx SpecContext, ns, user string, groups []string, clusterRoles
 
 // openBrowser starts headless Chromium at 1280x800 for the spec and logs in with token.
 func openBrowser(url, token string) context.Context {
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		Skip("no chromium on PATH: apt-get install chromium")
+	bctx, stop, err := chromium.Start()
+	if errors.Is(err, chromium.ErrMissing) {
+		Skip(err.Error())
 	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1280, 800))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancel := chromedp.NewContext(actx)
-	DeferCleanup(func() { cancel(); cancelAlloc() })
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stop)
 	browserLog(bctx)
 	Expect(chromedp.Do(bctx, chromedp.Navigate(url+"/"), chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#login")),

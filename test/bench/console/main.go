@@ -34,7 +34,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -58,6 +57,7 @@ import (
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/internal/console"
+	"github.com/ergon-dev/ergon/test/chromium"
 )
 
 const ns = "bench"
@@ -125,7 +125,10 @@ func run(samples, sessions int, shots string) error {
 	ts := httptest.NewTLSServer(srv.Handler())
 	defer ts.Close()
 
-	bctx, stop := browser()
+	bctx, stop, err := chromium.Start()
+	if err != nil {
+		return err
+	}
 	defer stop()
 	// The first action starts the browser, bound to the context it is given: not one with a
 	// timeout, which would close the browser when the action ends.
@@ -407,20 +410,6 @@ func createRun(ctx context.Context, admin client.Client, mk runMaker) (largeRun,
 		}
 	}
 	return largeRun{what: what, run: run, steps: total, top: top}, nil
-}
-
-// browser starts headless Chromium (Debian's chromium package) at 1280x800.
-func browser() (context.Context, context.CancelFunc) {
-	path := "chromium"
-	if p, err := exec.LookPath("chromium"); err == nil {
-		path = p
-	}
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.ExecPath(path),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("ignore-certificate-errors", true), chromedp.WindowSize(1280, 800))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	bctx, cancel := chromedp.NewContext(actx)
-	return bctx, func() { cancel(); cancelAlloc() }
 }
 
 func login(url, token string) []chromedp.Action[chromedp.Void] {
