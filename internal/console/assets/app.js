@@ -461,7 +461,7 @@
     });
     return { items, edges: [...edges.values()] };
   }
-  const started = new Set(["Succeeded", "Failed", "Cancelled", "Skipped"]);
+  const ended = new Set(["Succeeded", "Failed", "Cancelled", "Skipped"]);
   // groupPhase is a group's phase: running while any member runs or waits, failed when one
   // failed, succeeded when all did; members by phase are counted in counts.
   function groupPhase(members, phases) {
@@ -474,7 +474,7 @@
     else if (any("Failed", "Cancelled")) phase = "Failed";
     else if (counts.Succeeded === n) phase = "Succeeded";
     else if (counts.Skipped === n) phase = "Skipped";
-    else if ([...started].some((p) => counts[p])) phase = "Running";
+    else if ([...ended].some((p) => counts[p])) phase = "Running";
     return { phase, counts };
   }
   function countsText(counts, size) {
@@ -532,8 +532,8 @@
     const el = h("div", { class: "graph", id: "graph" }, svg);
     // colour re-colours the nodes by the phases of a Run's steps, without laying out again.
     const colour = (steps) => {
-      const phases = new Map((steps || []).map((st) => [st.name, st.phase]));
       const byName = new Map((steps || []).map((st) => [st.name, st]));
+      const phases = new Map([...byName].map(([name, st]) => [name, st.phase]));
       for (const d of drawn) {
         const n = d.it.node;
         let phase, label, sub, tip;
@@ -570,19 +570,18 @@
     const st = run.status || {};
     const byName = new Map((st.steps || []).map((x) => [x.name, x]));
     const phases = new Map((st.steps || []).map((x) => [x.name, x.phase]));
-    let rows = [];
+    let steps = [];
     if (top && top.items.length) {
       for (const it of top.items) {
-        if (it.node) { const x = byName.get(it.node.name); if (x && x.startedAt) rows.push(x); continue; }
+        if (it.node) { const x = byName.get(it.node.name); if (x && x.startedAt) steps.push(x); continue; }
         const ms = it.members.map((m) => byName.get(m.name)).filter((x) => x && x.startedAt);
         if (!ms.length) continue;
         const open = ms.some((x) => !x.finishedAt);
-        rows.push({ name: it.label + " (" + it.members.length + ")", startedAt: ms.reduce((a, x) => (x.startedAt < a ? x.startedAt : a), ms[0].startedAt),
+        steps.push({ name: it.label + " (" + it.members.length + ")", startedAt: ms.reduce((a, x) => (x.startedAt < a ? x.startedAt : a), ms[0].startedAt),
           finishedAt: open ? null : ms.reduce((a, x) => (x.finishedAt > a ? x.finishedAt : a), ms[0].finishedAt),
           phase: groupPhase(it.members, phases).phase, attempts: 1, group: true });
       }
-    } else rows = (st.steps || []).filter((x) => x.startedAt);
-    const steps = rows;
+    } else steps = (st.steps || []).filter((x) => x.startedAt);
     if (!steps.length) return h("p", { class: "muted" }, "No step has started yet.");
     const t0 = Date.parse(st.startedAt || steps[0].startedAt);
     const end = st.finishedAt ? Date.parse(st.finishedAt) : Date.now();
