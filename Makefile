@@ -174,6 +174,10 @@ bench-fleet: envtest-assets ## 10,000 Runs across 100 namespaces on 1 and 2 mana
 bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of $$KUBECONFIG with Ergon installed (a benchmark, not part of make test).
 	go run ./test/bench/workspaceready $(BENCH_ARGS)
 
+.PHONY: bench-workspace-pool
+bench-workspace-pool: ## Workspace create -> Running p50/p99 from a WorkspacePool of 10 warm pods, on the cluster of $$KUBECONFIG (not part of make test).
+	go run ./test/bench/workspaceready -pool 10 -workspaces 10 $(BENCH_ARGS)
+
 .PHONY: bench-workspace-wake
 bench-workspace-wake: ## Run created -> bound step running, with the Workspace Running and woken from Idle, on the cluster of $$KUBECONFIG (about 5 minutes; not part of make test).
 	go run ./test/bench/workspaceready -wake -workspaces 10 $(BENCH_ARGS)

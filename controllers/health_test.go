@@ -50,7 +50,7 @@ func healthOf(ctx context.Context, g Gomega, kind, ns, name string) gitopsHealth
 	res, err := status.Compute(u)
 	g.Expect(err).NotTo(HaveOccurred())
 	script, err := argocd.Script(map[string]string{"Scene": "scene", "Run": "run", "Gate": "gate",
-		"Trigger": "trigger", "Workspace": "workspace"}[kind])
+		"Trigger": "trigger", "Workspace": "workspace", "WorkspacePool": "workspacepool"}[kind])
 	g.Expect(err).NotTo(HaveOccurred())
 	argo, err := argocd.Run(script, u.Object)
 	g.Expect(err).NotTo(HaveOccurred())

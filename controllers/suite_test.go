@@ -150,6 +150,9 @@ func startManager(runConfig runcontroller.RunConfig, tune ...func(*ctrl.Options)
 	Expect((&workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
 		SetupWithManager(mgr)).To(Succeed())
+	Expect((&workspacecontroller.WorkspacePoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-workspacepool"), Clock: clock.RealClock{}, EntrypointImage: runConfig.EntrypointImage}).
+		SetupWithManager(mgr)).To(Succeed())
 
 	Expect(mgr.Add(&census.Census{Reader: mgr.GetCache(), Shard: runConfig.Shard, Clock: clock.RealClock{}})).To(Succeed())
 

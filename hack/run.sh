@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 command -v kubectl >/dev/null || PATH="$(hack/k8s-binaries.sh cluster):$PATH"
 
 IMG=${IMG:-ergon/manager:dev}
+rollout=()
 NAMESPACE=${ERGON_NAMESPACE:-ergon-system}
 say() { printf 'run: %s\n' "$*" >&2; }
 
@@ -23,6 +24,9 @@ else
   export KUBECONFIG
   say "building the manager image and importing it into the local cluster"
   make -s load-image IMG="$IMG"
+  # The tag stays the same from one build to the next: the image's digest on the pod makes the
+  # Deployment roll when `make run` runs again after a change.
+  rollout=(--set-string "podAnnotations.ergon\.dev/image-build=$(sha256sum bin/manager.tar | cut -c1-16)")
 fi
 
 make -s helm
@@ -36,7 +40,7 @@ if ! kubectl get storageclass -o jsonpath='{range .items[*]}{.metadata.annotatio
 fi
 say "installing the chart into namespace $NAMESPACE"
 bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \
-  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set console.enabled=true "${archive[@]}" \
+  --set image.repository="${IMG%:*}" --set image.tag="${IMG##*:}" --set console.enabled=true "${archive[@]}" "${rollout[@]}" \
   --wait --timeout 5m
 say "waiting for the admission webhooks to answer"
 hack/wait-webhooks.sh "$NAMESPACE"

@@ -117,6 +117,10 @@ const (
 	// its child Run) because the Run's identity, or the last editor of a Scene the Run runs,
 	// may not use an object it references; the message names the object and the permission.
 	ReasonNotAuthorized = "NotAuthorized"
+	// ReasonPoolWarming: a WorkspacePool is starting warm pods; ReasonPoolReady: it has as many
+	// ready as it asks for.
+	ReasonPoolWarming = "Warming"
+	ReasonPoolReady   = "Ready"
 	// ReasonNoIdentity: the Run carries no identity stamped by admission, and does nothing.
 	ReasonNoIdentity = "NoIdentity"
 	// ReasonSceneEditorUnknown: a Scene in the Run's closure has no recorded editor.

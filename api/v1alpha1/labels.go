@@ -109,6 +109,10 @@ const LabelWorkspace = AnnotationPrefix + "workspace"
 // wakes an Idle Workspace for them.
 const LabelWorkspaceUID = AnnotationPrefix + "workspace-uid"
 
+// LabelWorkspacePoolUID on a WorkspacePool's warm pods and volumes is the pool's UID, until a
+// Workspace takes them and they carry its labels instead.
+const LabelWorkspacePoolUID = AnnotationPrefix + "workspace-pool-uid"
+
 // IsReservedAnnotation reports whether only Ergon's manager may set an annotation on a Run.
 func IsReservedAnnotation(key string) bool {
 	return strings.HasPrefix(key, AnnotationPrefix)

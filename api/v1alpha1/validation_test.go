@@ -144,7 +144,7 @@ var _ = Describe("The API contract", func() {
 				kinds[obj.GetKind()] = true
 			}
 		}
-		Expect(kinds).To(HaveLen(5), "one sample of each kind")
+		Expect(kinds).To(HaveLen(6), "one sample of each kind")
 	})
 
 	It("fills in the documented defaults", func(ctx SpecContext) {

@@ -432,6 +432,9 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		{"Workspace", &workspacecontroller.WorkspaceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("ergon-workspace"), Clock: clock.RealClock{},
 			EntrypointImage: runConfig.EntrypointImage, Workers: o.workspaceWorkers}},
+		{"WorkspacePool", &workspacecontroller.WorkspacePoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("ergon-workspacepool"), Clock: clock.RealClock{},
+			EntrypointImage: runConfig.EntrypointImage}},
 	} {
 		if err := c.r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("creating the %s controller: %w", c.name, err)

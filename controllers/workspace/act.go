@@ -41,7 +41,8 @@ func (r *WorkspaceReconciler) gather(ctx context.Context, ws *ergonv1alpha1.Work
 	f := workspace.Facts{Workspace: ws, Now: r.Clock.Now(), EntrypointImage: r.EntrypointImage}
 	key := client.ObjectKey{Namespace: ws.Namespace, Name: workspace.ObjectName(ws)}
 	var err error
-	if f.Pod, err = getOptional(ctx, r, key, &corev1.Pod{}); err != nil {
+	if f.Pod, err = getOptional(ctx, r, client.ObjectKey{Namespace: ws.Namespace, Name: workspace.PodName(ws)},
+		&corev1.Pod{}); err != nil {
 		return f, err
 	}
 	if f.Claim, err = getOptional(ctx, r, client.ObjectKey{Namespace: ws.Namespace, Name: workspace.ClaimName(ws)},

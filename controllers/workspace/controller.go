@@ -65,7 +65,8 @@ type WorkspaceReconciler struct {
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ergon.dev,resources=workspaces/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=ergon.dev,resources=workspacepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 
@@ -78,6 +79,11 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	facts, err := r.gather(ctx, ws)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if workspace.Fresh(facts) {
+		if err := r.takeWarm(ctx, ws, &facts); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	plan := workspace.Decide(facts)
 	if err := r.act(ctx, ws, facts, &plan); err != nil {

@@ -262,6 +262,13 @@ func decodeAndCheck(d Document) (res LintResult, obj lintObject, ok bool) {
 				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
 			}
 		}
+	case "WorkspacePool":
+		p := &ergonv1alpha1.WorkspacePool{}
+		if err = runtime.DefaultUnstructuredConverter.FromUnstructured(u, p); err == nil {
+			if errs := validate.WorkspacePool(&p.Spec); len(errs) > 0 {
+				res.Err = apierrors.NewInvalid(gk, res.Name, errs)
+			}
+		}
 	}
 	if err != nil {
 		res.Err = fmt.Errorf("%s: %w", res.Kind, err)

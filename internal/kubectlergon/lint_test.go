@@ -188,7 +188,7 @@ spec:
 	}
 }
 
-func TestLintChecksTriggersAndWorkspacesAsTheirWebhooksDo(t *testing.T) {
+func TestLintChecksTriggersWorkspacesAndPoolsAsTheirWebhooksDo(t *testing.T) {
 	cases := []struct{ name, doc, want string }{
 		{"a cron of six fields", `kind: Trigger
 spec: {sceneRef: {name: s}, schedule: {cron: '0 0 9 * * MON'}}`, "spec.schedule.cron"},
@@ -207,6 +207,14 @@ spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi}, env: [{name: ERGO
 		{"a good Workspace", `kind: Workspace
 spec: {user: alice, image: busybox:1.36, storage: {size: 1Gi},
   resources: {requests: {cpu: 250m, memory: 512Mi}, limits: {cpu: "1", memory: 1Gi}}}`, ""},
+		{"a WorkspacePool template request above its limit", `kind: WorkspacePool
+spec: {template: {image: busybox:1.36, storage: {size: 1Gi},
+  resources: {requests: {memory: 2Gi}, limits: {cpu: "1", memory: 1Gi}}}}`, "spec.template.resources.requests[memory]"},
+		{"a WorkspacePool reading a Secret", `kind: WorkspacePool
+spec: {template: {image: busybox:1.36, storage: {size: 1Gi}, resources: {limits: {cpu: "1", memory: 1Gi}},
+  env: [{name: T, valueFrom: {secretKeyRef: {name: s, key: k}}}]}}`, "values only"},
+		{"a good WorkspacePool", `kind: WorkspacePool
+spec: {replicas: 3, template: {image: busybox:1.36, storage: {size: 1Gi}, resources: {limits: {cpu: "1", memory: 1Gi}}}}`, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

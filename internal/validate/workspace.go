@@ -43,29 +43,44 @@ const minIdleTimeout = time.Minute
 // against the bounds above, names the kubelet would refuse, and env names of the step
 // contract's. (The schema refuses duplicate env names.)
 func Workspace(spec *ergonv1alpha1.WorkspaceSpec) field.ErrorList {
+	root := field.NewPath("spec")
+	errs := workspaceShape(root, spec.Resources, spec.Storage, spec.Env)
+	if t := spec.IdleTimeout; t != nil && t.Duration < minIdleTimeout {
+		errs = append(errs, field.Invalid(root.Child("idleTimeout"), t.Duration.String(),
+			"must be at least 1m, or the pod stops between two turns of an agent"))
+	}
+	return errs
+}
+
+// WorkspacePool checks a pool's template as Workspace checks a Workspace: its warm pods are
+// the pods of Workspaces of that shape.
+func WorkspacePool(spec *ergonv1alpha1.WorkspacePoolSpec) field.ErrorList {
+	t := spec.Template
+	return workspaceShape(field.NewPath("spec", "template"), t.Resources, t.Storage, t.Env)
+}
+
+// workspaceShape checks the fields a Workspace's pod and volume are made of, under root.
+func workspaceShape(root *field.Path, resources corev1.ResourceRequirements, storage ergonv1alpha1.WorkspaceStorage,
+	envs []corev1.EnvVar) field.ErrorList {
 	var errs field.ErrorList
-	res := field.NewPath("spec", "resources")
+	res := root.Child("resources")
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if _, ok := spec.Resources.Limits[name]; !ok {
+		if _, ok := resources.Limits[name]; !ok {
 			errs = append(errs, field.Required(res.Child("limits").Key(string(name)),
 				fmt.Sprintf("set a %s limit, for example {cpu: \"1\", memory: 2Gi}", name)))
 		}
 	}
-	errs = append(errs, requestsWithinLimits(res, spec.Resources)...)
-	if memory, ok := spec.Resources.Limits[corev1.ResourceMemory]; ok && memory.Cmp(minWorkspaceMemory) < 0 {
+	errs = append(errs, requestsWithinLimits(res, resources)...)
+	if memory, ok := resources.Limits[corev1.ResourceMemory]; ok && memory.Cmp(minWorkspaceMemory) < 0 {
 		errs = append(errs, field.Invalid(res.Child("limits").Key("memory"), memory.String(),
 			fmt.Sprintf("must be at least %s for the workspace's shell and tools to start", minWorkspaceMemory.String())))
 	}
-	if size := spec.Storage.Size; size.Cmp(minWorkspaceStorage) < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "storage", "size"), size.String(),
+	if size := storage.Size; size.Cmp(minWorkspaceStorage) < 0 {
+		errs = append(errs, field.Invalid(root.Child("storage", "size"), size.String(),
 			fmt.Sprintf("must be at least %s, for example 10Gi", minWorkspaceStorage.String())))
 	}
-	if t := spec.IdleTimeout; t != nil && t.Duration < minIdleTimeout {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "idleTimeout"), t.Duration.String(),
-			"must be at least 1m, or the pod stops between two turns of an agent"))
-	}
-	for i, env := range spec.Env {
-		name := field.NewPath("spec", "env").Index(i).Child("name")
+	for i, env := range envs {
+		name := root.Child("env").Index(i).Child("name")
 		for _, msg := range validation.IsEnvVarName(env.Name) {
 			errs = append(errs, field.Invalid(name, env.Name, msg))
 		}

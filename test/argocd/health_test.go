@@ -90,6 +90,25 @@ status: {observedGeneration: 1, phase: Failed}`, "Degraded"},
 		{"a Workspace whose status describes an older generation is progressing", "workspace", `
 metadata: {generation: 2}
 status: {observedGeneration: 1, phase: Running}`, "Progressing"},
+		{"a WorkspacePool the controller has not seen yet is progressing", "workspacepool", `metadata: {generation: 1}`, "Progressing"},
+		{"a WorkspacePool warming is progressing", "workspacepool", `
+metadata: {generation: 1}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: Warming, message: 1 of 2 warm pods ready}`, "Progressing"},
+		{"a WorkspacePool with its warm pods ready is healthy", "workspacepool", `
+metadata: {generation: 1}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "True", reason: Ready, message: 2 of 2 warm pods ready}`, "Healthy"},
+		{"a WorkspacePool whose editor may not create pods is degraded", "workspacepool", `
+metadata: {generation: 1}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: NotAuthorized, message: mallory may not create pods}`, "Degraded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script, err := Script(tc.kind)

@@ -135,7 +135,7 @@ var _ = Describe("Ergon on a real cluster", func() {
 		for _, r := range resources.APIResources {
 			kinds = append(kinds, r.Kind)
 		}
-		Expect(kinds).To(ContainElements("Scene", "Run", "Gate", "Trigger", "Workspace"))
+		Expect(kinds).To(ContainElements("Scene", "Run", "Gate", "Trigger", "Workspace", "WorkspacePool"))
 	})
 
 	It("accepts every sample", func(ctx SpecContext) {

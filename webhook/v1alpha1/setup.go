@@ -34,7 +34,7 @@ func SetupWebhooksWithManager(mgr ctrl.Manager, o Options) error {
 	mgr = explainingManager{mgr}
 	for _, setup := range []func(ctrl.Manager) error{
 		SetupSceneWebhookWithManager, func(mgr ctrl.Manager) error { return setupRunWebhook(mgr, o) }, SetupTriggerWebhookWithManager,
-		SetupGateWebhookWithManager, SetupWorkspaceWebhookWithManager,
+		SetupGateWebhookWithManager, SetupWorkspaceWebhookWithManager, SetupWorkspacePoolWebhookWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

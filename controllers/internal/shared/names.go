@@ -110,3 +110,6 @@ const KindRun = "Run"
 
 // KindWorkspace is the kind in the owner references of a Workspace's pod, claim and Lease.
 const KindWorkspace = "Workspace"
+
+// KindWorkspacePool is the kind in the owner references of a pool's warm pods and claims.
+const KindWorkspacePool = "WorkspacePool"

@@ -73,8 +73,10 @@ func RunControlled(obj client.Object) bool {
 	return ref != nil && ref.Kind == KindRun && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }
 
-// WorkspaceControlled reports whether obj's controlling owner is a Workspace.
+// WorkspaceControlled reports whether obj's controlling owner is a Workspace, or a
+// WorkspacePool (whose warm pods become a Workspace's).
 func WorkspaceControlled(obj client.Object) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == KindWorkspace && ref.APIVersion == ergonv1alpha1.GroupVersion.String()
+	return ref != nil && (ref.Kind == KindWorkspace || ref.Kind == KindWorkspacePool) &&
+		ref.APIVersion == ergonv1alpha1.GroupVersion.String()
 }

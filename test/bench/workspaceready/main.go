@@ -21,6 +21,10 @@ limitations under the License.
 // usual kubeconfig ($KUBECONFIG). Run it with `make bench-workspace-ready`; it is not part
 // of make test or make bench, which need no cluster.
 //
+// With -pool R it first makes a WorkspacePool of the Workspaces' shape with R warm pods and
+// waits for them to be ready, so that each Workspace takes a warm pod (it counts those that
+// did): create -> Running from a warm pool.
+//
 // With -wake it then measures a step bound to each Workspace: from the Run's creation to the
 // step's container running, first with the Workspace Running (warm), then again once the
 // Workspace has stopped for idleness (phase Idle), so the step's pod is what wakes it.
@@ -32,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +58,9 @@ func main() {
 	class := flag.String("storage-class", "local-path", "storageClassName of their volumes")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long one Workspace may take")
 	wake := flag.Bool("wake", false, "also measure Run created -> bound step running, warm and from Idle (idleTimeout 1m)")
+	pool := flag.Int("pool", 0, "warm pods of a WorkspacePool of the Workspaces' shape, made ready first (at most 20)")
+	settle := flag.Duration("settle", 30*time.Second,
+		"with -pool, how long to wait once the warm pods are ready, for the node to finish starting them")
 	flag.Parse()
 
 	scheme := k8sruntime.NewScheme()
@@ -71,7 +79,14 @@ func main() {
 		_ = c.Delete(ctx, ns)
 	}()
 
-	delays := make([]time.Duration, *n)
+	if *pool > 0 {
+		must(warmPool(ctx, c, workspace(ns.Name, 0, *image, *class), int32(*pool), *timeout))
+		time.Sleep(*settle)
+		if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+			fmt.Printf("load average before the Workspaces: %s", load)
+		}
+	}
+	delays, admitted := make([]time.Duration, *n), make([]time.Duration, *n)
 	errs := make([]error, *n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(*parallel, 1))
@@ -85,7 +100,7 @@ func main() {
 			if *wake {
 				ws.Spec.IdleTimeout = &metav1.Duration{Duration: time.Minute} // the shortest admission allows
 			}
-			delays[i], errs[i] = createAndWait(ctx, c, ws, *timeout)
+			delays[i], admitted[i], errs[i] = createAndWait(ctx, c, ws, *timeout)
 		}()
 	}
 	wg.Wait()
@@ -95,12 +110,18 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	slices.Sort(delays)
 	fmt.Printf("%d Workspaces (%s, %s volumes, %d at once) Running in %s\n",
 		*n, *image, *class, *parallel, time.Since(start).Round(time.Millisecond))
-	fmt.Printf("create -> Running: p50 %s, p99 %s, max %s (polled every 100ms)\n",
-		delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)*99/100].Round(time.Millisecond),
-		delays[len(delays)-1].Round(time.Millisecond))
+	if *pool > 0 {
+		fmt.Printf("%d of them took a warm pod from a pool of %d\n", tookWarm(ctx, c, ns.Name), *pool)
+	}
+	inOrder := make([]string, len(delays))
+	for i, d := range delays {
+		inOrder[i] = d.Round(time.Millisecond).String()
+	}
+	fmt.Printf("create -> Running, in the order created: %s\n", strings.Join(inOrder, " "))
+	fmt.Printf("create -> Running: %s (polled every %s)\n", percentiles(delays), poll)
+	fmt.Printf("of which the create request (admission): %s\n", percentiles(admitted))
 	if *wake {
 		pw, err := watchPods(ctx, cfg, ns.Name)
 		must(err)
@@ -108,24 +129,30 @@ func main() {
 	}
 }
 
-// createAndWait creates a Workspace and waits for its phase Running.
-func createAndWait(ctx context.Context, c client.Client, ws *ergonv1alpha1.Workspace, timeout time.Duration) (time.Duration, error) {
+// poll is how often a Workspace's phase is read while waiting for it.
+const poll = 25 * time.Millisecond
+
+// createAndWait creates a Workspace and waits for its phase Running; it also says how long
+// the create request took (admission).
+func createAndWait(ctx context.Context, c client.Client, ws *ergonv1alpha1.Workspace,
+	timeout time.Duration) (running, admitted time.Duration, err error) {
 	created := time.Now()
 	if err := c.Create(ctx, ws); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	for deadline := created.Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	admitted = time.Since(created)
+	for deadline := created.Add(timeout); time.Now().Before(deadline); time.Sleep(poll) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ws), ws); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if ws.Status.Phase == ergonv1alpha1.WorkspaceRunning {
-			return time.Since(created), nil
+			return time.Since(created), admitted, nil
 		}
 		if ws.Status.Phase == ergonv1alpha1.WorkspaceFailed {
-			return 0, fmt.Errorf("failed: %v", ws.Status.Conditions)
+			return 0, 0, fmt.Errorf("failed: %v", ws.Status.Conditions)
 		}
 	}
-	return 0, fmt.Errorf("not Running after %s: phase %q, %v", timeout, ws.Status.Phase, ws.Status.Conditions)
+	return 0, 0, fmt.Errorf("not Running after %s: phase %q, %v", timeout, ws.Status.Phase, ws.Status.Conditions)
 }
 
 func workspace(ns string, i int, image, class string) *ergonv1alpha1.Workspace {
