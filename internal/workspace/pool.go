@@ -105,11 +105,12 @@ func PodName(ws *ergonv1alpha1.Workspace) string {
 }
 
 // Fresh says whether a Workspace has never had a pod or volume: only such a Workspace takes a
-// warm pod. The facts must hold nothing under its names either.
+// warm pod. The facts must hold nothing under its names either, but its own NetworkPolicy: a
+// Workspace whose names someone else took fails NameConflict and takes nothing.
 func Fresh(f Facts) bool {
 	ws := f.Workspace
 	return ws.DeletionTimestamp.IsZero() && ws.Status.ClaimName == "" && ws.Status.ClaimUID == "" &&
-		f.Pod == nil && f.Claim == nil && f.LegacyPod == nil
+		f.Pod == nil && f.Claim == nil && f.LegacyPod == nil && (f.Policy == nil || Controls(ws, f.Policy))
 }
 
 // Takable says whether the pool's recorded entry, its pod and its claim (as read; nil when

@@ -235,3 +235,32 @@ func TestPodNameFollowsATakenWarmPodOnly(t *testing.T) {
 		t.Fatalf("replaced by its own pod: %s", got)
 	}
 }
+
+func TestOnlyAFreshWorkspaceWithItsNamesFreeTakesAWarmPod(t *testing.T) {
+	fresh := func() *ergonv1alpha1.Workspace {
+		return newWorkspace(func(ws *ergonv1alpha1.Workspace) { ws.Status = ergonv1alpha1.WorkspaceStatus{} })
+	}
+	squatted := NetworkPolicy(fresh())
+	squatted.OwnerReferences = nil
+	cases := []struct {
+		name string
+		f    Facts
+		want bool
+	}{
+		{"new, nothing under its names", Facts{Workspace: fresh()}, true},
+		{"new, its own NetworkPolicy made", Facts{Workspace: fresh(), Policy: NetworkPolicy(fresh())}, true},
+		{"new, someone's NetworkPolicy under its name", Facts{Workspace: fresh(), Policy: squatted}, false},
+		{"new, a pod under its name", Facts{Workspace: fresh(), Pod: Pod(fresh(), entrypointImage, "x")}, false},
+		{"it made its claim before", Facts{Workspace: newWorkspace()}, false},
+		{"being deleted", Facts{Workspace: func() *ergonv1alpha1.Workspace {
+			ws := fresh()
+			ws.DeletionTimestamp = new(metav1.NewTime(t0))
+			return ws
+		}()}, false},
+	}
+	for _, tc := range cases {
+		if got := Fresh(tc.f); got != tc.want {
+			t.Errorf("%s: Fresh %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
