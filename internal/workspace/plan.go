@@ -378,8 +378,7 @@ func (p *Plan) observePod(ws *ergonv1alpha1.Workspace, pod *corev1.Pod, now meta
 			fmt.Sprintf("pod %s cannot run: %s: %s", pod.Name, reason, message))
 		return
 	}
-	ready := meta.FindStatusCondition(podConditions(pod), string(corev1.PodReady))
-	if pod.Status.Phase == corev1.PodRunning && ready != nil && ready.Status == metav1.ConditionTrue {
+	if podReady(pod) {
 		p.setPhase(ws, now, ergonv1alpha1.WorkspaceRunning, metav1.ConditionTrue, ergonv1alpha1.ReasonPodRunning,
 			fmt.Sprintf("pod %s is running with %s mounted at %s", pod.Name, p.Status.ClaimName, MountPath))
 		return
