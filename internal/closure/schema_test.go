@@ -53,9 +53,10 @@ import (
 // instead, with the same rules.
 var (
 	crdSpecs = map[string]reflect.Type{
-		"ergon.dev_scenes.yaml":     reflect.TypeFor[ergonv1alpha1.SceneSpec](),
-		"ergon.dev_triggers.yaml":   reflect.TypeFor[ergonv1alpha1.TriggerSpec](),
-		"ergon.dev_workspaces.yaml": reflect.TypeFor[ergonv1alpha1.WorkspaceSpec](),
+		"ergon.dev_scenes.yaml":         reflect.TypeFor[ergonv1alpha1.SceneSpec](),
+		"ergon.dev_triggers.yaml":       reflect.TypeFor[ergonv1alpha1.TriggerSpec](),
+		"ergon.dev_workspaces.yaml":     reflect.TypeFor[ergonv1alpha1.WorkspaceSpec](),
+		"ergon.dev_workspacepools.yaml": reflect.TypeFor[ergonv1alpha1.WorkspacePoolSpec](),
 	}
 	// notReferences are upstream selectors named like references that name no object: a field
 	// of the pod itself, a resource of its container, a file of one of its own volumes.
