@@ -26,7 +26,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/ergon-dev/ergon/internal/agentspec"
+	"github.com/ergon-dev/ergon/internal/schemacheck"
 )
 
 // contract is a compiled output contract.
@@ -81,7 +81,7 @@ func compilePart(name, format string, schema json.RawMessage) (part, error) {
 	p := part{name: name, format: f, raw: schema}
 	if len(schema) > 0 && string(schema) != "null" {
 		var err error
-		if p.schema, err = agentspec.CompileSchema(schema); err != nil {
+		if p.schema, err = schemacheck.Compile(schema); err != nil {
 			return part{}, fmt.Errorf("output.schema: %v", err)
 		}
 	}

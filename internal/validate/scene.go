@@ -28,6 +28,7 @@ import (
 	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/closure"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/schemacheck"
 )
 
 // Scene checks what one Scene spec decides alone: its graph, templates and
@@ -72,7 +73,7 @@ func validateOutputContract(path *field.Path, o *ergonv1alpha1.OutputContract) f
 			errs = append(errs, field.NotSupported(p.Child("format"), format, agentspec.Formats))
 		}
 		if schema != nil {
-			if _, err := agentspec.CompileSchema(schema.Raw); err != nil {
+			if _, err := schemacheck.Compile(schema.Raw); err != nil {
 				errs = append(errs, field.Invalid(p.Child("schema"), string(schema.Raw), err.Error()+"; fix the JSON Schema"))
 			}
 		}

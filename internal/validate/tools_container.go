@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
-	"github.com/ergon-dev/ergon/internal/agentspec"
 	"github.com/ergon-dev/ergon/internal/compile"
+	"github.com/ergon-dev/ergon/internal/schemacheck"
 	"github.com/ergon-dev/ergon/internal/template"
 )
 
@@ -101,7 +101,7 @@ func toolParameters(fp *field.Path, c *ergonv1alpha1.ContainerTool) (declared []
 	if schema.Type != "object" {
 		return nil, false, field.ErrorList{field.Invalid(fp, raw, `the arguments are a JSON object: the schema needs "type": "object"`)}
 	}
-	if _, err := agentspec.CompileSchema(c.Parameters.Raw); err != nil {
+	if _, err := schemacheck.Compile(c.Parameters.Raw); err != nil {
 		return nil, false, field.ErrorList{field.Invalid(fp, raw, err.Error())}
 	}
 	for name := range schema.Properties {
