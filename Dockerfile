@@ -21,6 +21,8 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o entrypoint ./cmd/entrypoint && \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags "-s -w" -o ergon-artifacts ./cmd/artifacts && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o agent ./cmd/agent && \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w" -o console ./cmd/console
@@ -30,6 +32,7 @@ WORKDIR /
 COPY --from=builder /workspace/manager .
 # Step pods copy the entrypoint out of this image with an init container.
 COPY --from=builder /workspace/entrypoint /ergon-entrypoint
+COPY --from=builder /workspace/ergon-artifacts /ergon-artifacts
 # Agent steps run the agent runtime from this image, under the entrypoint.
 COPY --from=builder /workspace/agent /ergon-agent
 # The web console's Deployment (console.enabled in the chart) runs /console from this image.

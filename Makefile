@@ -222,17 +222,19 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager, entrypoint, agent runtime, web console and fake model binaries (static, as in the images).
+build: manifests generate fmt vet ## Build the manager, entrypoint, artifact mover, agent runtime, web console and fake model binaries (static, as in the images).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/console ./cmd/console
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/entrypoint ./cmd/entrypoint
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/ergon-artifacts ./cmd/artifacts
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/agent ./cmd/agent
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/fakellm ./test/fakellm/cmd/fakellm
 
 .PHONY: image
 image: build ## Build the manager image without Docker, from the same static binaries, into bin/manager.tar (the web console, /console, is in it too).
 	hack/local-cluster.sh imagebuild --binary bin/manager --entrypoint /manager \
-		--add bin/entrypoint:/ergon-entrypoint --add bin/agent:/ergon-agent --add bin/console:/console --tag $(IMG) --out bin/manager.tar
+		--add bin/entrypoint:/ergon-entrypoint --add bin/ergon-artifacts:/ergon-artifacts --add bin/agent:/ergon-agent \
+		--add bin/console:/console --tag $(IMG) --out bin/manager.tar
 
 # FAKELLM_IMG is the fake OpenAI-compatible server the end-to-end tests deploy.
 FAKELLM_IMG ?= ergon/fakellm:dev

@@ -81,6 +81,7 @@ var _ = BeforeSuite(func() {
 	testKubelet.Client = k8sClient
 	suiteNotifier = startNotifier()
 	suiteArchive = startArchive()
+	suiteArtifacts = startArtifacts()
 	stopMgr = startManager(suiteConfig())
 })
 
@@ -94,7 +95,8 @@ var _ = AfterSuite(func() {
 // suiteConfig is the configuration of the suite's manager, which specs that stop it start
 // again: the archive on, as the chart installs it.
 func suiteConfig() runcontroller.RunConfig {
-	return runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Archive: true}
+	return runcontroller.RunConfig{EntrypointImage: "ergon/manager:test", MaxDepth: 3, Archive: true,
+		Artifacts: suiteArtifacts.config}
 }
 
 // startManager runs a manager with Ergon's controllers until the returned function is called;
@@ -126,11 +128,14 @@ func startManager(runConfig runcontroller.RunConfig, tune ...func(*ctrl.Options)
 	Expect(err).NotTo(HaveOccurred())
 	// The Run and Trigger controllers count each other's new Runs, as in the manager.
 	ledger := &cause.Ledger{}
-	Expect((&runcontroller.RunReconciler{
+	runs := &runcontroller.RunReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{}, Logs: logs, Config: runConfig, Ledger: ledger,
 		Notifier: suiteNotifier, Archive: suiteArchive,
-	}).SetupWithManager(mgr)).To(Succeed())
+	}
+	Expect(runs.SetupWithManager(mgr)).To(Succeed())
+	// The artifact endpoint asks the Run controller of the manager that runs now.
+	suiteArtifacts.runs.Store(runs)
 	Expect((&gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"), Clock: clock.RealClock{}}).
 		SetupWithManager(mgr)).To(Succeed())
 	Expect((&scenecontroller.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),

@@ -30,13 +30,13 @@ else
 fi
 
 make -s helm
-# The archive's default store is a file on a volume of the default StorageClass; a cluster
-# without one gets no archive rather than a manager that waits for its volume forever.
+# The archive's and the artifacts' default stores are on volumes of the default StorageClass;
+# a cluster without one gets neither rather than a manager that waits for its volumes forever.
 archive=()
 if ! kubectl get storageclass -o jsonpath='{range .items[*]}{.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}{"\n"}{end}' |
   grep -qx true; then
-  say "the cluster has no default StorageClass: installing without the Run archive (docs/archive.md)"
-  archive=(--set archive.store=none)
+  say "the cluster has no default StorageClass: installing without the Run archive (docs/archive.md) and artifacts (docs/artifacts.md)"
+  archive=(--set archive.store=none --set artifacts.store=none)
 fi
 say "installing the chart into namespace $NAMESPACE"
 bin/helm upgrade --install ergon charts/ergon --namespace "$NAMESPACE" --create-namespace \

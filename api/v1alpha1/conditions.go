@@ -102,6 +102,18 @@ const (
 	ReasonGateTimedOut = "GateTimedOut"
 	// ReasonOutputError: the step's output cannot be read or kept.
 	ReasonOutputError = "OutputError"
+	// Reasons of a step whose artifacts failed (docs/artifacts.md). ArtifactMissing: the
+	// command did not write a declared artifact; ArtifactTooLarge: an artifact passes a limit;
+	// ArtifactDigestMismatch: the bytes written or read are not the ones announced or recorded;
+	// InputArtifactMissing: an artifact the step reads was not made; ArtifactStoreFailed: the
+	// store or the manager's endpoint did not answer; ArtifactStoreMissing: the manager keeps
+	// no artifacts.
+	ReasonArtifactMissing      = "ArtifactMissing"
+	ReasonArtifactTooLarge     = "ArtifactTooLarge"
+	ReasonArtifactDigest       = "ArtifactDigestMismatch"
+	ReasonInputArtifactMissing = "InputArtifactMissing"
+	ReasonArtifactStoreFailed  = "ArtifactStoreFailed"
+	ReasonArtifactStoreMissing = "ArtifactStoreMissing"
 	// ReasonPodDeleted: the step's pod was deleted before it ended.
 	ReasonPodDeleted = "PodDeleted"
 	// ReasonPodRefused: the API server refused to create the attempt's pod (it is invalid, or

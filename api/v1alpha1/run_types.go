@@ -342,6 +342,12 @@ type StepStatus struct {
 	// +optional
 	Transcript *OutputValue `json:"transcript,omitempty"`
 
+	// artifacts are the files the step made, in the artifact store.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Artifacts []ArtifactStatus `json:"artifacts,omitempty"`
+
 	// history records the failed attempts before the current one, oldest first.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=21

@@ -261,6 +261,21 @@ type Step struct {
 	// loop runs a container, agent or scene step again until a condition holds.
 	// +optional
 	Loop *Loop `json:"loop,omitempty"`
+
+	// artifacts are the files a container step leaves for later steps and for people: each
+	// is uploaded to the artifact store when the step's command ends with 0, and a missing
+	// one fails the step.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+
+	// inputArtifacts are artifacts of earlier steps a container step reads.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	InputArtifacts []InputArtifact `json:"inputArtifacts,omitempty"`
 }
 
 // RetryPolicy says how often and when a failed step runs again.

@@ -132,6 +132,14 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "entrypoint: hiding the environment:", err)
 		return 1
 	}
+	if in, ok := transferArtifacts("fetch"); !ok {
+		// The command does not run without its inputs.
+		fmt.Fprintln(os.Stderr, "entrypoint:", in.Message)
+		if err := report(1, false, in); err != nil {
+			fmt.Fprintln(os.Stderr, "entrypoint: handing the failure back:", err)
+		}
+		return 1
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	code := 0
@@ -151,7 +159,15 @@ func run(args []string) int {
 		code = exitCode(cmd.Wait())
 		signal.Stop(signals)
 	}
-	if err := report(code, signaled.Load()); err != nil {
+	var out wire.Transferred
+	if code == 0 && !signaled.Load() {
+		var ok bool
+		if out, ok = transferArtifacts("publish"); !ok {
+			fmt.Fprintln(os.Stderr, "entrypoint:", out.Message)
+			code = 1
+		}
+	}
+	if err := report(code, signaled.Load(), out); err != nil {
 		fmt.Fprintln(os.Stderr, "entrypoint: handing the output back:", err)
 		if code == 0 {
 			code = 1
@@ -199,19 +215,21 @@ func readLimited(env string, limit int64) ([]byte, error) {
 
 // report reads the output file and writes the report into the termination message. Agent
 // steps also leave a transcript ($ERGON_TRANSCRIPT) and, when they fail, a reason
-// ($ERGON_FAILURE, JSON {"reason","message"}). signaled says a stop signal came before the
+// ($ERGON_FAILURE, JSON {"reason","message"}), unless moving its artifacts failed it (moved
+// says why; otherwise it lists the artifacts written). signaled says a stop signal came before the
 // command ended: the controller then waits for the pod's phase to learn why it stopped.
-func report(code int, signaled bool) error {
+func report(code int, signaled bool, moved wire.Transferred) error {
 	// Read one byte past the limit, so an oversized output is reported as such.
 	output, err := readLimited(stepcontract.EnvOutput, wire.MaxSize+1)
 	if err != nil {
 		return err
 	}
-	res := wire.Result{Output: output, ExitCode: code, Signaled: signaled}
+	res := wire.Result{Output: output, ExitCode: code, Signaled: signaled, Artifacts: moved.Artifacts,
+		Reason: moved.Reason, Message: moved.Message}
 	if res.Transcript, err = readLimited(stepcontract.EnvTranscript, wire.MaxSize); err != nil {
 		return err
 	}
-	if code != 0 {
+	if code != 0 && moved.Reason == "" {
 		if b, _ := readLimited(stepcontract.EnvFailure, 4096); len(b) > 0 {
 			var f struct{ Reason, Message string }
 			if json.Unmarshal(b, &f) == nil && reasonPattern.MatchString(f.Reason) {

@@ -99,12 +99,14 @@ type options struct {
 	// controllers and the hooks server share, so each counts the others' too.
 	ledger        *cause.Ledger
 	webhooks      webhookOptions
+	artifacts     artifactOptions
 	scale         scaleOptions
 	stepResources stepResourceOptions
 }
 
 func (o *options) bindFlags() {
 	o.webhooks.bindFlags()
+	o.artifacts.bindFlags()
 	o.scale.bindFlags()
 	o.stepResources.bindFlags()
 	flag.StringVar(&o.notificationChannels, "notification-channels", "", "A YAML file of the channels Scenes may "+
@@ -292,6 +294,12 @@ func run(o *options) error {
 	if err := setupTraces(mgr, o); err != nil {
 		return err
 	}
+	// The webhook server reads its certificate from --webhook-cert-path, or from
+	// controller-runtime's default directory, where the rotator then writes it.
+	o.webhooks.certDir = o.webhookCertPath
+	if o.webhooks.certDir == "" {
+		o.webhooks.certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
 	if err := setupControllers(mgr, restConfig, o); err != nil {
 		return err
 	}
@@ -310,12 +318,6 @@ func run(o *options) error {
 		}); err != nil {
 			return fmt.Errorf("setting up the webhook Trigger endpoint: %w", err)
 		}
-	}
-	// The webhook server reads its certificate from --webhook-cert-path, or from
-	// controller-runtime's default directory, where the rotator then writes it.
-	o.webhooks.certDir = o.webhookCertPath
-	if o.webhooks.certDir == "" {
-		o.webhooks.certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
 	}
 	if err := o.webhooks.setup(mgr); err != nil {
 		return fmt.Errorf("setting up the admission webhooks: %w", err)
@@ -386,6 +388,16 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 	if err != nil {
 		return fmt.Errorf("--notification-channels: %w", err)
 	}
+	if runConfig.Artifacts, err = o.artifacts.config(&o.webhooks); err != nil {
+		return err
+	}
+	runs := &runcontroller.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
+		Logs: runcontroller.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
+		Archive: o.webhooks.archive}
+	if err := o.artifacts.setup(context.Background(), &o.webhooks, runs); err != nil {
+		return fmt.Errorf("--artifact-store: %w", err)
+	}
 	var archiver interface{ SetupWithManager(ctrl.Manager) error } = noController{}
 	if store := o.webhooks.archive; store != nil {
 		runConfig.Archive = true
@@ -416,10 +428,7 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		name string
 		r    interface{ SetupWithManager(ctrl.Manager) error }
 	}{
-		{"Run", &runcontroller.RunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
-			Logs: runcontroller.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
-			Archive: o.webhooks.archive}},
+		{"Run", runs},
 		{"Gate", &gatecontroller.GateReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-gate"),
 			Clock: clock.RealClock{}, Options: controller.Options{MaxConcurrentReconciles: o.gateWorkers}}},
 		{"Scene", &scenecontroller.SceneReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("ergon-scene"),

@@ -51,6 +51,8 @@ type webhookOptions struct {
 	// archive is the Run archive (--archive-url), nil without one: retries find Runs that
 	// are gone in it.
 	archive archive.Store
+	// handlers are served beside the webhooks, with their certificate: the artifact endpoint.
+	handlers []route
 }
 
 func (o *webhookOptions) bindFlags() {
@@ -83,6 +85,9 @@ func (o *webhookOptions) setup(mgr ctrl.Manager) error {
 			mgr.GetWebhookServer().Register(archiveapi.Prefix, &archiveapi.Server{Store: o.archive,
 				Authenticator: &archiveapi.FrontProxy{Reader: mgr.GetAPIReader()},
 				Client:        mgr.GetClient(), Reader: mgr.GetAPIReader()})
+		}
+		for _, h := range o.handlers {
+			mgr.GetWebhookServer().Register(h.path, h.handler)
 		}
 		o.ready.Store(true)
 		return nil

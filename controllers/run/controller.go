@@ -112,6 +112,9 @@ type RunConfig struct {
 	// what it ended (internal/tracing builds them, internal/tracing/otlp sends them), and
 	// step pods carry TRACEPARENT.
 	Traces *otlp.Exporter
+	// Artifacts is how step pods reach the manager's artifact endpoint (artifacts.go); nil
+	// when the manager keeps no artifacts, and a step that makes or reads some fails.
+	Artifacts *ArtifactsConfig
 }
 
 // RunReconciler executes Runs: it gathers what exists, asks the planner what to do, does

@@ -199,12 +199,20 @@ func podState(pod *corev1.Pod) planner.PodState {
 // step's output ConfigMap fails the attempt when someone else's ConfigMap has its name.
 func (r *RunReconciler) collect(ctx context.Context, run *ergonv1alpha1.Run, pod *corev1.Pod) planner.Output {
 	out := r.readOutput(ctx, pod)
-	if out.Err != "" || (!out.Stored && out.Transcript == "") {
+	if out.Err != "" {
+		return out
+	}
+	arts, reason, err := r.collectArtifacts(ctx, run, pod)
+	if err != nil {
+		return planner.Output{Err: fmt.Sprintf("collecting the artifacts: %v", err), Reason: reason}
+	}
+	out.Artifacts = arts
+	if !out.Stored && out.Transcript == "" {
 		return out
 	}
 	name := naming.OutputConfigMapName(run.Name, pod.Labels[ergonv1alpha1.LabelStep])
 	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: name}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -133,7 +133,8 @@ func (r *RunReconciler) managerDefaults(ctx context.Context, namespace string) (
 // step or tool call may need them.
 func (r *RunReconciler) podParts(ctx context.Context, run *ergonv1alpha1.Run, f *planner.Facts,
 	plan *planner.Plan) (podParts, error) {
-	parts := podParts{bins: ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}, traced: r.Config.Traces != nil}
+	parts := podParts{bins: ergonBinaries{Image: r.Config.EntrypointImage, Mode: r.Config.StepBinaries}, traced: r.Config.Traces != nil,
+		artifacts: r.Config.Artifacts}
 	if len(plan.Pods) == 0 && len(plan.ToolPods) == 0 {
 		return parts, nil
 	}

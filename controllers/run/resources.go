@@ -93,6 +93,8 @@ type podParts struct {
 	// traced is set when the manager exports traces: each step pod then carries its
 	// attempt's span as TRACEPARENT, so that what the step's program traces joins the Run's.
 	traced bool
+	// artifacts is how step pods reach the artifact endpoint; nil when the manager keeps none.
+	artifacts *ArtifactsConfig
 }
 
 // sceneSchema is the params schema a Scene tool's calls are checked against.
@@ -149,6 +151,7 @@ func containerPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodR
 	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Rendered.Command...), req.Rendered.Args...)
 	main.EnvFrom, main.WorkingDir = c.EnvFrom, c.WorkingDir
+	addArtifacts(pod, req.Step, parts.artifacts, parts.bins)
 	main.Resources = defaultedResources(c.Resources, sceneStepResources(scene), parts.defaults)
 	return pod
 }

@@ -22,6 +22,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ergon-dev/ergon/internal/artifacts"
 )
 
 // knownVolumes are the volume sources whose references PodQuestions lists. A pod with any
@@ -38,7 +40,8 @@ type UnknownVolume struct {
 
 func (u *UnknownVolume) Error() string {
 	return fmt.Sprintf("volume %s is of type %s, which Ergon does not authorize; only emptyDir, secret, configMap, "+
-		"projected (secret, configMap, downwardAPI), downwardAPI, persistentVolumeClaim and image volumes are allowed",
+		"projected (secret, configMap, downwardAPI, the artifact endpoint's token), downwardAPI, persistentVolumeClaim and "+
+		"image volumes are allowed",
 		u.Volume, u.Type)
 }
 
@@ -111,6 +114,11 @@ func PodQuestions(pod *corev1.Pod, vouched func(resource, name string) bool) ([]
 				case src.ConfigMap != nil:
 					add("configmaps", src.ConfigMap.Name)
 				case src.DownwardAPI != nil:
+				case src.ServiceAccountToken != nil && src.ServiceAccountToken.Audience == artifacts.Audience &&
+					(pod.Spec.ServiceAccountName == "" || pod.Spec.ServiceAccountName == "default"):
+					// The pod's token for Ergon's artifact endpoint, which the API server
+					// refuses: it reaches nothing but the endpoint, which grants only what
+					// the pod's own step makes and reads (docs/artifacts.md).
 				default:
 					// A ServiceAccount token, a ClusterTrustBundle, a pod certificate:
 					// credentials a step pod never carries.

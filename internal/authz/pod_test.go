@@ -86,6 +86,21 @@ func TestPodQuestions(t *testing.T) {
 			pod: corev1.PodSpec{Volumes: []corev1.Volume{vol("t", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}})}},
 			unknown: "projected ServiceAccountToken"},
+		{name: "a token for the API server, of the default ServiceAccount, is refused",
+			pod: corev1.PodSpec{Volumes: []corev1.Volume{vol("t", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: "https://kubernetes.default.svc", Path: "t"}}}}})}},
+			unknown: "projected ServiceAccountToken"},
+		{name: "the artifact endpoint's token of another ServiceAccount is refused",
+			pod: corev1.PodSpec{ServiceAccountName: "deployer", Volumes: []corev1.Volume{vol("t", corev1.VolumeSource{
+				Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: "ergon-artifacts", Path: "t"}}}}})}},
+			unknown: "projected ServiceAccountToken"},
+		{name: "the artifact endpoint's token of the default ServiceAccount asks nothing",
+			pod: corev1.PodSpec{Volumes: []corev1.Volume{vol("t", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+					Audience: "ergon-artifacts", Path: "t"}}}}})}},
+			want: nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

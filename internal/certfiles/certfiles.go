@@ -33,6 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// CAKey is the key of the CA's certificate in the Secret, as the rotator and cert-manager
+// write it; step pods trust the manager's artifact endpoint by it.
+const CAKey = "ca.crt"
+
 // Copier copies a TLS Secret's tls.crt and tls.key into a directory, and again whenever the
 // certificate changes. A Secret volume would do the same, but the kubelet refreshes one only
 // at its next sync of the pod, a minute or more after the manager first fills the Secret, and
@@ -61,12 +65,12 @@ func (c *Copier) Start(ctx context.Context) error {
 	for {
 		secret := &corev1.Secret{}
 		err := c.Reader.Get(ctx, c.Secret, secret)
-		cert, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+		cert, key, ca := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey], secret.Data[CAKey]
 		switch {
 		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
 			log.Error(err, "Reading the webhook certificate's Secret", "secret", c.Secret)
 		case err == nil && len(cert) > 0 && len(key) > 0 && !bytes.Equal(cert, written):
-			if err := c.write(key, cert); err != nil {
+			if err := c.write(key, cert, ca); err != nil {
 				return err
 			}
 			written = cert
@@ -84,13 +88,19 @@ func (c *Copier) Start(ctx context.Context) error {
 	}
 }
 
-// write replaces the key, then the certificate, each by a rename, so the watcher never reads
-// half a file.
-func (c *Copier) write(key, cert []byte) error {
-	for _, f := range []struct {
+// write replaces the CA (when the Secret has one), the key, then the certificate, each by a
+// rename, so the watcher never reads half a file.
+func (c *Copier) write(key, cert, ca []byte) error {
+	type file struct {
 		name string
 		data []byte
-	}{{corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, cert}} {
+	}
+	var files []file
+	if len(ca) > 0 {
+		files = append(files, file{CAKey, ca})
+	}
+	files = append(files, file{corev1.TLSPrivateKeyKey, key}, file{corev1.TLSCertKey, cert})
+	for _, f := range files {
 		tmp := filepath.Join(c.Dir, "."+f.name)
 		if err := os.WriteFile(tmp, f.data, 0o600); err != nil {
 			return err

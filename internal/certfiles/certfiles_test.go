@@ -104,6 +104,13 @@ func TestTheCopierFollowsTheSecretTheRotatorFills(t *testing.T) {
 		t.Errorf("the directory holds %d files, want tls.crt and tls.key only", len(entries))
 	}
 
+	// The rotator's Secret has the CA too: step pods trust the artifact endpoint by it.
+	secret.Data = map[string][]byte{"tls.crt": []byte("cert-3"), "tls.key": []byte("key-3"), "ca.crt": []byte("ca-3")}
+	if err := k8s.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the CA is written with the certificate", func() bool { return read("tls.crt") == "cert-3" && read("ca.crt") == "ca-3" })
+
 	cancel()
 	select {
 	case err := <-done:

@@ -207,6 +207,7 @@ func (c *compiler) compileStep(spec *ergonv1alpha1.Step, i int, path *field.Path
 	}
 	c.controlFlow(st, path, upstream)
 	c.attemptBounds(spec, path)
+	c.checkArtifacts(spec, path, upstream)
 	switch {
 	case spec.Container != nil:
 		cp := path.Child("container")

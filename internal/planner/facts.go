@@ -201,4 +201,6 @@ type Output struct {
 	// Transcript is an agent step's record, its second output; Usage sums its model use.
 	Transcript string
 	Usage      *ergonv1alpha1.AgentUsage
+	// Artifacts are the artifacts the step wrote, as its status records them.
+	Artifacts []ergonv1alpha1.ArtifactStatus
 }

@@ -219,6 +219,7 @@ func (p *planner) follow(step *compile.Step, s *ergonv1alpha1.StepStatus, pod *P
 		}
 		s.Output = outputs.Value(p.f.Run.Name, step.Name, out.Value)
 		s.Usage, s.Transcript = out.Usage, outputs.Transcript(p.f.Run.Name, step.Name, transcript)
+		s.Artifacts = out.Artifacts
 		p.end(s, ergonv1alpha1.StepSucceeded, "", "")
 	case PodFailed, PodGone:
 		if pod.Phase == PodFailed && pod.Reason == agentspec.ReasonToolCallsPending {

@@ -43,6 +43,24 @@ const (
 	EnvTraceparent = "TRACEPARENT"
 )
 
+// Environment variables of a step that makes or reads artifacts (docs/artifacts.md).
+const (
+	// EnvArtifacts is the directory a step writes its artifacts to, a file per name (unless
+	// the artifact names another path); EnvInputArtifacts the directory of the artifacts it
+	// reads, STEP/NAME.
+	EnvArtifacts      = "ERGON_ARTIFACTS"
+	EnvInputArtifacts = "ERGON_INPUT_ARTIFACTS"
+	// EnvArtifactSpec is what the entrypoint writes and reads, and where (artifacts.PodSpec,
+	// JSON); EnvArtifactEndpoint the manager's artifact endpoint (https://...), empty when
+	// the manager keeps no artifacts; EnvArtifactCA the PEM of the CA that endpoint's
+	// certificate is signed by.
+	EnvArtifactSpec     = "ERGON_ARTIFACT_SPEC"
+	EnvArtifactEndpoint = "ERGON_ARTIFACT_ENDPOINT"
+	EnvArtifactCA       = "ERGON_ARTIFACT_CA"
+	// EnvArtifactToken names the file of the pod's token for the endpoint (ArtifactTokenFile).
+	EnvArtifactToken = "ERGON_ARTIFACT_TOKEN"
+)
+
 // Environment variables of an agent step's container, besides those of every step.
 const (
 	// EnvAgentSpec names the file of the rendered agent step (agentspec.Spec, JSON).
@@ -84,6 +102,13 @@ const (
 	OutputFile = OutputDir + "/value"
 	// InputsDir is the value of EnvInputs.
 	InputsDir = "/ergon/inputs"
+	// ArtifactsDir and InputArtifactsDir are the values of EnvArtifacts and EnvInputArtifacts.
+	ArtifactsDir      = "/ergon/artifacts"
+	InputArtifactsDir = "/ergon/input-artifacts"
+	// ArtifactTokenFile is the pod's token for the artifact endpoint (artifacts.Audience),
+	// which the kubelet renews.
+	ArtifactTokenDir  = "/ergon/artifact-token"
+	ArtifactTokenFile = ArtifactTokenDir + "/token"
 	// DefaultWorkspace is where a Workspace's volume is mounted in a step pod.
 	DefaultWorkspace = "/workspace"
 	// DefaultTerminationLog is where the entrypoint writes its report: the container's

@@ -20,6 +20,7 @@ package layout
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,11 +122,22 @@ func TestTheBinariesCarryOnlyWhatTheyNeed(t *testing.T) {
 	}
 	// What runs inside every step pod is small and holds no client: it talks to nothing but
 	// the files and the model the step is given.
-	for _, bin := range []string{"cmd/entrypoint", "cmd/agent"} {
+	for _, bin := range []string{"cmd/entrypoint", "cmd/agent", "cmd/artifacts"} {
 		for _, dep := range pkgs[bin].deps {
-			if under(dep, "k8s.io/client-go") || under(dep, "sigs.k8s.io/controller-runtime") || under(dep, "k8s.io/api") {
-				t.Errorf("%s depends on %s: the step pod binaries carry no Kubernetes client or API types", bin, dep)
+			if under(dep, "k8s.io/client-go") || under(dep, "sigs.k8s.io/controller-runtime") || under(dep, "k8s.io/api") ||
+				under(dep, "gocloud.dev") || under(dep, "github.com/aws") {
+				t.Errorf("%s depends on %s: the step pod binaries carry no Kubernetes client, API types or store client", bin, dep)
 			}
 		}
+	}
+	// The entrypoint starts in every step pod: it loads no HTTP client, which only a step with
+	// artifacts needs, and gets from Ergon's artifact binary (cmd/artifacts).
+	for _, dep := range pkgs["cmd/entrypoint"].deps {
+		if dep == "net/http" {
+			t.Errorf("cmd/entrypoint depends on net/http: moving artifacts is cmd/artifacts' work")
+		}
+	}
+	if !slices.Contains(pkgs["cmd/artifacts"].deps, "net/http") {
+		t.Error("the dependencies listed miss net/http of cmd/artifacts: the check above would pass for nothing")
 	}
 }

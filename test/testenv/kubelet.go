@@ -58,6 +58,8 @@ type Outcome struct {
 	// Signaled reports, as the entrypoint does, that the command was asked to stop before it
 	// ended.
 	Signaled bool
+	// Artifacts are the artifacts the entrypoint reports it wrote.
+	Artifacts []wire.Artifact
 }
 
 // Script decides the outcome of a running step pod.
@@ -190,7 +192,7 @@ func (k *Kubelet) end(pod *corev1.Pod, o Outcome, now metav1.Time) bool {
 	}
 	log.WriteString(o.Log)
 	res := wire.Result{Output: []byte(o.Output), ExitCode: int(o.ExitCode), Reason: o.FailReason, Message: o.FailMessage,
-		Signaled: o.Signaled}
+		Signaled: o.Signaled, Artifacts: o.Artifacts}
 	if o.Transcript != "" {
 		res.Transcript = []byte(o.Transcript)
 	}

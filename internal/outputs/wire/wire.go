@@ -48,8 +48,10 @@ const (
 	// for its key.
 	MaxSize = 1<<20 - 1024
 	// InlineSize is the largest output carried inside the termination message, whose limit is
-	// 4096 bytes; base64 and the report's fields must fit too.
+	// maxReport; base64 and the report's fields must fit too. With artifacts, an output that
+	// would not fit beside them is framed.
 	InlineSize = 2048
+	maxReport  = 4096
 
 	frameBegin = "----- ERGON OUTPUT BEGIN "
 	frameEnd   = "----- ERGON OUTPUT END -----"
@@ -80,6 +82,24 @@ type Report struct {
 	// Signaled says the entrypoint was asked to stop (SIGTERM, SIGINT, SIGHUP) before the
 	// command ended: the pod was being stopped, and the command's exit code may not say so.
 	Signaled bool `json:"signaled,omitempty"`
+	// Artifacts are the artifacts the entrypoint wrote to the store, after the command
+	// ended with 0.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// Artifact is one artifact a step wrote: its name, size and SHA-256 (hex).
+type Artifact struct {
+	Name   string `json:"n"`
+	Size   int64  `json:"s"`
+	SHA256 string `json:"d"`
+}
+
+// Transferred is what Ergon's artifact binary (cmd/artifacts) tells the entrypoint on its
+// stdout: the artifacts it wrote, or why it failed.
+type Transferred struct {
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+	Message   string     `json:"message,omitempty"`
 }
 
 // Part is a value framed in the log, known by its size and digest.
@@ -98,6 +118,8 @@ type Result struct {
 	Transcript []byte
 	// Signaled says the command was asked to stop before it ended.
 	Signaled bool
+	// Artifacts the step wrote.
+	Artifacts []Artifact
 }
 
 // MaxMessage bounds Report.Message, so that the report fits the termination message.
@@ -119,7 +141,7 @@ func Write(log io.Writer, output []byte, exitCode int) ([]byte, error) {
 func WriteResult(log io.Writer, res Result) ([]byte, error) {
 	output := res.Output
 	r := Report{Version: version, ExitCode: res.ExitCode, Size: len(output), SHA256: Digest(output),
-		Reason: res.Reason, Message: truncate(res.Message, MaxMessage), Signaled: res.Signaled}
+		Reason: res.Reason, Message: truncate(res.Message, MaxMessage), Signaled: res.Signaled, Artifacts: res.Artifacts}
 	if res.Transcript != nil {
 		t := res.Transcript
 		if len(t) > MaxSize {
@@ -136,7 +158,7 @@ func WriteResult(log io.Writer, res Result) ([]byte, error) {
 		// The entrypoint reads one byte past the limit, no more: the true size is unknown.
 		r.Error = fmt.Sprintf("the output is more than %s bytes, the most a step can hand back; "+
 			"write a smaller output, or keep large data elsewhere and hand back where it is", Thousands(MaxSize))
-	case len(output) <= InlineSize:
+	case len(output) <= InlineSize && inlineFits(r, len(output)):
 		r.Data = base64.StdEncoding.EncodeToString(output)
 	default:
 		r.Framed = true
@@ -145,6 +167,12 @@ func WriteResult(log io.Writer, res Result) ([]byte, error) {
 		}
 	}
 	return json.Marshal(r)
+}
+
+// inlineFits says an output of size bytes fits inside the report beside its other fields.
+func inlineFits(r Report, size int) bool {
+	b, err := json.Marshal(r)
+	return err == nil && len(b)+base64.StdEncoding.EncodedLen(size)+len(`,"data":""`) <= maxReport
 }
 
 // Tail is the end of a container log that holds the frames of some parts: the entrypoint
