@@ -98,6 +98,10 @@ test-e2e: ## End-to-end tests on the cluster KUBECONFIG names, or on the local c
 test-e2e-postgres: ## The archive's end-to-end specs with the chart's PostgreSQL archive: a PostgreSQL pod built from Debian's packages (not part of make test).
 	ERGON_E2E_ARCHIVE=postgres E2E_FOCUS="archive|Run history" hack/e2e.sh
 
+.PHONY: test-artifacts-s3
+test-artifacts-s3: ## The artifact store's tests against a real S3 server: SeaweedFS built from the module proxy (once, about ten minutes), on loopback (not part of make test).
+	hack/s3-server.sh run go test ./internal/artifacts/... -count=1 -run 'TestPut|TestPresignedS3' -v
+
 .PHONY: test-fullsize
 test-fullsize: ## The full-size run on the local cluster at the chart's default limits (docs/limits.md): 2,000 units of 512 KiB outputs beside a small Run in another namespace; prints etcd's growth (not part of make test).
 	E2E_TAGS=e2e,fullsize E2E_FOCUS="Full size" hack/e2e.sh

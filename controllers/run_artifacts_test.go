@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -35,10 +36,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
+	artifactscontroller "github.com/ergon-dev/ergon/controllers/artifacts"
 	runcontroller "github.com/ergon-dev/ergon/controllers/run"
+	"github.com/ergon-dev/ergon/internal/archive"
 	"github.com/ergon-dev/ergon/internal/artifacts"
 	"github.com/ergon-dev/ergon/internal/artifacts/server"
 	"github.com/ergon-dev/ergon/internal/artifacts/store"
@@ -67,7 +71,8 @@ func startArtifacts() *artifactEndpoint {
 	Expect(err).NotTo(HaveOccurred())
 	a.srv = httptest.NewTLSServer(&server.Handler{Store: a.store, Signer: signer, Authority: a})
 	a.ca = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.srv.Certificate().Raw}))
-	a.config = &runcontroller.ArtifactsConfig{Endpoint: a.srv.URL, CA: func() string { return a.ca }, MaxBytes: 1 << 20, RunBytes: 3 << 19}
+	a.config = &runcontroller.ArtifactsConfig{Endpoint: a.srv.URL, CA: func() string { return a.ca }, MaxBytes: 1 << 20, RunBytes: 3 << 19,
+		Store: a.store}
 	DeferCleanup(func() {
 		a.srv.Close()
 		_ = os.RemoveAll(dir)
@@ -80,6 +85,19 @@ func (a *artifactEndpoint) Scope(ctx context.Context, token string) (*artifacts.
 }
 
 var suiteArtifacts *artifactEndpoint
+
+// flakyArchive is the suite's archive, which a spec can take down.
+type flakyArchive struct {
+	archive.Store
+	down atomic.Bool
+}
+
+func (f *flakyArchive) Has(ctx context.Context, uid string) (bool, error) {
+	if f.down.Load() {
+		return false, errors.New("the archive is down")
+	}
+	return f.Store.Has(ctx, uid)
+}
 
 // stranger creates a pod of the namespace that no Run owns, labelled as a step's.
 func stranger(ctx context.Context, ns, name string) *corev1.Pod {
@@ -200,6 +218,23 @@ var _ = Describe("Artifacts", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(info.SHA256).To(Equal(arts[0].SHA256))
 
+		By("a rerun from the reading step reads a copy of its own")
+		rerun := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "pages-2", Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "pages"},
+				RetryOf: &ergonv1alpha1.RetryReference{Name: "pages-1", From: "use"}}}
+		Expect(k8sClient.Create(ctx, rerun)).To(Succeed())
+		rerun = finished(ctx, ns, "pages-2")
+		Expect(rerun.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", rerun.Status.Steps)
+		Expect(stepStatus(rerun, "render").Reason).To(Equal(ergonv1alpha1.ReasonReused))
+		Expect(stepStatus(rerun, "use").Output.Preview).To(Equal("# The report\n"))
+		copied := stepStatus(rerun, "render").Artifacts
+		Expect(copied).To(HaveLen(1))
+		Expect(copied[0].SHA256).To(Equal(arts[0].SHA256))
+		Expect(copied[0].Key).To(HavePrefix(artifacts.RunPrefix(nsObj.UID, rerun.UID)), "no Run reads another's keys")
+		info, err = suiteArtifacts.store.Stat(ctx, copied[0].Key)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(info.SHA256).To(Equal(arts[0].SHA256))
+
 		By("the pods' tokens are good for nothing once their steps ended")
 		for _, token := range []any{renderToken.Load(), useToken.Load()} {
 			_, err := artifactClient(token.(string)).Grants(ctx, artifacts.GrantsRequest{})
@@ -218,6 +253,64 @@ var _ = Describe("Artifacts", func() {
 		other := stranger(ctx, ns, naming.StepPodName("pages-1", "render", 2))
 		_, err = artifactClient(podToken(ctx, other, artifacts.Audience)).Grants(ctx, artifacts.GrantsRequest{})
 		Expect(failureReason(err)).To(Equal("Forbidden"))
+	})
+
+	It("are deleted once their Run is gone from the cluster and the archive, and kept while either holds them", func(ctx SpecContext) {
+		ns := newNamespace(ctx, func(*corev1.Pod) outcome { return outcome{Stay: true} })
+		nsObj := &corev1.Namespace{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Name: ns}, nsObj)).To(Succeed())
+		createScene(ctx, ns, "pages", container("render", "true"))
+		live := createRun(ctx, ns, "pages-1", "pages", nil)
+		put := func(runUID types.UID) string {
+			ref := artifacts.Ref{NamespaceUID: nsObj.UID, RunUID: runUID, Step: "render", Instance: -1, Attempt: 1, PodUID: "p", Name: "a.txt"}
+			Expect(suiteArtifacts.store.Put(ctx, ref.Key(), strings.NewReader("x"), 1,
+				"2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881")).To(Succeed())
+			return ref.Key()
+		}
+		liveKey, goneKey, archivedKey := put(live.UID), put("gone-"+types.UID(ns)), put("archived-"+types.UID(ns))
+		archived := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: ns, UID: "archived-" + types.UID(ns)}}
+		Expect(suiteArchive.Store.Put(ctx, &archive.Record{NamespaceUID: string(nsObj.UID), Run: *archived})).To(Succeed())
+		exists := func(key string) bool {
+			_, err := suiteArtifacts.store.Stat(ctx, key)
+			if err != nil {
+				Expect(err).To(MatchError(store.ErrNotFound))
+			}
+			return err == nil
+		}
+		flaky := &flakyArchive{Store: suiteArchive.Store}
+		collector := &artifactscontroller.Collector{Store: suiteArtifacts.store, Reader: k8sClient, APIReader: k8sClient,
+			Archive: flaky, Clock: clock.RealClock{}, Grace: time.Hour}
+
+		By("what was written within the grace stays, whatever else holds")
+		_, err := collector.CollectOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exists(goneKey)).To(BeTrue())
+
+		By("an archive that does not answer deletes nothing")
+		collector.Grace = time.Nanosecond
+		flaky.down.Store(true)
+		_, err = collector.CollectOnce(ctx)
+		Expect(err).To(MatchError(ContainSubstring("asking the archive")))
+		Expect(exists(goneKey)).To(BeTrue())
+
+		By("then: the Run that is gone loses its artifacts; the live Run and the archived one keep theirs")
+		flaky.down.Store(false)
+		_, err = collector.CollectOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exists(goneKey)).To(BeFalse())
+		Expect(exists(liveKey)).To(BeTrue())
+		Expect(exists(archivedKey)).To(BeTrue())
+
+		By("the live Run deleted, and its record gone too, its artifacts go")
+		Expect(k8sClient.Delete(ctx, live)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(live), &ergonv1alpha1.Run{}))
+		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		collector.Archive = nil
+		_, err = collector.CollectOnce(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(exists(liveKey)).To(BeFalse())
+		Expect(exists(archivedKey)).To(BeFalse(), "without an archive, nothing holds it")
 	})
 
 	It("fail the step that did not report a declared artifact", func(ctx SpecContext) {

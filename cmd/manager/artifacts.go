@@ -26,13 +26,17 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	artifactscontroller "github.com/ergon-dev/ergon/controllers/artifacts"
 
 	runcontroller "github.com/ergon-dev/ergon/controllers/run"
 	"github.com/ergon-dev/ergon/internal/artifacts"
 	"github.com/ergon-dev/ergon/internal/artifacts/server"
 	"github.com/ergon-dev/ergon/internal/artifacts/store"
 	"github.com/ergon-dev/ergon/internal/certfiles"
+	"github.com/ergon-dev/ergon/internal/shard"
 )
 
 // artifactOptions say where artifacts are kept and how step pods reach them (docs/artifacts.md).
@@ -70,7 +74,8 @@ func (o *artifactOptions) config(webhooks *webhookOptions) (*runcontroller.Artif
 }
 
 // setup opens the store and serves the endpoint beside the webhooks.
-func (o *artifactOptions) setup(ctx context.Context, webhooks *webhookOptions, runs *runcontroller.RunReconciler) error {
+func (o *artifactOptions) setup(ctx context.Context, mgr ctrl.Manager, webhooks *webhookOptions, runs *runcontroller.RunReconciler,
+	shard shard.Shard) error {
 	if o.store == "" {
 		return nil
 	}
@@ -85,7 +90,10 @@ func (o *artifactOptions) setup(ctx context.Context, webhooks *webhookOptions, r
 	setupLog.Info("Keeping artifacts", "store", st.String(), "endpoint", o.endpoint)
 	h := &server.Handler{Store: st, Signer: signer, Authority: authorityFunc(runs.ArtifactScope), Log: ctrl.Log.WithName("artifacts")}
 	webhooks.handlers = append(webhooks.handlers, route{artifacts.PathGrants, h}, route{artifacts.PathBlobs, h})
-	return nil
+	runs.Config.Artifacts.Store = st
+	// The artifacts of Runs that are gone, from the cluster and the archive, are deleted.
+	return mgr.Add(&artifactscontroller.Collector{Store: st, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Archive: webhooks.archive, Clock: clock.RealClock{}, Shard: shard})
 }
 
 type authorityFunc func(ctx context.Context, token string) (*artifacts.Scope, error)

@@ -395,7 +395,7 @@ func setupControllers(mgr ctrl.Manager, restConfig *rest.Config, o *options) err
 		Recorder: mgr.GetEventRecorder("ergon-run"), Clock: clock.RealClock{},
 		Logs: runcontroller.KubeletLogs{Clientset: clientset}, Config: runConfig, Ledger: o.ledger, Notifier: notifier,
 		Archive: o.webhooks.archive}
-	if err := o.artifacts.setup(context.Background(), &o.webhooks, runs); err != nil {
+	if err := o.artifacts.setup(context.Background(), mgr, &o.webhooks, runs, o.scale.shard); err != nil {
 		return fmt.Errorf("--artifact-store: %w", err)
 	}
 	var archiver interface{ SetupWithManager(ctrl.Manager) error } = noController{}

@@ -19,6 +19,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -35,6 +36,7 @@ import (
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
 	"github.com/ergon-dev/ergon/controllers/internal/shared"
 	"github.com/ergon-dev/ergon/internal/artifacts"
+	"github.com/ergon-dev/ergon/internal/artifacts/store"
 	"github.com/ergon-dev/ergon/internal/compile"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
@@ -48,6 +50,9 @@ type ArtifactsConfig struct {
 	CA func() string
 	// MaxBytes bounds one artifact, RunBytes the artifacts of one Run.
 	MaxBytes, RunBytes int64
+	// Store is where artifacts live: a rerun copies the artifacts of the steps it reuses
+	// (retry.go). Nil when the store cannot be reached from here (tests of other parts).
+	Store *store.Store
 }
 
 // ArtifactsInImage is where Ergon's image keeps its artifact binary (cmd/artifacts), which
@@ -268,4 +273,40 @@ func first(v authenticationv1.ExtraValue) string {
 		return ""
 	}
 	return v[0]
+}
+
+// reuseArtifacts copies the artifacts of a step a rerun reuses into the rerun's own keys, so
+// that no Run reads another's: each Run's artifacts then go with it alone (the collector).
+// An artifact the store no longer has fails the rerun, saying so.
+func (r *RunReconciler) reuseArtifacts(ctx context.Context, run *ergonv1alpha1.Run, original string,
+	s ergonv1alpha1.StepStatus) ([]ergonv1alpha1.ArtifactStatus, error) {
+	if len(s.Artifacts) == 0 {
+		return nil, nil
+	}
+	cfg := r.Config.Artifacts
+	if cfg == nil || cfg.Store == nil {
+		return nil, &retryError{fmt.Sprintf("step %s of Run %s made artifacts, and this manager keeps none: "+
+			"it cannot be reused", s.Name, original)}
+	}
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: run.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	out := make([]ergonv1alpha1.ArtifactStatus, 0, len(s.Artifacts))
+	for _, a := range s.Artifacts {
+		ref, err := artifacts.ParseKey(a.Key)
+		if err != nil {
+			return nil, &retryError{fmt.Sprintf("artifact %s of step %s of Run %s: %v", a.Name, s.Name, original, err)}
+		}
+		ref.NamespaceUID, ref.RunUID = ns.UID, run.UID
+		if err := cfg.Store.Copy(ctx, ref.Key(), a.Key); errors.Is(err, store.ErrNotFound) {
+			return nil, &retryError{fmt.Sprintf("artifact %s of step %s of Run %s is no longer in the store; "+
+				"it cannot be reused", a.Name, s.Name, original)}
+		} else if err != nil {
+			return nil, fmt.Errorf("copying artifact %s of step %s: %w", a.Name, s.Name, err)
+		}
+		a.Key = ref.Key()
+		out = append(out, a)
+	}
+	return out, nil
 }

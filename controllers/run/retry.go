@@ -193,6 +193,7 @@ func (r *RunReconciler) reuse(ctx context.Context, run *ergonv1alpha1.Run, src *
 		return ok && s.Phase == ergonv1alpha1.StepSucceeded
 	}, run.Spec.RetryOf)
 	var steps []ergonv1alpha1.StepStatus
+	var err error
 	for _, s := range original.Status.Steps {
 		if !reused[s.Name] {
 			continue
@@ -214,6 +215,9 @@ func (r *RunReconciler) reuse(ctx context.Context, run *ergonv1alpha1.Run, src *
 				}
 				copied.StoredBytes = int64(len(value)) // the retry keeps it: it counts (planner.storedSoFar)
 			}
+		}
+		if copied.Artifacts, err = r.reuseArtifacts(ctx, run, original.Name, s); err != nil {
+			return nil, err
 		}
 		steps = append(steps, copied)
 	}

@@ -219,3 +219,89 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPresignedS3 runs against the S3-compatible server ERGON_TEST_S3_URL names (make
+// test-artifacts-s3 starts SeaweedFS for it): step pods get presigned URLs of the store itself,
+// which write exactly the bytes announced under exactly the key granted, and nothing else.
+func TestPresignedS3(t *testing.T) {
+	u := os.Getenv("ERGON_TEST_S3_URL")
+	if u == "" {
+		t.Skip("ERGON_TEST_S3_URL is not set: make test-artifacts-s3 runs this against a real S3 server")
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := artifacts.NewSigner()
+	ref := artifacts.Ref{NamespaceUID: "ns-s3", RunUID: "run", Step: "render", Instance: -1, Attempt: 1, PodUID: "pod", Name: "a.bin"}
+	auth := scopes{"step": {Puts: map[string]artifacts.Ref{"a.bin": ref}, MaxBytes: 64 << 20, RunBytes: 64 << 20}}
+	srv := httptest.NewTLSServer(&Handler{Store: st, Signer: signer, Authority: auth})
+	defer srv.Close()
+	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+	client := func(token string) *artifacts.Client {
+		file := filepath.Join(t.TempDir(), "token")
+		_ = os.WriteFile(file, []byte(token), 0o600)
+		c, err := artifacts.NewClient(srv.URL, ca, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	data := bytes.Repeat([]byte("s3 "), 3<<20)
+	file, size, sum := write(t, t.TempDir(), "a.bin", data)
+	c := client("step")
+	resp, err := c.Grants(ctx, artifacts.GrantsRequest{Put: []artifacts.PutRequest{{Name: "a.bin", Size: size, SHA256: sum}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := resp.Put[0]
+	if !strings.HasPrefix(put.URL, "http://127.0.0.1:") || !strings.Contains(put.URL, "X-Amz-Signature=") {
+		t.Fatalf("not a presigned URL of the store: %s", put.URL)
+	}
+
+	// Other bytes than announced: the store refuses a length the URL did not sign.
+	short, _, _ := write(t, t.TempDir(), "short", data[:100])
+	if err := c.Upload(ctx, put, short); err == nil {
+		t.Error("the store took 100 bytes on a URL signed for more")
+	}
+	// The URL signs its key: another key is refused.
+	other := strings.Replace(put.URL, "/a.bin", "/b.bin", 1)
+	req, _ := http.NewRequest(http.MethodPut, other, bytes.NewReader(data))
+	req.ContentLength = size
+	for k, v := range put.Headers {
+		req.Header.Set(k, v)
+	}
+	if r, err := http.DefaultClient.Do(req); err == nil && r.StatusCode/100 == 2 {
+		t.Error("the store took a write under another key than the one granted")
+	}
+
+	if err := c.Upload(ctx, put, file); err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Stat(ctx, ref.Key())
+	if err != nil || info.Size != size || info.SHA256 != sum {
+		t.Fatalf("the store has %+v, %v", info, err)
+	}
+	// Without a signature, nothing is read.
+	plain := strings.SplitN(put.URL, "?", 2)[0]
+	if r, err := http.Get(plain); err == nil && r.StatusCode/100 == 2 {
+		t.Error("the store served the artifact without a signature")
+	}
+
+	auth["reader"] = &artifacts.Scope{Gets: map[string]artifacts.Recorded{"render/a.bin": {Key: ref.Key(), Size: size, SHA256: sum}}}
+	got, err := client("reader").Grants(ctx, artifacts.GrantsRequest{Get: []artifacts.GetRequest{{Step: "render", Name: "a.bin"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "a.bin")
+	if err := client("reader").Download(ctx, got.Get[0], dest); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dest); !bytes.Equal(b, data) {
+		t.Fatal("read back other bytes")
+	}
+	if _, err := st.Delete(ctx, artifacts.RunPrefix(ref.NamespaceUID, ref.RunUID)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -229,3 +229,68 @@ func (s *Store) Presign(ctx context.Context, put bool, key string, size int64, s
 	u, err := s.bucket.SignedURL(ctx, key, opts)
 	return u, headers, err
 }
+
+// RunEntry is one Run's artifacts in the store: the keys under artifacts.RunPrefix.
+type RunEntry struct {
+	NamespaceUID, RunUID string
+}
+
+// Runs lists the Runs that have artifacts in the store, a level of the key tree at a time.
+func (s *Store) Runs(ctx context.Context) ([]RunEntry, error) {
+	namespaces, err := s.dirs(ctx, "v1/")
+	if err != nil {
+		return nil, err
+	}
+	var out []RunEntry
+	for _, ns := range namespaces {
+		runs, err := s.dirs(ctx, "v1/"+ns+"/")
+		if err != nil {
+			return nil, err
+		}
+		for _, run := range runs {
+			out = append(out, RunEntry{NamespaceUID: ns, RunUID: run})
+		}
+	}
+	return out, nil
+}
+
+// dirs lists the names of the "directories" right under prefix.
+func (s *Store) dirs(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if obj.IsDir {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/"))
+		}
+	}
+}
+
+// Newest is when the newest key under prefix was written; zero when there is none.
+func (s *Store) Newest(ctx context.Context, prefix string) (time.Time, error) {
+	var newest time.Time
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return newest, nil
+		}
+		if err != nil {
+			return newest, err
+		}
+		if obj.ModTime.After(newest) {
+			newest = obj.ModTime
+		}
+	}
+}
+
+// Copy copies the artifact at src to dst, in the store (S3 copies it server side).
+func (s *Store) Copy(ctx context.Context, dst, src string) error {
+	return s.wrap(src, s.bucket.Copy(ctx, dst, src, nil))
+}

@@ -24,8 +24,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stores opens the stores the tests run against: a directory always, and the S3-compatible
@@ -106,6 +108,33 @@ func TestPut(t *testing.T) {
 			}
 			if info, _ := s.Stat(ctx, key); info.Size != int64(len(data)) {
 				t.Errorf("a refused write changed the artifact: %+v", info)
+			}
+
+			// A copy, as a rerun takes the artifacts it reuses, keeps the digest.
+			copied := "v1/ns-" + kind + "/rerun/render/-/1.pod/report.md"
+			if err := s.Copy(ctx, copied, key); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := s.Stat(ctx, copied); err != nil || info.SHA256 != digest(data) || info.Size != int64(len(data)) {
+				t.Errorf("the copy: %+v, %v", info, err)
+			}
+			if err := s.Copy(ctx, copied, prefix+"none"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("a copy of nothing: %v", err)
+			}
+			runs, err := s.Runs(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []RunEntry{{"ns-" + kind, "run"}, {"ns-" + kind, "rerun"}} {
+				if !slices.Contains(runs, want) {
+					t.Errorf("Runs = %v, without %v", runs, want)
+				}
+			}
+			if newest, err := s.Newest(ctx, prefix); err != nil || time.Since(newest) > time.Minute {
+				t.Errorf("Newest = %v, %v", newest, err)
+			}
+			if _, err := s.Delete(ctx, "v1/ns-"+kind+"/rerun/"); err != nil {
+				t.Fatal(err)
 			}
 
 			other := "v1/other-ns/run/render/-/1.pod/report.md"
