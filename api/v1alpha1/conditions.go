@@ -107,13 +107,15 @@ const (
 	// ArtifactDigestMismatch: the bytes written or read are not the ones announced or recorded;
 	// InputArtifactMissing: an artifact the step reads was not made; ArtifactStoreFailed: the
 	// store or the manager's endpoint did not answer; ArtifactStoreMissing: the manager keeps
-	// no artifacts.
-	ReasonArtifactMissing      = "ArtifactMissing"
-	ReasonArtifactTooLarge     = "ArtifactTooLarge"
-	ReasonArtifactDigest       = "ArtifactDigestMismatch"
-	ReasonInputArtifactMissing = "InputArtifactMissing"
-	ReasonArtifactStoreFailed  = "ArtifactStoreFailed"
-	ReasonArtifactStoreMissing = "ArtifactStoreMissing"
+	// no artifacts; InputArtifactUnsupported: an agent step reads an artifact that is neither
+	// text nor an image a model is shown.
+	ReasonArtifactMissing          = "ArtifactMissing"
+	ReasonArtifactTooLarge         = "ArtifactTooLarge"
+	ReasonArtifactDigest           = "ArtifactDigestMismatch"
+	ReasonInputArtifactMissing     = "InputArtifactMissing"
+	ReasonArtifactStoreFailed      = "ArtifactStoreFailed"
+	ReasonArtifactStoreMissing     = "ArtifactStoreMissing"
+	ReasonInputArtifactUnsupported = "InputArtifactUnsupported"
 	// ReasonPodDeleted: the step's pod was deleted before it ended.
 	ReasonPodDeleted = "PodDeleted"
 	// ReasonPodRefused: the API server refused to create the attempt's pod (it is invalid, or

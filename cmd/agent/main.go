@@ -82,6 +82,15 @@ func run() int {
 	if err != nil {
 		return finish(nil, "", nil, &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()})
 	}
+	attached, images, err := agent.ReadAttachments(spec.Attachments)
+	if err != nil {
+		f, ok := errors.AsType[*agent.Failure](err)
+		if !ok {
+			f = &agent.Failure{Reason: agent.ReasonSpecInvalid, ExitCode: agent.ExitSpec, Message: err.Error()}
+		}
+		return finish(nil, "", nil, f)
+	}
+	items = append(items, attached...)
 	resume, err := readCheckpoint(os.Getenv(stepcontract.EnvCheckpoint), os.Getenv(stepcontract.EnvCheckpointSHA256))
 	if err != nil {
 		// A checkpoint that cannot be read costs the turns it held, not the step.
@@ -99,7 +108,8 @@ func run() int {
 	}
 	attempt, _ := strconv.Atoi(os.Getenv(stepcontract.EnvAttempt))
 	r := &agent.Runner{
-		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Retry: agent.DefaultRetry,
+		Spec: spec, APIKey: apiKey, FallbackKeys: fallbackKeys, Secrets: secrets, Context: items, Images: images,
+		Retry:  agent.DefaultRetry,
 		Memory: mem,
 		// The log is the channel the controller reads progress and checkpoints from.
 		Progress: os.Stdout, Resume: resume, Attempt: int32(attempt), Results: results,

@@ -129,6 +129,9 @@ func agentSpec(scene *compile.Scene, req planner.PodRequest) *agentspec.Spec {
 	if len(req.Inputs) > 0 {
 		s.ContextDir = stepcontract.InputsDir
 	}
+	for _, in := range req.Step.Spec.InputArtifacts {
+		s.Attachments = append(s.Attachments, agentspec.Attachment{Step: in.Step, Name: in.Name, Path: inputArtifactPath(in)})
+	}
 	return s
 }
 

@@ -82,11 +82,7 @@ func addArtifacts(pod *corev1.Pod, step *compile.Step, cfg *ArtifactsConfig, bin
 		ps.Put = append(ps.Put, artifacts.PodFile{Name: a.Name, Path: file})
 	}
 	for _, in := range spec.InputArtifacts {
-		file := in.Path
-		if file == "" {
-			file = path.Join(stepcontract.InputArtifactsDir, in.Step, in.Name)
-		}
-		ps.Get = append(ps.Get, artifacts.PodFile{Step: in.Step, Name: in.Name, Path: file})
+		ps.Get = append(ps.Get, artifacts.PodFile{Step: in.Step, Name: in.Name, Path: inputArtifactPath(in)})
 	}
 	raw, _ := json.Marshal(ps)
 	// The entrypoint runs Ergon's artifact binary from beside itself: in the image volume,
@@ -125,6 +121,14 @@ func addArtifacts(pod *corev1.Pod, step *compile.Step, cfg *ArtifactsConfig, bin
 		corev1.VolumeMount{Name: "ergon-artifacts", MountPath: stepcontract.ArtifactsDir},
 		corev1.VolumeMount{Name: "ergon-input-artifacts", MountPath: stepcontract.InputArtifactsDir},
 		corev1.VolumeMount{Name: "ergon-artifact-token", MountPath: stepcontract.ArtifactTokenDir, ReadOnly: true})
+}
+
+// inputArtifactPath is where a step's pod finds an artifact it reads.
+func inputArtifactPath(in ergonv1alpha1.InputArtifact) string {
+	if in.Path != "" {
+		return in.Path
+	}
+	return path.Join(stepcontract.InputArtifactsDir, in.Step, in.Name)
 }
 
 // collectArtifacts records the artifacts a succeeded pod wrote, from its report: each key is

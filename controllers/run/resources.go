@@ -119,6 +119,7 @@ func stepPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodReques
 	if parts.workspace != nil {
 		bindToWorkspace(pod, req.Step, parts.workspace, parts.node, parts.bins)
 	}
+	addArtifacts(pod, req.Step, parts.artifacts, parts.bins)
 	if parts.traced {
 		// First, so that a step's own env may set another.
 		main := &pod.Spec.Containers[0]
@@ -151,7 +152,6 @@ func containerPod(run *ergonv1alpha1.Run, scene *compile.Scene, req planner.PodR
 	main.Command = []string{entrypoint}
 	main.Args = append(append([]string{entrypointRun, "--"}, req.Rendered.Command...), req.Rendered.Args...)
 	main.EnvFrom, main.WorkingDir = c.EnvFrom, c.WorkingDir
-	addArtifacts(pod, req.Step, parts.artifacts, parts.bins)
 	main.Resources = defaultedResources(c.Resources, sceneStepResources(scene), parts.defaults)
 	return pod
 }

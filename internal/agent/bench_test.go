@@ -95,6 +95,6 @@ func BenchmarkContextPolicy(b *testing.B) {
 		if _, _, err := fitContext(conv, 100000); err != nil {
 			b.Fatal(err)
 		}
-		_ = toParams(conv)
+		_ = toParams(conv, nil)
 	}
 }

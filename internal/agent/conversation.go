@@ -17,6 +17,7 @@ limitations under the License.
 package agent
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -45,7 +46,14 @@ type Message struct {
 	Trimmed bool `json:"trimmed,omitempty"`
 	// Marker is the note that stands for the messages the context policy dropped.
 	Marker bool `json:"marker,omitempty"`
+	// Images names the images (Runner.Images) shown with the message: a checkpoint keeps
+	// their names, not their bytes, which the next attempt reads again.
+	Images []string `json:"images,omitempty"`
 }
+
+// imageSize is what the context policy counts for an image, in characters: about the 765
+// tokens a provider bills a large image at, at 4 characters a token.
+const imageSize = 3072
 
 // messageOverhead is what a message costs besides its text, in characters: its role and the
 // JSON around it, roughly.
@@ -53,15 +61,16 @@ const messageOverhead = 16
 
 // size is what the context policy counts for a message, in characters.
 func (m *Message) size() int64 {
-	n := int64(len(m.Content) + len(m.ToolCallID) + messageOverhead)
+	n := int64(len(m.Content) + len(m.ToolCallID) + messageOverhead + len(m.Images)*imageSize)
 	for _, c := range m.ToolCalls {
 		n += int64(len(c.ID) + len(c.Name) + len(c.Arguments) + messageOverhead)
 	}
 	return n
 }
 
-// param is the message as the SDK sends it.
-func (m *Message) param() openai.ChatCompletionMessageParamUnion {
+// param is the message as the SDK sends it; a user message with images sends them as image
+// parts, each a data URL.
+func (m *Message) param(images []Image) openai.ChatCompletionMessageParamUnion {
 	switch m.Role {
 	case RoleSystem:
 		return openai.SystemMessage(m.Content)
@@ -80,15 +89,27 @@ func (m *Message) param() openai.ChatCompletionMessageParamUnion {
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
 	default:
-		return openai.UserMessage(m.Content)
+		if len(m.Images) == 0 {
+			return openai.UserMessage(m.Content)
+		}
+		parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(m.Content)}
+		for _, name := range m.Images {
+			for _, img := range images {
+				if img.Name == name {
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+						URL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)}))
+				}
+			}
+		}
+		return openai.UserMessage(parts)
 	}
 }
 
 // toParams is the conversation as the SDK sends it.
-func toParams(conv []Message) []openai.ChatCompletionMessageParamUnion {
+func toParams(conv []Message, images []Image) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, len(conv))
 	for i := range conv {
-		out[i] = conv[i].param()
+		out[i] = conv[i].param(images)
 	}
 	return out
 }

@@ -117,7 +117,7 @@ func (l *loop) call(ctx context.Context, params *openai.ChatCompletionNewParams,
 		if err := l.fitContext(turn); err != nil {
 			return nil, err
 		}
-		params.Messages = toParams(l.conv)
+		params.Messages = toParams(l.conv, l.Images)
 	}
 }
 

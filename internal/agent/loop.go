@@ -55,6 +55,8 @@ type Runner struct {
 	// Context is the data the model is told to treat as data: the outputs of the step's
 	// dependencies.
 	Context []ContextItem
+	// Images are the image artifacts the model is shown with the context, as data.
+	Images []Image
 	// ProviderHTTP is the client for the model API; nil means http.DefaultClient's transport.
 	ProviderHTTP *http.Client
 	// Tools is what tools may use.
@@ -83,6 +85,13 @@ type Runner struct {
 // ContextItem is one piece of context: the output of a dependency, by step name.
 type ContextItem struct {
 	Name, Value string
+}
+
+// Image is an image the model is shown: an image artifact of an earlier step, by its name
+// STEP/NAME, of a media type sniffed from its bytes.
+type Image struct {
+	Name, MediaType string
+	Data            []byte
 }
 
 // RetryPolicy says how failed model calls are retried: 429 after its Retry-After (at most
@@ -260,7 +269,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		if err := l.fitContext(turn); err != nil {
 			return "", err
 		}
-		params.Messages = toParams(l.conv)
+		params.Messages = toParams(l.conv, l.Images)
 		start := l.Now()
 		resp, err := l.call(ctx, &params, turn)
 		if err != nil {
@@ -349,6 +358,12 @@ func (l *loop) opening(c *contract) []Message {
 	var msgs []Message
 	var contextText string
 	blocks := l.contextBlocks()
+	var images []string
+	for _, img := range l.Images {
+		blocks = append(blocks, contextBlock{ContextItem{Name: img.Name,
+			Value: fmt.Sprintf("(an image, %s, %d bytes: shown with this message)", img.MediaType, len(img.Data))}, "image"})
+		images = append(images, img.Name)
+	}
 	if len(blocks) > 0 {
 		n := l.Nonce()
 		begin, end := "BEGIN CONTEXT "+n, "END CONTEXT "+n
@@ -368,7 +383,7 @@ func (l *loop) opening(c *contract) []Message {
 	msgs = append(msgs, Message{Role: RoleSystem, Content: system, Pinned: true})
 	l.t.Entries = append(l.t.Entries, Entry{Role: RoleSystem, Content: system})
 	if contextText != "" {
-		msgs = append(msgs, Message{Role: RoleUser, Content: contextText, Pinned: true})
+		msgs = append(msgs, Message{Role: RoleUser, Content: contextText, Images: images, Pinned: true})
 		l.t.Entries = append(l.t.Entries, Entry{Role: RoleUser, Content: contextText})
 	}
 	task := l.red.String(strings.TrimSpace(s.Prompt) + "\n\n" + c.instruction())

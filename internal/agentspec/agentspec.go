@@ -50,6 +50,10 @@ type Spec struct {
 	// ContextDir holds the outputs of the step's dependencies, one file per step: the
 	// context the model is told to treat as data.
 	ContextDir string `json:"contextDir,omitempty"`
+	// Attachments are the artifacts of earlier steps the step reads (inputArtifacts), which
+	// the entrypoint has downloaded and checked before the runtime starts: an image is shown
+	// to the model, text joins the context (docs/artifacts.md).
+	Attachments []Attachment `json:"attachments,omitempty"`
 	// SecretEnv names the environment variables whose values are secrets: they are
 	// redacted from everything the runtime writes.
 	SecretEnv []string `json:"secretEnv,omitempty"`
@@ -77,6 +81,13 @@ type Spec struct {
 	// Answers is the file the answers to the step's live questions (Ask) appear in, a JSON
 	// object of Answers by question id; empty when no MCP server may ask.
 	Answers string `json:"answers,omitempty"`
+}
+
+// Attachment is an artifact an agent step reads, at Path in its pod.
+type Attachment struct {
+	Step string `json:"step"`
+	Name string `json:"name"`
+	Path string `json:"path"`
 }
 
 // Conversation bounds a chat step.

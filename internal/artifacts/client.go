@@ -188,7 +188,8 @@ func (c *Client) retry(ctx context.Context, build func() (*http.Request, error),
 		}
 		resp, err := c.http.Do(req)
 		if err != nil {
-			last = &Failure{Reason: ReasonStoreFailed, Message: "the artifact store: " + err.Error()}
+			last = &Failure{Reason: ReasonStoreFailed, Message: fmt.Sprintf("%s did not answer (a NetworkPolicy, "+
+				"such as the egress of a Workspace the step runs against, may stand between): %v", req.URL.Host, err)}
 			continue
 		}
 		err = func() error {

@@ -29,21 +29,31 @@ import (
 )
 
 // checkArtifacts checks the artifacts a step declares and the ones it reads: only a container
-// step without forEach or loop has them; names are artifact names, unique; paths are files
+// or agent step without forEach or loop has them (an agent writes its own in its Workspace); names are artifact names, unique; paths are files
 // the step may write (under /tmp, or the Workspace's mount); an input names an artifact an
 // upstream step declares.
 func (c *compiler) checkArtifacts(spec *ergonv1alpha1.Step, p *field.Path, upstream func(string) bool) {
 	if len(spec.Artifacts) == 0 && len(spec.InputArtifacts) == 0 {
 		return
 	}
-	if spec.Container == nil || spec.ForEach != nil || spec.Loop != nil {
+	if (spec.Container == nil && spec.Agent == nil) || spec.ForEach != nil || spec.Loop != nil {
 		f := p.Child("artifacts")
 		if len(spec.Artifacts) == 0 {
 			f = p.Child("inputArtifacts")
 		}
-		c.errs = append(c.errs, field.Forbidden(f, "only a container step without forEach or loop has artifacts "+
+		c.errs = append(c.errs, field.Forbidden(f, "only a container or agent step without forEach or loop has artifacts "+
 			"and inputArtifacts; write a file of a forEach instance or a loop into a step after it"))
 		return
+	}
+	if spec.Agent != nil {
+		// An agent writes files with its file tools, in its Workspace only.
+		for i, a := range spec.Artifacts {
+			if c.spec.Workspace == nil || !strings.HasPrefix(a.Path, stepcontract.DefaultWorkspace+"/") {
+				c.errs = append(c.errs, field.Invalid(p.Child("artifacts").Index(i).Child("path"), a.Path,
+					"an agent step writes artifacts with its file tools, in its Workspace: bind the Scene to a Workspace "+
+						"and give a path under "+stepcontract.DefaultWorkspace+"/"))
+			}
+		}
 	}
 	paths := map[string]string{}
 	claim := func(f *field.Path, file string) {

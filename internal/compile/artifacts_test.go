@@ -47,8 +47,14 @@ func TestArtifactsAreCheckedWithTheirFieldPath(t *testing.T) {
 		steps     []ergonv1alpha1.Step
 		want      []string
 	}{
-		{"a gate with artifacts", false, []ergonv1alpha1.Step{gate}, []string{"spec.steps[0].artifacts", "only a container step"}},
+		{"a gate with artifacts", false, []ergonv1alpha1.Step{gate}, []string{"spec.steps[0].artifacts", "only a container or agent step"}},
 		{"a forEach with artifacts", false, []ergonv1alpha1.Step{fan}, []string{"spec.steps[0].artifacts", "without forEach or loop"}},
+		{"an agent writing outside a Workspace", false, []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "x"},
+			Artifacts: []ergonv1alpha1.Artifact{{Name: "notes.md", Path: "/tmp/notes.md"}}}},
+			[]string{"spec.steps[0].artifacts[0].path", "in its Workspace"}},
+		{"an agent writing to the default directory", true, []ergonv1alpha1.Step{{Name: "a", Agent: &ergonv1alpha1.AgentStep{Prompt: "x"},
+			Artifacts: []ergonv1alpha1.Artifact{{Name: "notes.md"}}}},
+			[]string{"spec.steps[0].artifacts[0].path", "under /workspace/"}},
 		{"a bad name", false, []ergonv1alpha1.Step{makes("a", ergonv1alpha1.Artifact{Name: "../x"})},
 			[]string{"spec.steps[0].artifacts[0].name", "not an artifact name"}},
 		{"a name twice", false, []ergonv1alpha1.Step{makes("a", report, report)},
@@ -101,6 +107,9 @@ func TestArtifactsAreCheckedWithTheirFieldPath(t *testing.T) {
 		reads("b", []string{"mid"}, ergonv1alpha1.InputArtifact{Step: "a", Name: "report.md"},
 			ergonv1alpha1.InputArtifact{Step: "a", Name: "chart.svg", Path: "/tmp/in/chart.svg"}),
 	}}
+	ok.Steps = append(ok.Steps, ergonv1alpha1.Step{Name: "look", DependsOn: []string{"b"}, Agent: &ergonv1alpha1.AgentStep{Prompt: "x"},
+		InputArtifacts: []ergonv1alpha1.InputArtifact{{Step: "a", Name: "chart.svg"}},
+		Artifacts:      []ergonv1alpha1.Artifact{{Name: "review.md", Path: "/workspace/review.md"}}})
 	if _, errs := Compile(ok); len(errs) > 0 {
 		t.Fatalf("a right Scene was refused: %v", errs.ToAggregate())
 	}

@@ -19,11 +19,13 @@ limitations under the License.
 package e2e
 
 import (
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -65,6 +67,33 @@ sha256sum "$ERGON_INPUT_ARTIFACTS/render/data.bin" | cut -c1-64 | tr -d '\n' > "
 		By("the Run's status and Events carry no grant and no content")
 		raw := strings.Join([]string{made.Message, made.Output.Preview}, " ")
 		Expect(raw).NotTo(ContainSubstring(artifacts.PathBlobs))
+	})
+
+	It("show an agent step an image another step made, as an image part of its model request", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		deployFakeLLMScript(ctx, ns, `rules:
+- match: {imageContains: "data:image/png;base64,iVBORw0KGgo"}
+  reply: {content: "I see a PNG"}
+- reply: {content: "I see no image"}
+`)
+		// A 1x1 PNG, written by a shell step.
+		draw := busyboxStep("draw", `echo iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg== `+
+			`| base64 -d > "$ERGON_ARTIFACTS/dot.png"`)
+		draw.Artifacts = []ergonv1alpha1.Artifact{{Name: "dot.png", MediaType: "image/png"}}
+		look := ergonv1alpha1.Step{Name: "look", DependsOn: []string{"draw"},
+			Agent:          &ergonv1alpha1.AgentStep{Prompt: "What do you see?"},
+			InputArtifacts: []ergonv1alpha1.InputArtifact{{Step: "draw", Name: "dot.png"}}}
+		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "looking", Namespace: ns}}
+		scene.Spec.Models = map[string]ergonv1alpha1.ModelSpec{"default": {
+			BaseURL: ergonv1alpha1.URL(fmt.Sprintf("http://llm.%s.svc/v1", ns)), Model: "fake"}}
+		scene.Spec.Steps = []ergonv1alpha1.Step{draw, look}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "looking-1", Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "looking"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+		run = finished(ctx, run)
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status.Steps)
+		Expect(stepOf(run, "look").Output.Preview).To(Equal("I see a PNG"))
 	})
 
 	It("fail a step whose command did not write a declared artifact, naming it", func(ctx SpecContext) {

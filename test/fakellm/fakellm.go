@@ -63,6 +63,9 @@ type Match struct {
 	LastContains string `json:"lastContains,omitempty"`
 	// AnyContains must appear in some message.
 	AnyContains string `json:"anyContains,omitempty"`
+	// ImageContains must appear in the URL of an image some message shows (a data URL
+	// begins "data:image/png;base64,...").
+	ImageContains string `json:"imageContains,omitempty"`
 	// LastRole is the role of the last message: system, user, assistant or tool.
 	LastRole string `json:"lastRole,omitempty"`
 	// Model is the model the request names.
@@ -112,11 +115,13 @@ type Route struct {
 	Body        string `json:"body"`
 }
 
-// Message is a message of a request, as the server saw it.
+// Message is a message of a request, as the server saw it. Content given as parts is read as
+// its text parts, joined; its image parts' URLs are Images.
 type Message struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
+	Role       string   `json:"role"`
+	Content    string   `json:"content"`
+	Images     []string `json:"images,omitempty"`
+	ToolCallID string   `json:"tool_call_id,omitempty"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -124,6 +129,46 @@ type Message struct {
 			Arguments string `json:"arguments"`
 		} `json:"function"`
 	} `json:"tool_calls,omitempty"`
+}
+
+// UnmarshalJSON reads content as a string or as parts.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	var raw struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Message(raw.plain)
+	if len(raw.Content) == 0 || string(raw.Content) == "null" {
+		return nil
+	}
+	if raw.Content[0] == '"' {
+		return json.Unmarshal(raw.Content, &m.Content)
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw.Content, &parts); err != nil {
+		return err
+	}
+	var texts []string
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			texts = append(texts, p.Text)
+		case "image_url":
+			m.Images = append(m.Images, p.ImageURL.URL)
+		}
+	}
+	m.Content = strings.Join(texts, "\n")
+	return nil
 }
 
 // Request is a chat completion request the server received.
@@ -293,6 +338,17 @@ func (m Match) matches(req *Request) bool {
 			if strings.Contains(msg.Content, m.AnyContains) {
 				found = true
 				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	if m.ImageContains != "" {
+		found := false
+		for _, msg := range req.Messages {
+			for _, u := range msg.Images {
+				found = found || strings.Contains(u, m.ImageContains)
 			}
 		}
 		if !found {
