@@ -39,9 +39,10 @@ free_port() {
 
 run() {
   build
-  local dir pid s3 key secret
+  # Not local: the EXIT trap reads them after this function returned.
   dir=$(mktemp -d)
-  key=ergon-test secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+  local s3 key=ergon-test secret
+  secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
   cat > "$dir/s3.json" <<JSON
 {"identities": [{"name": "ergon", "credentials": [{"accessKey": "$key", "secretKey": "$secret"}],
   "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}
@@ -53,7 +54,7 @@ JSON
     -webdav=false -admin.ui=false -s3.port.iceberg=0 -s3.port.lance=0 -master.telemetry=false \
     -bucket=ergon-test >"$dir/weed.log" 2>&1 &
   pid=$!
-  trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+  trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
   for _ in $(seq 120); do
     if curl -s -o /dev/null "http://127.0.0.1:$s3/"; then break; fi
     kill -0 $pid 2>/dev/null || { cat "$dir/weed.log" >&2; log "SeaweedFS did not start"; exit 1; }
