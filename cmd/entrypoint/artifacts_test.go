@@ -75,8 +75,8 @@ func TestAStepReadsAndWritesItsArtifacts(t *testing.T) {
 		if token != "pod-token" {
 			return nil, &artifacts.Refusal{Status: http.StatusUnauthorized, Reason: "Unauthorized", Message: "no"}
 		}
-		return &artifacts.Scope{Puts: map[string]artifacts.Ref{"report.md": outRef}, Gets: map[string]artifacts.Recorded{"fetch/data.bin": recorded},
-			MaxBytes: 10 << 20, RunBytes: 20 << 20}, nil
+		return &artifacts.Scope{Puts: map[string]artifacts.Ref{"report.md": outRef},
+			Gets: map[string]artifacts.Recorded{"fetch/data.bin": recorded}, MaxBytes: 10 << 20, RunBytes: 20 << 20}, nil
 	})})
 	defer srv.Close()
 	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))

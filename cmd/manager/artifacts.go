@@ -75,7 +75,7 @@ func (o *artifactOptions) config(webhooks *webhookOptions) (*runcontroller.Artif
 
 // setup opens the store and serves the endpoint beside the webhooks.
 func (o *artifactOptions) setup(ctx context.Context, mgr ctrl.Manager, webhooks *webhookOptions, runs *runcontroller.RunReconciler,
-	shard shard.Shard) error {
+	owned shard.Shard) error {
 	if o.store == "" {
 		return nil
 	}
@@ -93,7 +93,7 @@ func (o *artifactOptions) setup(ctx context.Context, mgr ctrl.Manager, webhooks 
 	runs.Config.Artifacts.Store = st
 	// The artifacts of Runs that are gone, from the cluster and the archive, are deleted.
 	return mgr.Add(&artifactscontroller.Collector{Store: st, Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Archive: webhooks.archive, Clock: clock.RealClock{}, Shard: shard})
+		Archive: webhooks.archive, Clock: clock.RealClock{}, Shard: owned})
 }
 
 type authorityFunc func(ctx context.Context, token string) (*artifacts.Scope, error)

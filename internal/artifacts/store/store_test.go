@@ -110,32 +110,7 @@ func TestPut(t *testing.T) {
 				t.Errorf("a refused write changed the artifact: %+v", info)
 			}
 
-			// A copy, as a rerun takes the artifacts it reuses, keeps the digest.
-			copied := "v1/ns-" + kind + "/rerun/render/-/1.pod/report.md"
-			if err := s.Copy(ctx, copied, key); err != nil {
-				t.Fatal(err)
-			}
-			if info, err := s.Stat(ctx, copied); err != nil || info.SHA256 != digest(data) || info.Size != int64(len(data)) {
-				t.Errorf("the copy: %+v, %v", info, err)
-			}
-			if err := s.Copy(ctx, copied, prefix+"none"); !errors.Is(err, ErrNotFound) {
-				t.Errorf("a copy of nothing: %v", err)
-			}
-			runs, err := s.Runs(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, want := range []RunEntry{{"ns-" + kind, "run"}, {"ns-" + kind, "rerun"}} {
-				if !slices.Contains(runs, want) {
-					t.Errorf("Runs = %v, without %v", runs, want)
-				}
-			}
-			if newest, err := s.Newest(ctx, prefix); err != nil || time.Since(newest) > time.Minute {
-				t.Errorf("Newest = %v, %v", newest, err)
-			}
-			if _, err := s.Delete(ctx, "v1/ns-"+kind+"/rerun/"); err != nil {
-				t.Fatal(err)
-			}
+			copyAndList(t, s, kind, prefix, key, data)
 
 			other := "v1/other-ns/run/render/-/1.pod/report.md"
 			if err := s.Put(ctx, other, strings.NewReader("x"), 1, digest([]byte("x"))); err != nil {
@@ -166,5 +141,37 @@ func TestOpen(t *testing.T) {
 		if _, err := Open(context.Background(), u); err == nil {
 			t.Errorf("Open(%q) took it", u)
 		}
+	}
+}
+
+// copyAndList copies key, as a rerun takes the artifacts it reuses, and lists the Runs.
+func copyAndList(t *testing.T, s *Store, kind, prefix, key string, data []byte) {
+	t.Helper()
+	ctx := context.Background()
+	// A copy, as a rerun takes the artifacts it reuses, keeps the digest.
+	copied := "v1/ns-" + kind + "/rerun/render/-/1.pod/report.md"
+	if err := s.Copy(ctx, copied, key); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Stat(ctx, copied); err != nil || info.SHA256 != digest(data) || info.Size != int64(len(data)) {
+		t.Errorf("the copy: %+v, %v", info, err)
+	}
+	if err := s.Copy(ctx, copied, prefix+"none"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a copy of nothing: %v", err)
+	}
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []RunEntry{{"ns-" + kind, "run"}, {"ns-" + kind, "rerun"}} {
+		if !slices.Contains(runs, want) {
+			t.Errorf("Runs = %v, without %v", runs, want)
+		}
+	}
+	if newest, err := s.Newest(ctx, prefix); err != nil || time.Since(newest) > time.Minute {
+		t.Errorf("Newest = %v, %v", newest, err)
+	}
+	if _, err := s.Delete(ctx, "v1/ns-"+kind+"/rerun/"); err != nil {
+		t.Fatal(err)
 	}
 }
