@@ -182,6 +182,10 @@ bench-workspace-ready: ## Workspace create -> Running p50/p99 on the cluster of 
 bench-workspace-pool: ## Workspace create -> Running p50/p99 from a WorkspacePool of 10 warm pods, on the cluster of $$KUBECONFIG (not part of make test).
 	go run ./test/bench/workspaceready -pool 10 -workspaces 10 $(BENCH_ARGS)
 
+.PHONY: bench-artifacts
+bench-artifacts: ## Artifact MiB/s between steps against a bare pod's copy, and the manager's memory while 10 steps upload 100 MiB each, on the local cluster with Ergon installed (not part of make test).
+	go run ./test/bench/artifacts $(BENCH_ARGS)
+
 .PHONY: bench-workspace-wake
 bench-workspace-wake: ## Run created -> bound step running, with the Workspace Running and woken from Idle, on the cluster of $$KUBECONFIG (about 5 minutes; not part of make test).
 	go run ./test/bench/workspaceready -wake -workspaces 10 $(BENCH_ARGS)

@@ -123,9 +123,11 @@ func (a *stepArtifacts) fetch(ctx context.Context) error {
 		return errors.New("the artifact endpoint answered another number of grants than asked")
 	}
 	for i, f := range a.spec.Get {
+		start := time.Now()
 		if err := a.client.Download(ctx, resp.Get[i], f.Path); err != nil {
 			return err
 		}
+		logMoved("read", f.Step+"/"+f.Name, resp.Get[i].Size, time.Since(start))
 	}
 	return nil
 }
@@ -166,9 +168,11 @@ func (a *stepArtifacts) publish(ctx context.Context) ([]wire.Artifact, error) {
 			return nil, errors.New("the artifact endpoint answered another number of grants than asked")
 		}
 		for i, f := range a.spec.Put {
+			start := time.Now()
 			if err = a.client.Upload(ctx, resp.Put[i], f.Path); err != nil {
 				break
 			}
+			logMoved("wrote", f.Name, resp.Put[i].Size, time.Since(start))
 		}
 		var fail *artifacts.Failure
 		if err == nil || !errors.As(err, &fail) || fail.Reason != artifacts.ReasonUnauthorized {
@@ -179,6 +183,13 @@ func (a *stepArtifacts) publish(ctx context.Context) ([]wire.Artifact, error) {
 		return nil, err
 	}
 	return written, nil
+}
+
+// logMoved tells the step's log what moved and how fast: one line per artifact.
+func logMoved(verb, name string, size int64, took time.Duration) {
+	rate := float64(size) / (1 << 20) / max(took.Seconds(), 1e-6)
+	fmt.Fprintf(os.Stderr, "ergon-artifacts: %s artifact %s: %d bytes in %s (%.1f MiB/s)\n", verb, name, size,
+		took.Round(time.Millisecond), rate)
 }
 
 // failureOf is the reason and message a transfer error fails the step with.
