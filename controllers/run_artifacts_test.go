@@ -125,7 +125,7 @@ func podToken(ctx context.Context, pod *corev1.Pod, audience string) string {
 func artifactClient(token string) *artifacts.Client {
 	file := filepath.Join(GinkgoT().TempDir(), "token")
 	Expect(os.WriteFile(file, []byte(token), 0o600)).To(Succeed())
-	c, err := artifacts.NewClient(suiteArtifacts.srv.URL, suiteArtifacts.ca, file)
+	c, err := artifacts.NewClient(suiteArtifacts.srv.URL, suiteArtifacts.ca, "", file)
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

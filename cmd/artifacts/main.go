@@ -98,7 +98,7 @@ func loadArtifacts() (*stepArtifacts, error) {
 	if token == "" {
 		token = stepcontract.ArtifactTokenFile
 	}
-	c, err := artifacts.NewClient(endpoint, os.Getenv(stepcontract.EnvArtifactCA), token)
+	c, err := artifacts.NewClient(endpoint, os.Getenv(stepcontract.EnvArtifactCA), os.Getenv(stepcontract.EnvArtifactServerName), token)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,12 +41,33 @@ import (
 	"github.com/ergon-dev/ergon/internal/artifacts/store"
 	"github.com/ergon-dev/ergon/internal/certfiles"
 	"github.com/ergon-dev/ergon/internal/shard"
+	"github.com/ergon-dev/ergon/internal/workspace"
 )
 
 // artifactOptions say where artifacts are kept and how step pods reach them (docs/artifacts.md).
 type artifactOptions struct {
 	store, endpoint    string
 	maxBytes, runBytes int64
+	// address is the endpoint's address once config ran.
+	address *endpointAddress
+}
+
+// workspaceEndpoint is the artifact endpoint as the NetworkPolicies of Workspaces let their
+// step pods reach it: the manager's namespace, the Service's address, its port and the webhook
+// server's; nil when the manager keeps no artifacts.
+func (o *artifactOptions) workspaceEndpoint(namespace string, webhookPort int) func() *workspace.ArtifactEndpoint {
+	if o.address == nil {
+		return nil
+	}
+	u, _ := url.Parse(o.endpoint)
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		port = 443
+	}
+	return func() *workspace.ArtifactEndpoint {
+		return &workspace.ArtifactEndpoint{Namespace: namespace, ClusterIP: o.address.address(),
+			Ports: []int32{int32(port), int32(webhookPort)}}
+	}
 }
 
 func (o *artifactOptions) bindFlags() {
@@ -69,8 +94,14 @@ func (o *artifactOptions) config(webhooks *webhookOptions) (*runcontroller.Artif
 	case o.maxBytes < 1 || o.runBytes < o.maxBytes:
 		return nil, errors.New("--max-artifact-bytes must be at least 1, and --max-run-artifact-bytes at least as much")
 	}
+	u, err := url.Parse(o.endpoint)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return nil, fmt.Errorf("--artifact-endpoint %q is not an https URL", o.endpoint)
+	}
 	ca := &caFile{dir: webhooks.certDir}
-	return &runcontroller.ArtifactsConfig{Endpoint: o.endpoint, CA: ca.pem, MaxBytes: o.maxBytes, RunBytes: o.runBytes}, nil
+	o.address = &endpointAddress{host: u.Hostname()}
+	return &runcontroller.ArtifactsConfig{Endpoint: o.endpoint, CA: ca.pem, Address: o.address.address,
+		MaxBytes: o.maxBytes, RunBytes: o.runBytes}, nil
 }
 
 // setup opens the store and serves the endpoint beside the webhooks.
@@ -131,4 +162,28 @@ func (c *caFile) pem() string {
 type route struct {
 	path    string
 	handler http.Handler
+}
+
+// endpointAddress looks the endpoint's Service up in the cluster's DNS, as the manager's pod
+// can, for step pods that cannot: its cluster IP, looked up again at most once a minute.
+type endpointAddress struct {
+	host string
+	mu   sync.Mutex
+	at   time.Time
+	ip   string
+}
+
+func (e *endpointAddress) address() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if time.Since(e.at) < time.Minute {
+		return e.ip
+	}
+	e.at = time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if addrs, err := net.DefaultResolver.LookupHost(ctx, e.host); err == nil && len(addrs) > 0 {
+		e.ip = addrs[0]
+	}
+	return e.ip
 }

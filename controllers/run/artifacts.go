@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -48,6 +50,10 @@ type ArtifactsConfig struct {
 	Endpoint string
 	// CA returns the PEM of the CA step pods trust the endpoint's certificate by.
 	CA func() string
+	// Address returns the endpoint's address (its Service's cluster IP), "" while unknown:
+	// step pods then reach it by address, with the name for its certificate, so that a pod
+	// that may not look names up (a Workspace's egress) reaches it too.
+	Address func() string
 	// MaxBytes bounds one artifact, RunBytes the artifacts of one Run.
 	MaxBytes, RunBytes int64
 	// Store is where artifacts live: a rerun copies the artifacts of the steps it reuses
@@ -99,7 +105,19 @@ func addArtifacts(pod *corev1.Pod, step *compile.Step, cfg *ArtifactsConfig, bin
 		corev1.EnvVar{Name: stepcontract.EnvArtifactSpec, Value: string(raw)},
 		corev1.EnvVar{Name: stepcontract.EnvArtifactToken, Value: stepcontract.ArtifactTokenFile})
 	if cfg != nil {
-		main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvArtifactEndpoint, Value: cfg.Endpoint})
+		endpoint := cfg.Endpoint
+		if u, err := url.Parse(endpoint); err == nil && cfg.Address != nil {
+			if addr := cfg.Address(); addr != "" {
+				main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvArtifactServerName, Value: u.Hostname()})
+				port := u.Port()
+				if port == "" {
+					port = "443"
+				}
+				u.Host = net.JoinHostPort(addr, port)
+				endpoint = u.String()
+			}
+		}
+		main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvArtifactEndpoint, Value: endpoint})
 		if cfg.CA != nil {
 			main.Env = append(main.Env, corev1.EnvVar{Name: stepcontract.EnvArtifactCA, Value: cfg.CA()})
 		}

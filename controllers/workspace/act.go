@@ -39,6 +39,9 @@ import (
 // and the step pods bound to it.
 func (r *WorkspaceReconciler) gather(ctx context.Context, ws *ergonv1alpha1.Workspace) (workspace.Facts, error) {
 	f := workspace.Facts{Workspace: ws, Now: r.Clock.Now(), EntrypointImage: r.EntrypointImage}
+	if r.ArtifactEndpoint != nil {
+		f.Artifacts = r.ArtifactEndpoint()
+	}
 	key := client.ObjectKey{Namespace: ws.Namespace, Name: workspace.ObjectName(ws)}
 	var err error
 	if f.Pod, err = getOptional(ctx, r, client.ObjectKey{Namespace: ws.Namespace, Name: workspace.PodName(ws)},

@@ -58,6 +58,9 @@ type WorkspaceReconciler struct {
 	Clock     clock.PassiveClock
 	// EntrypointImage is the image whose entrypoint the workspace pod runs: Ergon's own.
 	EntrypointImage string
+	// ArtifactEndpoint says where Ergon's artifact endpoint is, which the NetworkPolicy of every
+	// Workspace lets its step pods reach; nil when the manager keeps no artifacts.
+	ArtifactEndpoint func() *workspace.ArtifactEndpoint
 	// Workers is how many Workspaces are reconciled at once; at least one.
 	Workers int
 }

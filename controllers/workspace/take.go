@@ -98,7 +98,7 @@ func (r *WorkspaceReconciler) takeEntry(ctx context.Context, ws *ergonv1alpha1.W
 		return false, nil
 	}
 	if f.Policy == nil {
-		policy := workspace.NetworkPolicy(ws)
+		policy := workspace.NetworkPolicy(ws, f.Artifacts)
 		if err := r.Create(ctx, policy); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err
 		} else if err == nil {

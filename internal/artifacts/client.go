@@ -49,8 +49,9 @@ type Client struct {
 }
 
 // NewClient makes a Client of the endpoint (https://...), trusting the CA certificates caPEM
-// (the system's when empty), presenting the token in tokenFile, which the kubelet renews.
-func NewClient(endpoint, caPEM, tokenFile string) (*Client, error) {
+// (the system's when empty) for serverName (the endpoint's host when empty), presenting the
+// token in tokenFile, which the kubelet renews.
+func NewClient(endpoint, caPEM, serverName, tokenFile string) (*Client, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("the artifact endpoint %q is not an http(s) URL", endpoint)
@@ -63,6 +64,12 @@ func NewClient(endpoint, caPEM, tokenFile string) (*Client, error) {
 			return nil, errors.New("the artifact endpoint's CA holds no PEM certificate")
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	if serverName != "" {
+		if tr.TLSClientConfig == nil {
+			tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		tr.TLSClientConfig.ServerName = serverName
 	}
 	return &Client{endpoint: u, http: &http.Client{Transport: tr}, tokenFile: tokenFile}, nil
 }

@@ -59,6 +59,10 @@ const (
 	EnvArtifactCA       = "ERGON_ARTIFACT_CA"
 	// EnvArtifactToken names the file of the pod's token for the endpoint (ArtifactTokenFile).
 	EnvArtifactToken = "ERGON_ARTIFACT_TOKEN"
+	// EnvArtifactServerName is the name the endpoint's certificate has, when
+	// EnvArtifactEndpoint gives its address: a pod that may not look names up (a Workspace's
+	// egress) reaches it by address and still checks whom it talks to.
+	EnvArtifactServerName = "ERGON_ARTIFACT_SERVER_NAME"
 )
 
 // Environment variables of an agent step's container, besides those of every step.

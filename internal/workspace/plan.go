@@ -61,6 +61,9 @@ type Facts struct {
 	ActiveSteps int
 	// LastStepFinish is when the last of the terminated step pods bound to it finished.
 	LastStepFinish time.Time
+	// Artifacts is Ergon's artifact endpoint, which the step pods bound to the Workspace may
+	// reach whatever its egress; nil when the manager keeps no artifacts.
+	Artifacts *ArtifactEndpoint
 }
 
 // Event is an Event to announce once the status is written.
@@ -135,7 +138,7 @@ func Decide(f Facts) Plan {
 		return p
 	}
 	p.decideClaim(f)
-	if want := NetworkPolicy(ws); f.Policy == nil || !equality.Semantic.DeepEqual(f.Policy.Spec, want.Spec) {
+	if want := NetworkPolicy(ws, f.Artifacts); f.Policy == nil || !equality.Semantic.DeepEqual(f.Policy.Spec, want.Spec) {
 		p.Policy = want
 	}
 	p.decideLegacyPolicy(f)

@@ -99,7 +99,7 @@ func ourClaim(ws *ergonv1alpha1.Workspace) *corev1.PersistentVolumeClaim {
 
 // settled are the facts of a Workspace whose claim and policy exist.
 func settled(ws *ergonv1alpha1.Workspace, now time.Time, pod *corev1.Pod) Facts {
-	return Facts{Workspace: ws, Now: now, EntrypointImage: entrypointImage, Pod: pod, Claim: ourClaim(ws), Policy: NetworkPolicy(ws)}
+	return Facts{Workspace: ws, Now: now, EntrypointImage: entrypointImage, Pod: pod, Claim: ourClaim(ws), Policy: NetworkPolicy(ws, nil)}
 }
 
 func TestDecide(t *testing.T) {
@@ -127,7 +127,7 @@ func TestDecide(t *testing.T) {
 	foreignClaim.UID = claimUID
 	foreignClaim.OwnerReferences[0].UID = "another-workspace"
 	crashed := podOf(ws, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"})
-	looser := NetworkPolicy(ws)
+	looser := NetworkPolicy(ws, nil)
 	looser.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}}
 
 	for _, tc := range []struct {
@@ -326,7 +326,7 @@ func legacy(reason string) Facts {
 	pod := podOf(ws, running)
 	pod.Name = old
 	pod.Labels = map[string]string{ergonv1alpha1.LabelWorkspace: "desk"}
-	policy := NetworkPolicy(ws)
+	policy := NetworkPolicy(ws, nil)
 	policy.Name = old
 	policy.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{ergonv1alpha1.LabelWorkspace: "desk"}}
 	return Facts{Workspace: ws, Now: t0.Add(time.Minute), EntrypointImage: entrypointImage,

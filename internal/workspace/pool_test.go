@@ -240,7 +240,7 @@ func TestOnlyAFreshWorkspaceWithItsNamesFreeTakesAWarmPod(t *testing.T) {
 	fresh := func() *ergonv1alpha1.Workspace {
 		return newWorkspace(func(ws *ergonv1alpha1.Workspace) { ws.Status = ergonv1alpha1.WorkspaceStatus{} })
 	}
-	squatted := NetworkPolicy(fresh())
+	squatted := NetworkPolicy(fresh(), nil)
 	squatted.OwnerReferences = nil
 	cases := []struct {
 		name string
@@ -248,7 +248,7 @@ func TestOnlyAFreshWorkspaceWithItsNamesFreeTakesAWarmPod(t *testing.T) {
 		want bool
 	}{
 		{"new, nothing under its names", Facts{Workspace: fresh()}, true},
-		{"new, its own NetworkPolicy made", Facts{Workspace: fresh(), Policy: NetworkPolicy(fresh())}, true},
+		{"new, its own NetworkPolicy made", Facts{Workspace: fresh(), Policy: NetworkPolicy(fresh(), nil)}, true},
 		{"new, someone's NetworkPolicy under its name", Facts{Workspace: fresh(), Policy: squatted}, false},
 		{"new, a pod under its name", Facts{Workspace: fresh(), Pod: Pod(fresh(), entrypointImage, "x")}, false},
 		{"it made its claim before", Facts{Workspace: newWorkspace()}, false},

@@ -29,6 +29,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	ergonv1alpha1 "github.com/ergon-dev/ergon/api/v1alpha1"
@@ -213,11 +214,22 @@ func Claim(ws *ergonv1alpha1.Workspace) *corev1.PersistentVolumeClaim {
 	}
 }
 
+// ArtifactEndpoint is Ergon's artifact endpoint as the NetworkPolicy of a Workspace lets the
+// step pods bound to it reach it, whatever its egress (docs/artifacts.md): the manager's
+// namespace and, once known, its Service's address, on the Service's port and the webhook
+// server's (policies may see a connection before or after the Service's address translation).
+type ArtifactEndpoint struct {
+	Namespace string
+	ClusterIP string
+	Ports     []int32
+}
+
 // NetworkPolicy builds the Workspace's NetworkPolicy over the pods labelled with its UID (its
 // pod and the step pods bound to it): every ingress denied; egress as spec.network.egress
 // says: Deny allows nothing (DNS included, so name lookups fail too), Allow everything, CIDRs
-// only the listed blocks.
-func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
+// only the listed blocks; Deny and CIDRs allow Ergon's artifact endpoint besides, when the
+// manager keeps artifacts (ep not nil), by address, so no name lookup is needed.
+func NetworkPolicy(ws *ergonv1alpha1.Workspace, ep *ArtifactEndpoint) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: ObjectName(ws), Namespace: ws.Namespace, Labels: Labels(ws),
@@ -242,6 +254,18 @@ func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
 		}
 		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{rule}
 	}
+	if ep != nil && Egress(ws) != ergonv1alpha1.EgressAllow {
+		rule := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{corev1.LabelMetadataName: ep.Namespace}}}}}
+		if ep.ClusterIP != "" {
+			rule.To = append(rule.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: ep.ClusterIP + "/32"}})
+		}
+		tcp := corev1.ProtocolTCP
+		for _, port := range ep.Ports {
+			rule.Ports = append(rule.Ports, networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: new(intstr.FromInt32(port))})
+		}
+		np.Spec.Egress = append(np.Spec.Egress, rule)
+	}
 	return np
 }
 
@@ -251,7 +275,7 @@ func NetworkPolicy(ws *ergonv1alpha1.Workspace) *networkingv1.NetworkPolicy {
 // any Workspace's UID. Those are the only pods a name can still select; a pod bound since
 // carries a UID, so no other Workspace's old policy reaches it.
 func LegacyNetworkPolicySpec(ws *ergonv1alpha1.Workspace) networkingv1.NetworkPolicySpec {
-	spec := NetworkPolicy(ws).Spec
+	spec := NetworkPolicy(ws, nil).Spec
 	spec.PodSelector = metav1.LabelSelector{
 		MatchLabels: map[string]string{ergonv1alpha1.LabelWorkspace: naming.LabelValue(ws.Name)},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{

@@ -17,6 +17,7 @@ limitations under the License.
 package workspace
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -126,7 +127,7 @@ func TestTheNetworkPolicyDeniesIngressAndAllowsEgressAsTheSpecSays(t *testing.T)
 				{IPBlock: &networkingv1.IPBlock{CIDR: "10.1.0.0/16"}}, {IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.7/32"}}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			np := NetworkPolicy(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.Network = tc.network }))
+			np := NetworkPolicy(newWorkspace(func(w *ergonv1alpha1.Workspace) { w.Spec.Network = tc.network }), nil)
 			if len(np.Spec.Ingress) != 0 || !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
 				t.Errorf("ingress %v with policy types %v: want every ingress denied", np.Spec.Ingress, np.Spec.PolicyTypes)
 			}
@@ -158,7 +159,7 @@ func TestTheNetworkPoliciesOfTwoWorkspacesNeverSelectEachOthersPods(t *testing.T
 		if ws == long {
 			other = short
 		}
-		selector, err := metav1.LabelSelectorAsSelector(&NetworkPolicy(ws).Spec.PodSelector)
+		selector, err := metav1.LabelSelectorAsSelector(&NetworkPolicy(ws, nil).Spec.PodSelector)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,5 +189,38 @@ func TestTheClaimIsControlledByTheWorkspaceAndNamedForItsUID(t *testing.T) {
 	}
 	if ref := metav1.GetControllerOf(claim); ref == nil || ref.UID != "ws-uid" {
 		t.Errorf("claim controlled by %v, want the Workspace", ref)
+	}
+}
+
+// TestTheStepsOfAWorkspaceReachTheArtifactEndpoint: whatever a Workspace's egress, its step
+// pods may reach Ergon's artifact endpoint by address (no name lookup), and nothing more.
+func TestTheStepsOfAWorkspaceReachTheArtifactEndpoint(t *testing.T) {
+	ep := &ArtifactEndpoint{Namespace: "ergon-system", ClusterIP: "10.96.0.20", Ports: []int32{443, 9443}}
+	for _, egress := range []ergonv1alpha1.EgressPolicy{ergonv1alpha1.EgressDeny, ergonv1alpha1.EgressCIDRs, ergonv1alpha1.EgressAllow} {
+		ws := &ergonv1alpha1.Workspace{}
+		ws.Name, ws.Namespace, ws.UID = "desk", "team", "uid-1"
+		ws.Spec.Network = &ergonv1alpha1.WorkspaceNetwork{Egress: egress}
+		if egress == ergonv1alpha1.EgressCIDRs {
+			ws.Spec.Network.CIDRs = []string{"192.0.2.0/24"}
+		}
+		without, with := NetworkPolicy(ws, nil).Spec, NetworkPolicy(ws, ep).Spec
+		if egress == ergonv1alpha1.EgressAllow {
+			if !reflect.DeepEqual(without, with) {
+				t.Errorf("Allow: the endpoint changed the policy: %+v", with.Egress)
+			}
+			continue
+		}
+		if len(with.Egress) != len(without.Egress)+1 || !reflect.DeepEqual(with.Egress[:len(without.Egress)], without.Egress) {
+			t.Fatalf("%s: egress %+v, want the Workspace's rules and one more", egress, with.Egress)
+		}
+		rule := with.Egress[len(with.Egress)-1]
+		if len(rule.To) != 2 || rule.To[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ergon-system" ||
+			rule.To[1].IPBlock.CIDR != "10.96.0.20/32" {
+			t.Errorf("%s: the endpoint's peers are %+v", egress, rule.To)
+		}
+		if len(rule.Ports) != 2 || rule.Ports[0].Port.IntValue() != 443 || rule.Ports[1].Port.IntValue() != 9443 ||
+			*rule.Ports[0].Protocol != corev1.ProtocolTCP {
+			t.Errorf("%s: the endpoint's ports are %+v", egress, rule.Ports)
+		}
 	}
 }

@@ -96,6 +96,26 @@ sha256sum "$ERGON_INPUT_ARTIFACTS/render/data.bin" | cut -c1-64 | tr -d '\n' > "
 		Expect(stepOf(run, "look").Output.Preview).To(Equal("I see a PNG"))
 	})
 
+	It("move between steps bound to a Workspace whose egress is denied, through the policy's one opening", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		ws := e2eWorkspace(ns, "desk", "e2e-owner@example.org") // egress Deny: no DNS either
+		Expect(k8sClient.Create(ctx, ws)).To(Succeed())
+		write := busyboxStep("write", `echo "from the desk" > /workspace/note.txt`)
+		write.Artifacts = []ergonv1alpha1.Artifact{{Name: "note.txt", Path: "/workspace/note.txt"}}
+		read := busyboxStep("read", `cat "$ERGON_INPUT_ARTIFACTS/write/note.txt" > "$ERGON_OUTPUT"`, "write")
+		read.InputArtifacts = []ergonv1alpha1.InputArtifact{{Step: "write", Name: "note.txt"}}
+		scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: "desk", Namespace: ns},
+			Spec: ergonv1alpha1.SceneSpec{Workspace: &corev1.LocalObjectReference{Name: "desk"},
+				Steps: []ergonv1alpha1.Step{write, read}}}
+		Expect(k8sClient.Create(ctx, scene)).To(Succeed())
+		run := &ergonv1alpha1.Run{ObjectMeta: metav1.ObjectMeta{Name: "desk-1", Namespace: ns},
+			Spec: ergonv1alpha1.RunSpec{SceneRef: corev1.LocalObjectReference{Name: "desk"}}}
+		Expect(k8sClient.Create(ctx, run)).To(Succeed())
+		run = finished(ctx, run)
+		Expect(run.Status.Phase).To(Equal(ergonv1alpha1.RunSucceeded), "%+v", run.Status.Steps)
+		Expect(stepOf(run, "read").Output.Preview).To(Equal("from the desk\n"))
+	})
+
 	It("fail a step whose command did not write a declared artifact, naming it", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		lazy := busyboxStep("lazy", "true")

@@ -72,7 +72,7 @@ func setup(t *testing.T, auth scopes) *fixture {
 		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := artifacts.NewClient(f.srv.URL, ca, file)
+		c, err := artifacts.NewClient(f.srv.URL, ca, "", file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +242,7 @@ func TestPresignedS3(t *testing.T) {
 	client := func(token string) *artifacts.Client {
 		file := filepath.Join(t.TempDir(), "token")
 		_ = os.WriteFile(file, []byte(token), 0o600)
-		c, err := artifacts.NewClient(srv.URL, ca, file)
+		c, err := artifacts.NewClient(srv.URL, ca, "", file)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -207,7 +207,7 @@ func step(name, script, image string) ergonv1alpha1.Step {
 }
 
 // runScene runs steps as a Scene and waits for the Run to succeed.
-func runScene(ctx context.Context, c client.Client, ns, name string, timeout time.Duration, steps ...ergonv1alpha1.Step) *ergonv1alpha1.Run {
+func runScene(ctx context.Context, c client.Client, ns, name string, timeout time.Duration, steps ...ergonv1alpha1.Step) {
 	scene := &ergonv1alpha1.Scene{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	scene.Spec.Steps = steps
 	must(c.Create(ctx, scene))
@@ -221,12 +221,11 @@ func runScene(ctx context.Context, c client.Client, ns, name string, timeout tim
 			if run.Status.Phase != ergonv1alpha1.RunSucceeded {
 				fail("Run %s %s: %+v", run.Name, run.Status.Phase, run.Status.Steps)
 			}
-			return run
+			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	fail("Run %s did not finish in %s", run.Name, timeout)
-	return nil
 }
 
 func waitPod(ctx context.Context, c client.Client, pod *corev1.Pod, timeout time.Duration) error {
