@@ -361,5 +361,27 @@ var _ = Describe("Artifacts", func() {
 		Expect(env).To(HaveKeyWithValue("ERGON_ARTIFACT_SPEC",
 			`{"put":[{"name":"report.md","path":"/ergon/artifacts/report.md"},{"name":"chart.svg","path":"/tmp/out/chart.svg"}]}`))
 		Expect(pod.Spec.InitContainers[0].Command).To(ContainElement("/ergon-artifacts=/ergon/bin/ergon-artifacts"))
+
+		By("the step's pod may write its two artifacts, once the Run's status names it")
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			scope, err := suiteArtifacts.Scope(ctx, podToken(ctx, pod, artifacts.Audience))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(scope.Puts).To(HaveKey("report.md"))
+			g.Expect(scope.Puts).To(HaveKey("chart.svg"))
+			g.Expect(scope.Puts["report.md"].PodUID).To(Equal(pod.UID))
+		}).Should(Succeed())
+
+		By("a pod that claims the Run as its owner, and that the status does not name, is told to wait, and gets nothing")
+		run := &ergonv1alpha1.Run{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pages-1"}, run)).To(Succeed())
+		forged := stranger(ctx, ns, "forged-step")
+		forged.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(run, ergonv1alpha1.GroupVersion.WithKind("Run"))}
+		Expect(k8sClient.Update(ctx, forged)).To(Succeed())
+		_, err := suiteArtifacts.Scope(ctx, podToken(ctx, forged, artifacts.Audience))
+		refusal, ok := errors.AsType[*artifacts.Refusal](err)
+		Expect(ok).To(BeTrue(), "%v", err)
+		Expect(refusal.Status).To(Equal(503))
+		Expect(refusal.Message).To(ContainSubstring("names no step run by pod"))
 	})
 })

@@ -245,7 +245,13 @@ func (r *RunReconciler) ArtifactScope(ctx context.Context, token string) (*artif
 			step = s
 		}
 	}
-	if step == nil || step.Phase.Finished() {
+	switch {
+	case step == nil && !run.Status.Phase.Finished():
+		// The status write that records a new pod may land after the pod starts: the pod
+		// asks again (a 503 is retried), and a pod no status ever names never gets a grant.
+		return nil, &artifacts.Refusal{Status: http.StatusServiceUnavailable, Reason: "NotYet",
+			Message: fmt.Sprintf("Run %s's status names no step run by pod %s/%s (yet)", run.Name, namespace, podName)}
+	case step == nil || step.Phase.Finished():
 		return nil, refuse("pod %s/%s runs no step of Run %s that has not ended", namespace, podName, run.Name)
 	}
 	scene, err := r.compiled(ctx, run)

@@ -172,9 +172,10 @@ func (c *Client) resolve(ref string) (string, error) {
 	return c.endpoint.ResolveReference(u).String(), nil
 }
 
-// attempts is how often a transfer is tried: a manager that restarts, or a store that
-// blinks, costs a retry, not the step.
-const attempts = 4
+// attempts is how often a transfer is tried, 1 + 2 + ... + 5 s apart: a manager that
+// restarts, a store that blinks, or a Run whose status does not name the pod yet costs a
+// retry, not the step.
+const attempts = 6
 
 // retry sends the request made by build, and reads a 2xx answer with read. A refusal (4xx)
 // fails at once with the endpoint's reason (an expired grant too: the caller asks for new
