@@ -208,7 +208,7 @@ func NewCommand(o *Options) *cobra.Command {
 	o.Flags.AddFlags(root.PersistentFlags())
 	registerNamespaceCompletion(root, o)
 	root.AddCommand(
-		newRunCommand(o), newGetCommand(o), newTreeCommand(o), newLogsCommand(o), newOutputCommand(o),
+		newRunCommand(o), newGetCommand(o), newTreeCommand(o), newLogsCommand(o), newOutputCommand(o), newArtifactsCommand(o),
 		newDecideCommand(o, optionApprove), newDecideCommand(o, optionReject), newGatesCommand(o),
 		newAnswerCommand(o), newInboxCommand(o),
 		newCancelCommand(o), newRerunCommand(o), newRetryCommand(o), newHistoryCommand(o), newDiffCommand(o),
