@@ -30,16 +30,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"time"
 
 	"github.com/ergon-dev/ergon/internal/artifacts"
 	"github.com/ergon-dev/ergon/internal/outputs/wire"
 	"github.com/ergon-dev/ergon/internal/stepcontract"
 )
-
-// reasonPattern is what a failure reason must look like to reach the Run's status.
-var reasonPattern = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
 
 func main() {
 	if len(os.Args) != 2 || (os.Args[1] != "fetch" && os.Args[1] != "publish") {
@@ -195,7 +191,8 @@ func logMoved(verb, name string, size int64, took time.Duration) {
 // failureOf is the reason and message a transfer error fails the step with.
 func failureOf(err error) (string, string) {
 	var f *artifacts.Failure
-	if errors.As(err, &f) && reasonPattern.MatchString(f.Reason) {
+	// The entrypoint checks the reason's shape before it reaches the Run's status.
+	if errors.As(err, &f) && f.Reason != "" {
 		return f.Reason, f.Message
 	}
 	return artifacts.ReasonStoreFailed, err.Error()

@@ -35,6 +35,7 @@ import (
 
 	"github.com/ergon-dev/ergon/internal/artifacts"
 	"github.com/ergon-dev/ergon/internal/artifacts/store"
+	"github.com/ergon-dev/ergon/internal/outputs/wire"
 )
 
 // DefaultTTL is how long a grant lasts: a step asks for new ones when it needs more.
@@ -123,12 +124,12 @@ func (h *Handler) grant(ctx context.Context, scope *artifacts.Scope, req artifac
 		if p.Size > scope.MaxBytes {
 			return nil, &artifacts.Refusal{Status: http.StatusRequestEntityTooLarge, Reason: artifacts.ReasonTooLarge,
 				Message: fmt.Sprintf("artifact %q has %s bytes, more than the %s an artifact may have (--max-artifact-bytes)",
-					p.Name, thousands(p.Size), thousands(scope.MaxBytes))}
+					p.Name, wire.Thousands(int(p.Size)), wire.Thousands(int(scope.MaxBytes)))}
 		}
 		if total += p.Size; total > scope.RunBytes {
 			return nil, &artifacts.Refusal{Status: http.StatusRequestEntityTooLarge, Reason: artifacts.ReasonTooLarge,
 				Message: fmt.Sprintf("artifact %q would bring the Run's artifacts to %s bytes, more than the %s a Run may keep "+
-					"(--max-run-artifact-bytes)", p.Name, thousands(total), thousands(scope.RunBytes))}
+					"(--max-run-artifact-bytes)", p.Name, wire.Thousands(int(total)), wire.Thousands(int(scope.RunBytes)))}
 		}
 		t, err := h.transfer(ctx, true, ref.Key(), p.Size, p.SHA256, expires)
 		if err != nil {
@@ -247,12 +248,4 @@ func problem(w http.ResponseWriter, err error) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(ref.Status)
 	_ = json.NewEncoder(w).Encode(artifacts.Problem{Reason: ref.Reason, Message: ref.Message})
-}
-
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
